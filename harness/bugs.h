@@ -1,0 +1,52 @@
+// The central list of documented bugs (../shared/BUGS.md) and the run-time switch that re-introduces
+// them. `LIFELINE_REINTRODUCE` holds a comma-separated list of bug ids; the buggy branch of each bug
+// sits next to its fix in the layer and is taken only when `Reintroduced(bug)` is true.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace lifeline {
+
+enum class Bug : uint8_t {
+  kMetalEdescAutorelease,     // metal-edesc-autorelease
+  kMetalEncodeAsyncBlock,     // metal-encode-async-block
+  kGallocrViewLeafOffset,     // gallocr-view-leaf-offset
+  kIglCaptureRetainsBuffers,  // igl-capture-retains-buffers
+  kWasmLangDangling,          // wasm-lang-dangling
+  kIreeDlpackImportLeak,      // iree-dlpack-import-leak
+  kTurbineCapsuleRenameBack,  // turbine-capsule-rename-back
+  kMaxValue = kTurbineCapsuleRenameBack,
+};
+
+inline constexpr int kBugCount = static_cast<int>(Bug::kMaxValue) + 1;
+
+// The kebab-case id used in BUGS.md, repro/<id>/ and LIFELINE_REINTRODUCE.
+std::string_view BugId(Bug bug);
+std::optional<Bug> BugFromId(std::string_view id);
+// "metal-edesc-autorelease, metal-encode-async-block, ..." for error messages.
+std::string KnownBugIds();
+
+class BugSet {
+ public:
+  bool Has(Bug bug) const { return (bits_ >> static_cast<int>(bug)) & 1u; }
+  void Add(Bug bug) { bits_ |= 1u << static_cast<int>(bug); }
+  bool empty() const { return bits_ == 0; }
+
+ private:
+  uint32_t bits_ = 0;
+};
+
+// Parses a LIFELINE_REINTRODUCE value: ids separated by commas, surrounding blanks ignored, empty
+// entries ignored. Returns false and sets `*error` (naming the bad id and listing the known ones) on an
+// unknown id.
+bool ParseBugList(std::string_view text, BugSet* out, std::string* error);
+
+// The process-wide switch set, read from LIFELINE_REINTRODUCE once. An unknown id prints the error to
+// stderr and exits with status 2: a typo must never silently run the fixed code.
+const BugSet& ReintroducedBugs();
+inline bool Reintroduced(Bug bug) { return ReintroducedBugs().Has(bug); }
+
+}  // namespace lifeline

@@ -1,0 +1,64 @@
+// Always-on checks. Never compiled out, whatever NDEBUG says.
+//
+//   LIFELINE_CHECK(cond, msg)         an invariant of the code under test or an oracle: a failure is a
+//                                     finding ("LIFELINE_CHECK failed").
+//   LIFELINE_PRECONDITION(cond, msg)  misuse of the harness by its caller ("LIFELINE_PRECONDITION
+//                                     failed"): a bug in a test or target, not in the system under test.
+//
+// Both print file, line, condition and `msg` (evaluated only on failure), then — when an OpTraceScope is
+// active on the failing thread — the op index and the decoded op trace, then a stack trace, and abort.
+// The report format is parsed by harness/lifeline/crash.py; keep them in step.
+#pragma once
+
+#include <cstddef>
+#include <cstdio>
+#include <string>
+
+namespace lifeline {
+
+// Registers the decoded program of the current fuzz iteration or test on this thread, so a failing check
+// can print which op was running and the whole trace. `render(program, current, out)` prints one line
+// per op and marks op `current` with "=>".
+class OpTraceScope {
+ public:
+  using Render = void (*)(const void* program, size_t current, std::FILE* out);
+  OpTraceScope(const void* program, size_t op_count, Render render);
+  ~OpTraceScope();
+  OpTraceScope(const OpTraceScope&) = delete;
+  OpTraceScope& operator=(const OpTraceScope&) = delete;
+
+  void set_op(size_t index) { op_index_ = index; }
+  // Called by the check failure path.
+  void Print(std::FILE* out) const;
+
+ private:
+  const void* program_;
+  size_t op_count_;
+  Render render_;
+  size_t op_index_ = 0;
+  OpTraceScope* outer_;
+};
+
+namespace internal {
+enum class CheckKind { kInvariant, kPrecondition };
+[[noreturn]] void CheckFailed(CheckKind kind, const char* file, int line, const char* condition,
+                              const std::string& message);
+// Prints the calling thread's stack in the sanitizer format ("#N 0xPC in function file:line").
+void PrintStackTrace(std::FILE* out);
+}  // namespace internal
+
+}  // namespace lifeline
+
+#define LIFELINE_CHECK(cond, msg)                                                                   \
+  do {                                                                                              \
+    if (__builtin_expect(!(cond), 0))                                                               \
+      ::lifeline::internal::CheckFailed(::lifeline::internal::CheckKind::kInvariant, __FILE__,      \
+                                        __LINE__, #cond, (msg));                                    \
+  } while (0)
+
+#define LIFELINE_PRECONDITION(cond, msg)                                                            \
+  do {                                                                                              \
+    if (__builtin_expect(!(cond), 0))                                                               \
+      ::lifeline::internal::CheckFailed(::lifeline::internal::CheckKind::kPrecondition, __FILE__,   \
+                                        __LINE__, #cond, (msg));                                    \
+  } while (0)

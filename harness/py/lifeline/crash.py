@@ -1,0 +1,290 @@
+"""Turns sanitizer, valgrind, libFuzzer and LIFELINE_CHECK output into crash type + crash state.
+
+The crash state is the top 3 meaningful frames of the primary stack (ClusterFuzz's convention, matching
+dedup_token_length=3): frames of sanitizer runtimes, libc, the C++ standard library, the check handler and
+the fuzzing engine are skipped, and function names lose their argument lists.
+
+    parse(text) -> Crash | None     the first report in `text`, or None when there is none
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Optional
+
+STATE_FRAMES = 3
+
+
+@dataclasses.dataclass
+class Crash:
+    tool: str                 # asan, ubsan, tsan, lsan, valgrind, lifeline, libfuzzer
+    type: str                 # heap-use-after-free, stack-use-after-return, data-race, direct-leak, ...
+    state: list[str]          # top meaningful frames, normalized
+    frames: list[str]         # every frame of the primary stack, normalized, in order
+    access: Optional[str] = None   # "READ 1", "WRITE 8"
+    message: Optional[str] = None  # LIFELINE_CHECK message, UBSan runtime error text
+    location: Optional[str] = None # file:line of the top meaningful frame, when known
+
+    @property
+    def signature(self) -> str:
+        return self.type + " | " + " / ".join(self.state)
+
+    def to_json(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["signature"] = self.signature
+        return d
+
+
+# ---- frames ---------------------------------------------------------------------------------------
+
+# "    #3 0x55d0c2 in lifeline::Foo(int) /path/file.cc:12:5"
+# "    #8 0x7fd9e6cd44a2  (/lib/x86_64-linux-gnu/libstdc++.so.6+0xd44a2)"
+_SAN_FRAME = re.compile(r"^\s*#(\d+)\s+0x[0-9a-fA-F]+(?:\s+in\s+(?P<func>.+?))?(?:\s+(?P<loc>\S+:\d+(?::\d+)?))?(?:\s+\((?P<mod>[^)]*)\))?\s*$")
+# TSan: "    #0 lifeline::Foo(int) /path/file.cc:12:5 (binary+0x1234)"
+_TSAN_FRAME = re.compile(r"^\s*#(\d+)\s+(?P<func>.+?)\s+(?P<loc>\S+:\d+(?::\d+)?|<null>)\s+\((?P<mod>[^)]*)\)\s*$")
+# valgrind: "==123==    at 0x4848: lifeline::Foo(int) (file.cc:12)"  /  "by 0x...: ... (in /lib/libc.so.6)"
+_VG_FRAME = re.compile(r"^==\d+==\s+(?:at|by) 0x[0-9A-Fa-f]+: (?P<func>.+?)(?: \((?P<loc>[^()]*)\))?\s*$")
+
+_SKIP_PREFIXES = (
+    "__asan", "__tsan", "__lsan", "__ubsan", "__sanitizer", "__interceptor_", "__interception::",
+    "___interceptor_", "__cxa_", "__libc_", "__GI_", "__gnu_cxx::", "std::", "__invoke", "__gthread",
+    "_start", "start_thread", "clone", "clone3", "abort", "raise", "__pthread", "pthread_",
+    "operator new", "operator delete", "malloc", "calloc", "realloc", "free", "strdup", "strndup",
+    "memcpy", "memmove", "memset", "memcmp", "strlen", "strcmp", "strncmp",
+    "fuzzer::", "lifeline::internal::CheckFailed", "lifeline::internal::PrintStackTrace",
+    "testing::", "RUN_ALL_TESTS", "main", "VALGRIND_",
+)
+_SKIP_MODULES = ("libc.so", "libstdc++", "libgcc_s", "ld-linux", "libpthread", "vgpreload", "libclang_rt")
+
+
+def normalize_function(func: str) -> str:
+    """Drops the trailing argument list and cv-qualifier: `A::f(int) const` -> `A::f`.
+
+    Inner parentheses stay, so lambdas keep their enclosing function: `A::f(int)::$_0::operator()`."""
+    f = func.strip()
+    f = re.sub(r"\[abi:[^\]]*\]", "", f)
+    # TSan and valgrind print template functions with their return type: `void std::__invoke_impl<...>`
+    f = re.sub(r"^(?:void|bool|int|unsigned|long|char|auto)\s+(?=[\w:~])", "", f)
+    for suffix in (" const", " volatile", " &", " &&"):
+        if f.endswith(suffix):
+            f = f[: -len(suffix)]
+    if f.endswith(")"):
+        depth = 0
+        for i in range(len(f) - 1, -1, -1):
+            c = f[i]
+            if c == ")":
+                depth += 1
+            elif c == "(":
+                depth -= 1
+                if depth == 0:
+                    # `operator()` is a name, not an argument list
+                    if f[:i].endswith("operator") and f[i:i + 2] == "()" and i + 2 < len(f):
+                        continue
+                    f = f[:i]
+                    break
+    return f.strip()
+
+
+def _meaningful(func: Optional[str], module: Optional[str]) -> bool:
+    if not func or func == "??" or func.startswith("<"):
+        return False
+    if normalize_function(func).startswith(_SKIP_PREFIXES):
+        return False
+    if module and any(m in module for m in _SKIP_MODULES) and "lifeline" not in func:
+        return False
+    return True
+
+
+def _state(frames: list[tuple[str, Optional[str], Optional[str]]]) -> tuple[list[str], list[str], Optional[str]]:
+    """frames: (func, loc, module) in stack order -> (state, all normalized, location of state[0])."""
+    normalized = [normalize_function(f) for f, _, _ in frames if f]
+    state, location = [], None
+    for func, loc, module in frames:
+        if not _meaningful(func, module):
+            continue
+        name = normalize_function(func)
+        if not state:
+            location = loc
+        if not state or state[-1] != name:  # inlined copies of one frame count once
+            state.append(name)
+        if len(state) == STATE_FRAMES:
+            break
+    return state, normalized, location
+
+
+_BUILD_ID = re.compile(r"\s+\(BuildId: [0-9a-fA-F]+\)\s*$")
+
+
+def _frame(line: str, patterns) -> Optional[re.Match]:
+    line = _BUILD_ID.sub("", line)
+    for pattern in patterns:
+        m = pattern.match(line)
+        if m:
+            return m
+    return None
+
+
+def _collect(lines: list[str], start: int, *patterns: re.Pattern) -> list[tuple[str, Optional[str], Optional[str]]]:
+    """Frames of the first stack at or after line `start` (a stack ends at the first non-frame line)."""
+    frames = []
+    i = start
+    while i < len(lines) and not _frame(lines[i], patterns):
+        i += 1
+    while i < len(lines):
+        m = _frame(lines[i], patterns)
+        if not m:
+            break
+        d = m.groupdict()
+        frames.append((d.get("func"), d.get("loc"), d.get("mod")))
+        i += 1
+    return frames
+
+
+# ---- report kinds ---------------------------------------------------------------------------------
+
+_ASAN = re.compile(r"==\d+==ERROR: AddressSanitizer: (?P<what>[\w-]+(?: on unknown address)?)")
+_ASAN_ACCESS = re.compile(r"^(READ|WRITE) of size (\d+)")
+_LSAN = re.compile(r"==\d+==ERROR: LeakSanitizer: detected memory leaks")
+_LEAK = re.compile(r"^(Direct|Indirect) leak of \d+ byte")
+_TSAN = re.compile(r"WARNING: ThreadSanitizer: (?P<what>[\w -]+?)(?: \(pid=\d+\))?\s*$")
+_TSAN_ACCESS = re.compile(r"^\s*(?:Atomic )?(Read|Write) of size (\d+)")
+_UBSAN = re.compile(r"^(?P<loc>\S+:\d+:\d+): runtime error: (?P<msg>.*)$")
+_CHECK = re.compile(r"==lifeline== (LIFELINE_CHECK|LIFELINE_PRECONDITION) failed at (?P<loc>\S+)")
+_VALGRIND = re.compile(r"^==\d+== (?P<what>Invalid (?:read|write) of size (?P<size>\d+)|Invalid free\(\) / delete / delete\[\] / realloc\(\)|Mismatched free\(\) / delete / delete \[\]|Conditional jump or move depends on uninitialised value\(s\)|Use of uninitialised value of size \d+|Syscall param .* points to unaddressable byte\(s\)|Source and destination overlap in \w+|Process terminating with default action of signal \d+ \(\w+\))")
+_VG_LEAK = re.compile(r"^==\d+== \d[\d,]* bytes in [\d,]+ blocks are definitely lost")
+_FUZZER = re.compile(r"==\d+== ERROR: libFuzzer: (?P<what>deadly signal|timeout after \d+ seconds|out-of-memory|fuzz target exited|leak detected)")
+
+_UBSAN_KINDS = [
+    (r"signed integer overflow", "signed-integer-overflow"),
+    (r"unsigned integer overflow", "unsigned-integer-overflow"),
+    (r"shift exponent|left shift", "invalid-shift"),
+    (r"division by zero", "divide-by-zero"),
+    (r"misaligned address", "misaligned-address"),
+    (r"null pointer", "null-pointer-use"),
+    (r"out of bounds for type|index .* out of bounds", "index-out-of-bounds"),
+    (r"load of value .* not a valid value for type", "invalid-enum-or-bool-load"),
+    (r"pointer overflow|applying (non-zero )?offset", "pointer-overflow"),
+    (r"is outside the range of representable values", "float-cast-overflow"),
+    (r"reached unreachable|execution reached the end of a value-returning", "unreachable"),
+    (r"member call on|member access within|downcast of", "vptr-or-type-mismatch"),
+]
+
+
+def _valgrind_type(what: str) -> str:
+    if what.startswith("Invalid read"):
+        return "invalid-read"
+    if what.startswith("Invalid write"):
+        return "invalid-write"
+    if what.startswith("Invalid free"):
+        return "invalid-free"
+    if what.startswith("Mismatched free"):
+        return "mismatched-free"
+    if what.startswith(("Conditional jump", "Use of uninitialised")):
+        return "uninitialized-value"
+    if what.startswith("Syscall param"):
+        return "syscall-unaddressable"
+    if what.startswith("Source and destination overlap"):
+        return "memcpy-overlap"
+    return "signal"
+
+
+def parse(text: str) -> Optional[Crash]:
+    """The first report found in `text` (stderr of one run), or None."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        m = _CHECK.search(line)
+        if m:
+            kind = "lifeline-check" if m.group(1) == "LIFELINE_CHECK" else "lifeline-precondition"
+            message = None
+            for follow in lines[i + 1:i + 6]:
+                if follow.startswith("  message: "):
+                    message = follow[len("  message: "):]
+                    break
+            stack_start = next((j for j in range(i, len(lines)) if lines[j].strip() == "stack:"), i)
+            frames = _collect(lines, stack_start, _SAN_FRAME, _TSAN_FRAME, _VG_FRAME)
+            state, normalized, location = _state(frames)
+            return Crash("lifeline", kind, state, normalized, message=message, location=location or m.group("loc"))
+
+        m = _ASAN.search(line)
+        if m:
+            what = m.group("what")
+            kind = "segv" if what.startswith("SEGV") else what.replace("attempting ", "")
+            access = None
+            for follow in lines[i + 1:i + 4]:
+                a = _ASAN_ACCESS.match(follow)
+                if a:
+                    access = f"{a.group(1)} {a.group(2)}"
+                    break
+            frames = _collect(lines, i + 1, _SAN_FRAME)
+            state, normalized, location = _state(frames)
+            return Crash("asan", kind, state, normalized, access=access, location=location)
+
+        if _LSAN.search(line):
+            for j in range(i + 1, len(lines)):
+                lk = _LEAK.match(lines[j])
+                if lk:
+                    frames = _collect(lines, j + 1, _SAN_FRAME)
+                    state, normalized, location = _state(frames)
+                    return Crash("lsan", lk.group(1).lower() + "-leak", state, normalized, location=location)
+            return Crash("lsan", "leak", [], [])
+
+        m = _TSAN.search(line)
+        if m:
+            kind = m.group("what").strip().replace(" ", "-")
+            access = None
+            for follow in lines[i + 1:i + 4]:
+                a = _TSAN_ACCESS.match(follow)
+                if a:
+                    access = f"{a.group(1).upper()} {a.group(2)}"
+                    break
+            frames = _collect(lines, i + 1, _TSAN_FRAME)
+            state, normalized, location = _state(frames)
+            return Crash("tsan", kind, state, normalized, access=access, location=location)
+
+        m = _UBSAN.match(line)
+        if m:
+            msg = m.group("msg")
+            kind = next((k for pat, k in _UBSAN_KINDS if re.search(pat, msg)), "undefined-behavior")
+            frames = _collect(lines, i + 1, _SAN_FRAME)
+            state, normalized, location = _state(frames)
+            return Crash("ubsan", kind, state, normalized, message=msg, location=location or m.group("loc"))
+
+        m = _VALGRIND.match(line)
+        if m:
+            frames = _collect(lines, i + 1, _VG_FRAME)
+            state, normalized, location = _state(frames)
+            size = m.group("size")
+            return Crash("valgrind", _valgrind_type(m.group("what")), state, normalized,
+                         access=(("READ " if "read" in m.group("what") else "WRITE ") + size) if size else None,
+                         location=location)
+        if _VG_LEAK.match(line):
+            frames = _collect(lines, i + 1, _VG_FRAME)
+            state, normalized, location = _state(frames)
+            return Crash("valgrind", "definite-leak", state, normalized, location=location)
+
+        m = _FUZZER.search(line)
+        if m:
+            what = m.group("what")
+            kind = "timeout" if what.startswith("timeout") else what.replace(" ", "-")
+            frames = _collect(lines, i + 1, _SAN_FRAME)
+            state, normalized, location = _state(frames)
+            return Crash("libfuzzer", kind, state, normalized, location=location)
+    return None
+
+
+def matches(crash: Optional[Crash], expect: dict) -> tuple[bool, str]:
+    """Whether `crash` has the expected signature: {"type": ..., "frame": ...} and/or {"message": ...}.
+
+    `frame` must be one of the crash-state frames (a substring of one, so namespaces may be left out);
+    `message` must be a substring of the LIFELINE_CHECK or UBSan message. Returns (ok, why-not)."""
+    if crash is None:
+        return False, "no report was found in the output"
+    if crash.type != expect["type"]:
+        return False, f"crash type is {crash.type!r}, expected {expect['type']!r}"
+    frame = expect.get("frame")
+    if frame and not any(frame in f for f in crash.state):
+        return False, f"frame {frame!r} is not in the crash state {crash.state}"
+    message = expect.get("message")
+    if message and (crash.message is None or message not in crash.message):
+        return False, f"message {message!r} is not in {crash.message!r}"
+    return True, ""

@@ -1,0 +1,88 @@
+// The replay driver: links in place of libFuzzer in the non-fuzz lanes (and with any compiler), and runs
+// LLVMFuzzerTestOneInput over checked-in inputs.
+//
+//   <target> FILE|DIR...    replay each file; a directory contributes its regular files, sorted by name
+//
+// Each input gets its own heap allocation of exactly its size, so a read one byte past the end is an ASan
+// report rather than a read of the next file's bytes. Running nothing is a failure: no arguments, a path
+// that does not exist, or a directory without files exit with status 2 and a message naming the path.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <vector>
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) __attribute__((weak));
+
+namespace {
+
+namespace fs = std::filesystem;
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "replay: %s\n", message.c_str());
+  return 2;
+}
+
+bool ReadFile(const fs::path& path, std::vector<char>* out, std::string* error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *error = "cannot open '" + path.string() + "': " + std::strerror(errno);
+    return false;
+  }
+  out->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (in.bad()) {
+    *error = "cannot read '" + path.string() + "'";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (LLVMFuzzerInitialize != nullptr) LLVMFuzzerInitialize(&argc, &argv);
+  if (argc < 2) return Fail("no inputs given; usage: " + std::string(argv[0]) + " FILE|DIR...");
+
+  std::vector<fs::path> inputs;
+  for (int i = 1; i < argc; ++i) {
+    fs::path arg(argv[i]);
+    if (argv[i][0] == '-') return Fail("unknown option '" + arg.string() + "' (this is the replay driver, not libFuzzer)");
+    std::error_code ec;
+    if (fs::is_directory(arg, ec)) {
+      std::vector<fs::path> files;
+      for (const auto& entry : fs::directory_iterator(arg, ec)) {
+        if (entry.is_regular_file()) files.push_back(entry.path());
+      }
+      if (ec) return Fail("cannot list '" + arg.string() + "': " + ec.message());
+      if (files.empty()) return Fail("directory '" + arg.string() + "' holds no input files");
+      std::sort(files.begin(), files.end());
+      inputs.insert(inputs.end(), files.begin(), files.end());
+    } else if (fs::is_regular_file(arg, ec)) {
+      inputs.push_back(arg);
+    } else {
+      return Fail("'" + arg.string() + "' is not a file or directory");
+    }
+  }
+
+  for (const fs::path& path : inputs) {
+    std::vector<char> bytes;
+    std::string error;
+    if (!ReadFile(path, &bytes, &error)) return Fail(error);
+    std::fprintf(stderr, "replay: running %s (%zu bytes)\n", path.c_str(), bytes.size());
+    // One exactly-sized heap copy per input (a zero-byte input still gets its own allocation).
+    std::unique_ptr<uint8_t[]> copy(new uint8_t[bytes.size()]);
+    std::copy(bytes.begin(), bytes.end(), copy.get());
+    LLVMFuzzerTestOneInput(copy.get(), bytes.size());
+  }
+  std::fprintf(stderr, "replay: %zu input(s) ran\n", inputs.size());
+  return 0;
+}

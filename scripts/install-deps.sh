@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Installs the Debian packages lifeline needs, idempotently.
+#
+#   scripts/install-deps.sh           install what is missing (needs root when something is)
+#   scripts/install-deps.sh --check   only report; exit 1 if something is missing
+#
+# Every package the project builds or runs with is listed here and nowhere else. What is already
+# installed is skipped without touching the network; what is missing is named before it is installed.
+set -euo pipefail
+
+# package            why
+PACKAGES=(
+  cmake              # build system (presets need >= 3.21)
+  ninja-build        # generator used by every preset
+  clang-14           # the compiler of every lane (Debian 12's default clang)
+  libclang-rt-14-dev # ASan/UBSan/TSan/LSan/libFuzzer runtimes and FuzzedDataProvider.h
+  llvm-14            # llvm-symbolizer-14, so sanitizer reports carry function names
+  libgtest-dev       # GoogleTest for tests/
+  valgrind           # the valgrind lane, and valgrind/memcheck.h client requests
+  python3            # Debian's interpreter: the lifeline CLI and the reproducer checker
+)
+
+check_only=0
+case "${1:-}" in
+  --check) check_only=1 ;;
+  "") ;;
+  *) echo "install-deps.sh: unknown argument '$1' (expected --check or nothing)" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+  [ "$status" = "installed" ] || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  [ "$check_only" = 1 ] && echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+if [ "$check_only" = 1 ]; then
+  echo "install-deps: missing: ${missing[*]}"
+  exit 1
+fi
+
+if [ "$(id -u)" != 0 ]; then
+  echo "install-deps: missing packages: ${missing[*]}" >&2
+  echo "install-deps: installing them needs root; run: sudo $0" >&2
+  exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# A fresh machine has no package lists yet; an old list may not know the packages.
+if ! apt-get install -y --no-install-recommends "${missing[@]}"; then
+  apt-get update
+  apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+echo "install-deps: done"

@@ -1,0 +1,86 @@
+// lane_selftest MODE: commits one deliberate error of a kind, so ctest can prove each lane's tool is
+// built in, active and fatal, and that its report parses to the expected crash type (lane.<lane>.<mode>).
+// A lane whose sanitizer silently went missing fails here rather than passing every reproducer's
+// "fixed" half. The reports these produce are also the parser's test data (tests/data/reports/).
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <thread>
+
+#include "harness/check.h"
+
+namespace {
+
+__attribute__((noinline)) int ReadAfterFree() {
+  char* p = static_cast<char*>(std::malloc(24));
+  std::strcpy(p, "freed before the read");
+  std::free(p);
+  return *reinterpret_cast<volatile char*>(p);
+}
+
+__attribute__((noinline)) const char* EscapeLocal() {
+  char local[16] = "on the stack";
+  const char* volatile escaped = local;
+  return escaped;
+}
+
+__attribute__((noinline)) int ReadAfterReturn() { return *reinterpret_cast<const volatile char*>(EscapeLocal()); }
+
+__attribute__((noinline)) int OverflowSigned(int x) { return x + 1; }
+
+void* volatile g_sink = nullptr;
+__attribute__((noinline)) void LeakBlock() {
+  for (int i = 0; i < 8; ++i) {
+    void* p = std::malloc(48);
+    std::memset(p, i, 48);
+    g_sink = p;  // overwritten next round: the previous block has no pointer left
+  }
+  g_sink = nullptr;
+}
+
+// Overwrites the dead stack below main so no stale copy of a leaked pointer keeps it reachable.
+__attribute__((noinline)) void ClobberStack() {
+  volatile char scratch[4096];
+  for (char& c : const_cast<char(&)[4096]>(scratch)) c = 0;
+}
+
+int g_racy = 0;
+__attribute__((noinline)) void IncrementRacy() { ++g_racy; }
+__attribute__((noinline)) void RaceTwoThreads() {
+  std::thread a(IncrementRacy);
+  std::thread b(IncrementRacy);
+  a.join();
+  b.join();
+}
+
+__attribute__((noinline)) void FailCheck() { LIFELINE_CHECK(std::getenv("PATH") == nullptr, "selftest: deliberate check failure"); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: lane_selftest heap-use-after-free|stack-use-after-return|signed-overflow|leak|data-race|check\n");
+    return 2;
+  }
+  std::string mode = argv[1];
+  if (mode == "heap-use-after-free") return ReadAfterFree() == 0 ? 0 : 0;
+  if (mode == "stack-use-after-return") return ReadAfterReturn() == 0 ? 0 : 0;
+  if (mode == "signed-overflow") return OverflowSigned(std::numeric_limits<int>::max() - (argc - 2)) > 0 ? 0 : 0;
+  if (mode == "leak") {
+    LeakBlock();
+    ClobberStack();
+    return 0;
+  }
+  if (mode == "data-race") {
+    RaceTwoThreads();
+    return 0;
+  }
+  if (mode == "check") {
+    FailCheck();
+    return 0;
+  }
+  std::fprintf(stderr, "lane_selftest: unknown mode '%s'\n", mode.c_str());
+  return 2;
+}

@@ -33,7 +33,7 @@ endfunction()
 function(lifeline_add_fuzz_target name)
   cmake_parse_arguments(ARG "" "SMOKE_RUNS" "LIBS;LABELS" ${ARGN})
   if(NOT ARG_SMOKE_RUNS)
-    set(ARG_SMOKE_RUNS 2000)
+    set(ARG_SMOKE_RUNS 20000)
   endif()
   lifeline_add_executable(${name} SOURCES ${PROJECT_SOURCE_DIR}/targets/${name}.cc LIBS ${ARG_LIBS})
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/targets)
@@ -47,7 +47,9 @@ function(lifeline_add_fuzz_target name)
 
   set(corpus ${PROJECT_SOURCE_DIR}/corpus/${name})
   if(LIFELINE_ENGINE STREQUAL "libfuzzer")
-    # -runs=0 executes every seed once and writes nothing into the seed directory.
+    # -runs=0 executes every seed once and writes nothing into the seed directory. libFuzzer refuses an
+    # artifact prefix whose directory does not exist.
+    file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/artifacts)
     add_test(NAME corpus.${name} COMMAND ${name} -runs=0 -artifact_prefix=${CMAKE_BINARY_DIR}/artifacts/ ${corpus})
     add_test(NAME fuzz-smoke.${name}
              COMMAND ${CMAKE_COMMAND} -DBINARY=$<TARGET_FILE:${name}> -DSEEDS=${corpus}

@@ -141,6 +141,10 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
     log_path = out / target / "fuzz.log"
     stats = {"target": target, "execs": 0, "exec_s": 0, "cov": 0, "corpus": 0, "crashes": 0,
              "artifacts": str(artifacts), "interrupted": False, "log": str(log_path)}
+    # One progress line: rewritten in place on a terminal, a new line every 10 s in a log.
+    tty = sys.stdout.isatty()
+    lead, tail, progress_every = ("\r", "", 1.0) if tty else ("", "\n", 10.0)
+    t0 = last_progress = time.monotonic()
     with open(log_path, "w") as log:
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 errors="replace")
@@ -150,9 +154,12 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
                 m = _STATUS.match(line)
                 if m:
                     stats.update(execs=int(m.group(1)), cov=int(m.group(3)), exec_s=int(m.group(6)))
-                    sys.stdout.write(f"\r  {target}: {stats['execs']} execs  {stats['exec_s']} exec/s  "
-                                     f"cov {stats['cov']}  corpus {m.group(5)}   ")
-                    sys.stdout.flush()
+                    now = time.monotonic()
+                    if now - last_progress >= progress_every:
+                        last_progress = now
+                        sys.stdout.write(f"{lead}  {target}: {stats['execs']} execs  {stats['exec_s']} exec/s  "
+                                         f"cov {stats['cov']}  corpus {m.group(5)}  {now - t0:.0f}/{seconds} s   {tail}")
+                        sys.stdout.flush()
                 f = _FINAL.match(line)
                 if f:
                     key = "execs" if f.group(1) == "number_of_executed_units" else "exec_s"
@@ -168,7 +175,8 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
                 log.write(rest or "")
             except subprocess.TimeoutExpired:
                 proc.kill()
-    sys.stdout.write("\n")
+    if tty:
+        sys.stdout.write("\n")
     new = sorted(p for p in artifacts.iterdir() if p.name not in before)
     stats["crashes"] = len(new)
     stats["new_artifacts"] = [str(p) for p in new]
@@ -177,6 +185,10 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
         found = crashmod.parse(Path(log_path).read_text(errors="replace"))
         stats["signature"] = found.signature if found else "(no parsable report; see the log)"
     return stats
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 def cmd_fuzz(args) -> int:
@@ -205,6 +217,8 @@ def cmd_fuzz(args) -> int:
         raise UsageError(f"lifeline fuzz: no fuzz binaries in {lane_dir / 'targets'}; build the fuzz lane first")
     results = []
     interrupted = False
+    # SIGTERM stops a job the way Ctrl-C does: the children are stopped, nothing found is lost.
+    signal.signal(signal.SIGTERM, _raise_interrupt)
     for t in targets:
         if t not in built:
             raise UsageError(f"lifeline fuzz: target '{t}' is not built in {lane_dir}")
@@ -219,7 +233,7 @@ def cmd_fuzz(args) -> int:
         results.append(r)
         if r["interrupted"]:
             interrupted = True
-    print("\ntarget                      execs     exec/s  corpus  crashes  artifacts")
+    print("\ntarget                      execs     exec/s  corpus  crashes  artifacts   (corpus: files in the working corpus)")
     for r in results:
         print(f"{r['target']:<26} {r['execs']:>7} {r['exec_s']:>10} {r['corpus']:>7} {r['crashes']:>8}  {r['artifacts']}")
         if r.get("signature"):

@@ -140,6 +140,20 @@ def _collect(lines: list[str], start: int, *patterns: re.Pattern) -> list[tuple[
     return frames
 
 
+def _stack(lines: list[str], start: int, *patterns: re.Pattern):
+    """(state, all frames normalized, location) of the first stack at or after line `start`."""
+    return _state(_collect(lines, start, *patterns))
+
+
+def _access(lines: list[str], i: int, pattern: re.Pattern) -> Optional[str]:
+    """"READ 1" from the access line just below a report header, if there is one."""
+    for follow in lines[i + 1:i + 4]:
+        a = pattern.match(follow)
+        if a:
+            return f"{a.group(1).upper()} {a.group(2)}"
+    return None
+
+
 # ---- report kinds ---------------------------------------------------------------------------------
 
 _ASAN = re.compile(r"==\d+==ERROR: AddressSanitizer: (?P<what>[\w-]+(?: on unknown address)?)")
@@ -201,73 +215,53 @@ def parse(text: str) -> Optional[Crash]:
                     message = follow[len("  message: "):]
                     break
             stack_start = next((j for j in range(i, len(lines)) if lines[j].strip() == "stack:"), i)
-            frames = _collect(lines, stack_start, _SAN_FRAME, _TSAN_FRAME, _VG_FRAME)
-            state, normalized, location = _state(frames)
+            state, normalized, location = _stack(lines, stack_start, _SAN_FRAME, _TSAN_FRAME, _VG_FRAME)
             return Crash("lifeline", kind, state, normalized, message=message, location=location or m.group("loc"))
 
         m = _ASAN.search(line)
         if m:
             what = m.group("what")
             kind = "segv" if what.startswith("SEGV") else what.replace("attempting ", "")
-            access = None
-            for follow in lines[i + 1:i + 4]:
-                a = _ASAN_ACCESS.match(follow)
-                if a:
-                    access = f"{a.group(1)} {a.group(2)}"
-                    break
-            frames = _collect(lines, i + 1, _SAN_FRAME)
-            state, normalized, location = _state(frames)
-            return Crash("asan", kind, state, normalized, access=access, location=location)
+            state, normalized, location = _stack(lines, i + 1, _SAN_FRAME)
+            return Crash("asan", kind, state, normalized, access=_access(lines, i, _ASAN_ACCESS), location=location)
 
         if _LSAN.search(line):
             for j in range(i + 1, len(lines)):
                 lk = _LEAK.match(lines[j])
                 if lk:
-                    frames = _collect(lines, j + 1, _SAN_FRAME)
-                    state, normalized, location = _state(frames)
+                    state, normalized, location = _stack(lines, j + 1, _SAN_FRAME)
                     return Crash("lsan", lk.group(1).lower() + "-leak", state, normalized, location=location)
             return Crash("lsan", "leak", [], [])
 
         m = _TSAN.search(line)
         if m:
             kind = m.group("what").strip().replace(" ", "-")
-            access = None
-            for follow in lines[i + 1:i + 4]:
-                a = _TSAN_ACCESS.match(follow)
-                if a:
-                    access = f"{a.group(1).upper()} {a.group(2)}"
-                    break
-            frames = _collect(lines, i + 1, _TSAN_FRAME)
-            state, normalized, location = _state(frames)
-            return Crash("tsan", kind, state, normalized, access=access, location=location)
+            state, normalized, location = _stack(lines, i + 1, _TSAN_FRAME)
+            return Crash("tsan", kind, state, normalized, access=_access(lines, i, _TSAN_ACCESS), location=location)
 
         m = _UBSAN.match(line)
         if m:
             msg = m.group("msg")
             kind = next((k for pat, k in _UBSAN_KINDS if re.search(pat, msg)), "undefined-behavior")
-            frames = _collect(lines, i + 1, _SAN_FRAME)
-            state, normalized, location = _state(frames)
+            state, normalized, location = _stack(lines, i + 1, _SAN_FRAME)
             return Crash("ubsan", kind, state, normalized, message=msg, location=location or m.group("loc"))
 
         m = _VALGRIND.match(line)
         if m:
-            frames = _collect(lines, i + 1, _VG_FRAME)
-            state, normalized, location = _state(frames)
+            state, normalized, location = _stack(lines, i + 1, _VG_FRAME)
             size = m.group("size")
             return Crash("valgrind", _valgrind_type(m.group("what")), state, normalized,
                          access=(("READ " if "read" in m.group("what") else "WRITE ") + size) if size else None,
                          location=location)
         if _VG_LEAK.match(line):
-            frames = _collect(lines, i + 1, _VG_FRAME)
-            state, normalized, location = _state(frames)
+            state, normalized, location = _stack(lines, i + 1, _VG_FRAME)
             return Crash("valgrind", "definite-leak", state, normalized, location=location)
 
         m = _FUZZER.search(line)
         if m:
             what = m.group("what")
             kind = "timeout" if what.startswith("timeout") else what.replace(" ", "-")
-            frames = _collect(lines, i + 1, _SAN_FRAME)
-            state, normalized, location = _state(frames)
+            state, normalized, location = _stack(lines, i + 1, _SAN_FRAME)
             return Crash("libfuzzer", kind, state, normalized, location=location)
     return None
 

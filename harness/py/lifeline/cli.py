@@ -6,7 +6,8 @@
   lifeline list                                     targets, lanes, bug ids, reproducers
   lifeline classify FILE...                         crash type + state of saved reports (JSON)
   lifeline repro-check ...                          the two-way reproducer test (run by ctest)
-  lifeline expect-crash --type T --frame F -- CMD   CMD must fail with that crash (lane self-tests)
+  lifeline expect-crash --type T --frame F|--message M -- CMD
+                                                    CMD must fail with that crash (lane self-tests)
 
 Bad arguments give a one-line error and exit status 2.
 """
@@ -295,6 +296,8 @@ def cmd_repro_check(args) -> int:
 
 
 def cmd_expect_crash(args) -> int:
+    if not (args.frame or args.message):
+        raise UsageError("lifeline expect-crash: give --frame or --message")
     if not args.launcher:
         raise UsageError("lifeline expect-crash: give the command after --")
     try:
@@ -304,13 +307,18 @@ def cmd_expect_crash(args) -> int:
         raise UsageError(f"lifeline expect-crash: '{args.launcher[0]}' does not exist")
     out = proc.stdout.decode("utf-8", "replace")
     found = crashmod.parse(out)
-    ok, why = crashmod.matches(found, {"type": args.type, "frame": args.frame})
+    expect = {"type": args.type}
+    if args.frame:
+        expect["frame"] = args.frame
+    if args.message:
+        expect["message"] = args.message
+    ok, why = crashmod.matches(found, expect)
     if ok and proc.returncode == 0:
         ok, why = False, "the process exited 0 after its report (findings must be fatal)"
     if ok:
         print(f"PASS {found.signature}")
         return 0
-    print(f"FAIL expected {args.type} in {args.frame}: {why}")
+    print(f"FAIL expected {expect}: {why}")
     print("\n".join("    | " + line for line in out.splitlines()[-60:]))
     return 1
 
@@ -341,7 +349,8 @@ def main(argv: list[str]) -> int:
     r.add_argument("--binary")
     e = sub.add_parser("expect-crash", help="run a command that must fail with a given crash type and frame")
     e.add_argument("--type", required=True)
-    e.add_argument("--frame", required=True)
+    e.add_argument("--frame", help="a function that must be in the crash state")
+    e.add_argument("--message", help="text the check or UBSan message must contain")
     try:
         args = p.parse_args(argv)
         args.launcher = launcher

@@ -1,0 +1,203 @@
+#include "harness/oracles/alloc_oracles.h"
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <unordered_map>
+
+#include "layers/alloc/eval.h"
+
+namespace lifeline::oracles {
+
+using alloc::Graph;
+using alloc::Tensor;
+
+namespace {
+
+bool Owned(const Tensor* t, const void* allocator) {
+  return !t->is_view() && t->data != nullptr && t->owner == allocator;
+}
+
+std::string Range(const Tensor* t) {
+  return t->name + " [" + std::to_string(reinterpret_cast<uintptr_t>(t->data)) + ", +" +
+         std::to_string(t->nbytes()) + ")";
+}
+
+}  // namespace
+
+std::string CheckNoLiveOverlap(const Graph& graph, const void* allocator) {
+  const int n = static_cast<int>(graph.nodes.size());
+  struct Life {
+    int start;
+    int end;
+  };
+  std::map<const Tensor*, Life> life;  // ordered by address of the tensor object: deterministic enough
+  std::unordered_map<const Tensor*, int> pos;
+  for (int i = 0; i < n; ++i) pos[graph.nodes[i]] = i;
+  for (const Tensor* t : graph.leafs) {
+    if (Owned(t, allocator)) life[t] = {0, t->output ? n : 0};
+  }
+  for (int i = 0; i < n; ++i) {
+    const Tensor* t = graph.nodes[i];
+    if (Owned(t, allocator)) life[t] = {t->input ? 0 : i, t->output ? n : i};
+  }
+  // Every read (and in-place write) at node i extends the life of the tensor it reaches through views.
+  for (int i = 0; i < n; ++i) {
+    const Tensor* node = graph.nodes[i];
+    auto touch = [&](const Tensor* s) {
+      for (; s != nullptr; s = s->view_src) {
+        auto it = life.find(s);
+        if (it != life.end() && it->second.end < i) it->second.end = i;
+      }
+    };
+    for (const Tensor* s : node->src) touch(s);
+    touch(node->view_src);
+  }
+  for (auto a = life.begin(); a != life.end(); ++a) {
+    for (auto b = std::next(a); b != life.end(); ++b) {
+      const Tensor* ta = a->first;
+      const Tensor* tb = b->first;
+      const uint8_t* a0 = static_cast<const uint8_t*>(ta->data);
+      const uint8_t* b0 = static_cast<const uint8_t*>(tb->data);
+      if (!(a0 < b0 + tb->nbytes() && b0 < a0 + ta->nbytes())) continue;  // disjoint bytes
+      if (a->second.end < b->second.start || b->second.end < a->second.start) continue;  // disjoint lives
+      // In-place reuse: the later one is an elementwise node defined where the earlier one's life ends,
+      // reading it, in exactly the same bytes.
+      auto inplace_ok = [&](const Tensor* early, Life le, const Tensor* late, Life ll) {
+        if (le.end != ll.start || !alloc::OpCanInplace(late->op) || early->data != late->data ||
+            early->nbytes() != late->nbytes() || pos.find(late) == pos.end()) {
+          return false;
+        }
+        for (const Tensor* s : late->src) {
+          for (; s != nullptr; s = s->view_src) {
+            if (s == early) return true;
+          }
+        }
+        return false;
+      };
+      if (inplace_ok(ta, a->second, tb, b->second) || inplace_ok(tb, b->second, ta, a->second)) continue;
+      return "no-overlap oracle: " + Range(ta) + " live at nodes [" + std::to_string(a->second.start) + ", " +
+             std::to_string(a->second.end) + "] and " + Range(tb) + " live at nodes [" +
+             std::to_string(b->second.start) + ", " + std::to_string(b->second.end) + "] share bytes";
+    }
+  }
+  return "";
+}
+
+std::string CheckViewsInsideSources(const Graph& graph) {
+  auto check = [](const Tensor* t) -> std::string {
+    if (!t->is_view() || t->data == nullptr) return "";
+    const Tensor* r = t->root();
+    if (r->data == nullptr) return "view oracle: " + t->name + " has memory but its source " + r->name + " has none";
+    const uint8_t* v = static_cast<const uint8_t*>(t->data);
+    const uint8_t* s = static_cast<const uint8_t*>(r->data);
+    if (v < s || v + t->nbytes() > s + r->nbytes()) {
+      return "view oracle: " + Range(t) + " lies outside its source " + Range(r);
+    }
+    return "";
+  };
+  for (const Tensor* t : graph.leafs) {
+    if (std::string e = check(t); !e.empty()) return e;
+  }
+  for (const Tensor* t : graph.nodes) {
+    if (std::string e = check(t); !e.empty()) return e;
+  }
+  return "";
+}
+
+std::string CheckPlacedInsideBuffers(const Graph& graph, const void* allocator, const std::vector<BufferExtent>& buffers) {
+  auto check = [&](const Tensor* t) -> std::string {
+    if (!Owned(t, allocator)) return "";
+    const uint8_t* p = static_cast<const uint8_t*>(t->data);
+    for (const BufferExtent& b : buffers) {
+      if (b.base == nullptr || p < b.base || p >= b.base + b.size) continue;
+      if (p + t->nbytes() > b.base + b.size) {
+        return "buffer oracle: " + Range(t) + " runs past the end of its " + std::to_string(b.size) + "-byte buffer";
+      }
+      if ((p - b.base) % b.alignment != 0) {
+        return "buffer oracle: " + t->name + " at offset " + std::to_string(p - b.base) + " is not aligned to " +
+               std::to_string(b.alignment);
+      }
+      return "";
+    }
+    return "buffer oracle: " + Range(t) + " is placed by the allocator but lies in none of its buffers";
+  };
+  for (const Tensor* t : graph.leafs) {
+    if (std::string e = check(t); !e.empty()) return e;
+  }
+  for (const Tensor* t : graph.nodes) {
+    if (std::string e = check(t); !e.empty()) return e;
+  }
+  return "";
+}
+
+Canary::Canary(const Graph& graph, const void* allocator) {
+  auto save = [&](const Tensor* t) {
+    const Tensor* r = t->root();
+    if (r->data == nullptr || r->owner == allocator) return;
+    const uint8_t* p = static_cast<const uint8_t*>(r->data);
+    saved_.emplace_back(r, std::vector<uint8_t>(p, p + r->nbytes()));
+  };
+  for (const Tensor* t : graph.leafs) save(t);
+}
+
+std::string Canary::Check() const {
+  for (const auto& [t, bytes] : saved_) {
+    if (std::memcmp(t->data, bytes.data(), bytes.size()) != 0) {
+      return "canary oracle: external tensor " + t->name + " (" + std::to_string(bytes.size()) +
+             " bytes, not this graph's to write) changed";
+    }
+  }
+  return "";
+}
+
+Differential::Differential(const Graph& graph, const void* allocator, const std::vector<Tensor*>& outputs) {
+  // Separate memory for every tensor the allocator placed; external tensors are read where they are.
+  std::unordered_map<const Tensor*, std::unique_ptr<uint8_t[]>> shadow;
+  auto own = [&](const Tensor* t) { return !t->is_view() && t->owner == allocator; };
+  for (const Tensor* t : graph.leafs) {
+    if (!own(t)) continue;
+    auto copy = std::make_unique<uint8_t[]>(t->nbytes());
+    std::memcpy(copy.get(), t->data, t->nbytes());
+    shadow[t] = std::move(copy);
+  }
+  for (const Tensor* t : graph.nodes) {
+    if (own(t)) shadow[t] = std::make_unique<uint8_t[]>(t->nbytes());
+  }
+  alloc::DataOf data_of = [&](const Tensor* t) -> void* {
+    if (t->is_view()) {
+      void* base = data_of(t->view_src);
+      return base == nullptr ? nullptr : static_cast<uint8_t*>(base) + t->view_offs;
+    }
+    auto it = shadow.find(t);
+    return it != shadow.end() ? it->second.get() : t->data;
+  };
+  if (Status s = alloc::Evaluate(graph, data_of); !s.ok()) {
+    error_ = "differential oracle: the reference run failed: " + s.ToString();
+    return;
+  }
+  for (const Tensor* out : outputs) {
+    const uint8_t* p = static_cast<const uint8_t*>(data_of(out));
+    expected_.emplace_back(out, std::vector<uint8_t>(p, p + out->nbytes()));
+  }
+}
+
+std::string Differential::Check() const {
+  if (!error_.empty()) return error_;
+  for (const auto& [t, bytes] : expected_) {
+    if (std::memcmp(t->data, bytes.data(), bytes.size()) == 0) continue;
+    size_t n = t->nelements();
+    for (size_t i = 0; i < n; ++i) {
+      float got = alloc::LoadElement(t->type, t->data, static_cast<int64_t>(i));
+      float want = alloc::LoadElement(t->type, bytes.data(), static_cast<int64_t>(i));
+      if (std::memcmp(&got, &want, sizeof(float)) != 0) {
+        return "differential oracle: output " + t->name + " element " + std::to_string(i) + " is " +
+               std::to_string(got) + " on placed memory but " + std::to_string(want) + " on separate memory";
+      }
+    }
+    return "differential oracle: output " + t->name + " differs in its bytes";
+  }
+  return "";
+}
+
+}  // namespace lifeline::oracles

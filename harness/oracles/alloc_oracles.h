@@ -1,0 +1,59 @@
+// Oracles for graph allocation, computed from the graph's structure and the placed addresses only, never
+// from the allocator's own bookkeeping. Shared by tests and the alloc_graph_topology target. Each check
+// returns an empty string when its property holds, else a message naming the tensors involved.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "layers/alloc/tensor.h"
+
+namespace lifeline::oracles {
+
+// No two tensors placed by `allocator` whose lifetimes overlap share a byte. A tensor lives from its
+// definition (leafs and inputs: from the start) to its last reader, direct or through views; outputs to
+// the end. One exception, in-place reuse: an elementwise node may occupy exactly the bytes of a source
+// whose last reader it is.
+std::string CheckNoLiveOverlap(const alloc::Graph& graph, const void* allocator);
+
+// Every view's bytes lie inside the bytes of the tensor its view chain ends in.
+std::string CheckViewsInsideSources(const alloc::Graph& graph);
+
+// Every tensor placed by the allocator lies inside one of its buffers, at an offset aligned as the buffer
+// requires. `buffers`: (base, size, alignment) per buffer.
+struct BufferExtent {
+  const uint8_t* base;
+  size_t size;
+  size_t alignment;
+};
+std::string CheckPlacedInsideBuffers(const alloc::Graph& graph, const void* allocator,
+                                     const std::vector<BufferExtent>& buffers);
+
+// Canary: the bytes of tensors the graph must not write (external memory: pre-allocated tensors and
+// views into other graphs), snapshot before and compared after.
+class Canary {
+ public:
+  Canary(const alloc::Graph& graph, const void* allocator);
+  std::string Check() const;
+
+ private:
+  std::vector<std::pair<const alloc::Tensor*, std::vector<uint8_t>>> saved_;
+};
+
+// Differential execution: runs `graph` once on separately allocated memory (leafs copied from their
+// current bytes) and keeps the outputs, so they can be compared with a run on the placed memory.
+class Differential {
+ public:
+  // Snapshot leafs and run the reference. Call after the leafs are filled, before the placed run.
+  Differential(const alloc::Graph& graph, const void* allocator, const std::vector<alloc::Tensor*>& outputs);
+  // Compares each output's placed bytes with the reference bytes.
+  std::string Check() const;
+  const std::string& error() const { return error_; }
+
+ private:
+  std::vector<std::pair<const alloc::Tensor*, std::vector<uint8_t>>> expected_;
+  std::string error_;
+};
+
+}  // namespace lifeline::oracles

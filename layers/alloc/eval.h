@@ -1,0 +1,28 @@
+// A tiny deterministic CPU evaluator: runs a graph's nodes in order on whatever memory `data_of` maps each
+// tensor to, so the same graph can run on allocator-placed memory and on separately allocated memory
+// (the differential oracle). Views read and write their source's bytes; in-place results write into
+// their first source. Leafs are read, never written.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "harness/status.h"
+#include "layers/alloc/tensor.h"
+
+namespace lifeline::alloc {
+
+using DataOf = std::function<void*(const Tensor*)>;
+
+// Runs every node of `graph`. Fails (without touching memory) when a node or source has no memory.
+Status Evaluate(const Graph& graph, const DataOf& data_of);
+// The identity mapping: each tensor's own `data`.
+Status Evaluate(const Graph& graph);
+
+// Element access in the tensor's type (float16 stored as IEEE binary16, round to nearest even).
+float LoadElement(DType type, const void* base, int64_t i);
+void StoreElement(DType type, void* base, int64_t i, float value);
+uint16_t FloatToHalf(float f);
+float HalfToFloat(uint16_t h);
+
+}  // namespace lifeline::alloc

@@ -1,0 +1,233 @@
+#include "layers/alloc/tensor.h"
+
+#include <limits>
+#include <unordered_map>
+
+namespace lifeline::alloc {
+
+size_t DTypeSize(DType type) { return type == DType::kF32 ? 4 : 2; }
+
+const char* OpName(Op op) {
+  switch (op) {
+    case Op::kNone: return "none";
+    case Op::kAdd: return "add";
+    case Op::kMul: return "mul";
+    case Op::kScale: return "scale";
+    case Op::kNeg: return "neg";
+    case Op::kCopy: return "copy";
+    case Op::kConcat: return "concat";
+    case Op::kView: return "view";
+    case Op::kReshape: return "reshape";
+  }
+  return "?";
+}
+
+bool OpCanInplace(Op op) { return op == Op::kAdd || op == Op::kMul || op == Op::kScale || op == Op::kNeg; }
+
+const Tensor* Tensor::root() const {
+  const Tensor* t = this;
+  while (t->view_src != nullptr) t = t->view_src;
+  return t;
+}
+
+namespace {
+
+std::string Shape(const int64_t* ne) {
+  return "[" + std::to_string(ne[0]) + "," + std::to_string(ne[1]) + "," + std::to_string(ne[2]) + "," +
+         std::to_string(ne[3]) + "]";
+}
+
+bool SameShape(const Tensor* a, const Tensor* b) {
+  for (int d = 0; d < kMaxDims; ++d) {
+    if (a->ne[d] != b->ne[d]) return false;
+  }
+  return true;
+}
+
+Status FillShape(const int64_t* ne, int ndims, DType type, int64_t out[kMaxDims]) {
+  if (ndims < 1 || ndims > kMaxDims) {
+    return InvalidArgument("ndims must be in [1, 4], got " + std::to_string(ndims));
+  }
+  uint64_t bytes = DTypeSize(type);
+  for (int d = 0; d < kMaxDims; ++d) {
+    out[d] = d < ndims ? ne[d] : 1;
+    if (out[d] < 1) return InvalidArgument("dimension " + std::to_string(d) + " is " + std::to_string(out[d]));
+    if (static_cast<uint64_t>(out[d]) > kMaxTensorBytes || bytes * static_cast<uint64_t>(out[d]) > kMaxTensorBytes) {
+      return InvalidArgument("tensor of shape " + Shape(out) + " overflows the " +
+                             std::to_string(kMaxTensorBytes) + "-byte limit");
+    }
+    bytes *= static_cast<uint64_t>(out[d]);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Context::Check(const Tensor* t, const char* what) const {
+  if (t == nullptr) return InvalidArgument(std::string(what) + " is null");
+  if (t->ctx != this) return NotFound(std::string(what) + " (tensor " + t->name + ") belongs to another context");
+  return Status::Ok();
+}
+
+Tensor* Context::Add(std::unique_ptr<Tensor> t) {
+  t->id = static_cast<int>(tensors_.size());
+  t->ctx = this;
+  if (t->name.empty()) t->name = "t" + std::to_string(t->id);
+  tensors_.push_back(std::move(t));
+  return tensors_.back().get();
+}
+
+StatusOr<Tensor*> Context::NewTensor(DType type, const int64_t* ne, int ndims) {
+  auto t = std::make_unique<Tensor>();
+  t->type = type;
+  if (Status s = FillShape(ne, ndims, type, t->ne); !s.ok()) return s;
+  return Add(std::move(t));
+}
+
+StatusOr<Tensor*> Context::Unary(Op op, Tensor* a, float param, bool inplace) {
+  if (Status s = Check(a, "source"); !s.ok()) return s;
+  if (op != Op::kScale && op != Op::kNeg) return InvalidArgument(std::string(OpName(op)) + " is not a unary op");
+  auto t = std::make_unique<Tensor>(*a);
+  t->op = op;
+  t->src[0] = a;
+  t->src[1] = nullptr;
+  t->param = param;
+  t->view_src = inplace ? a : nullptr;
+  t->view_offs = 0;
+  t->input = t->output = false;
+  t->data = nullptr;
+  t->owner = nullptr;
+  t->name.clear();
+  return Add(std::move(t));
+}
+
+StatusOr<Tensor*> Context::Binary(Op op, Tensor* a, Tensor* b, bool inplace) {
+  if (Status s = Check(a, "first source"); !s.ok()) return s;
+  if (Status s = Check(b, "second source"); !s.ok()) return s;
+  if (op != Op::kAdd && op != Op::kMul) return InvalidArgument(std::string(OpName(op)) + " is not a binary op");
+  if (!SameShape(a, b)) return InvalidArgument("shapes " + Shape(a->ne) + " and " + Shape(b->ne) + " differ");
+  if (a->type != b->type) return InvalidArgument("element types of " + a->name + " and " + b->name + " differ");
+  StatusOr<Tensor*> t = Unary(Op::kNeg, a, 0.0f, inplace);
+  t.value()->op = op;
+  t.value()->src[1] = b;
+  return t;
+}
+
+StatusOr<Tensor*> Context::Copy(Tensor* a, DType type) {
+  if (Status s = Check(a, "source"); !s.ok()) return s;
+  int64_t ne[kMaxDims] = {a->ne[0], a->ne[1], a->ne[2], a->ne[3]};
+  StatusOr<Tensor*> t = NewTensor(type, ne, kMaxDims);
+  if (!t.ok()) return t;
+  t.value()->op = Op::kCopy;
+  t.value()->src[0] = a;
+  return t;
+}
+
+StatusOr<Tensor*> Context::Concat(Tensor* a, Tensor* b) {
+  if (Status s = Check(a, "first source"); !s.ok()) return s;
+  if (Status s = Check(b, "second source"); !s.ok()) return s;
+  if (a->type != b->type || a->ne[0] != b->ne[0] || a->ne[1] != b->ne[1] || a->ne[2] != b->ne[2]) {
+    return InvalidArgument("concat needs equal types and inner dimensions, got " + Shape(a->ne) + " and " + Shape(b->ne));
+  }
+  int64_t ne[kMaxDims] = {a->ne[0], a->ne[1], a->ne[2], a->ne[3] + b->ne[3]};
+  StatusOr<Tensor*> t = NewTensor(a->type, ne, kMaxDims);
+  if (!t.ok()) return t;
+  t.value()->op = Op::kConcat;
+  t.value()->src[0] = a;
+  t.value()->src[1] = b;
+  return t;
+}
+
+StatusOr<Tensor*> Context::View(Tensor* a, const int64_t* ne, int ndims, size_t offset) {
+  if (Status s = Check(a, "view source"); !s.ok()) return s;
+  auto t = std::make_unique<Tensor>();
+  t->type = a->type;
+  if (Status s = FillShape(ne, ndims, a->type, t->ne); !s.ok()) return s;
+  if (offset % DTypeSize(a->type) != 0) {
+    return InvalidArgument("view offset " + std::to_string(offset) + " is not a multiple of the element size");
+  }
+  if (offset > a->nbytes() || t->nbytes() > a->nbytes() - offset) {
+    return InvalidArgument("view of " + std::to_string(t->nbytes()) + " bytes at offset " + std::to_string(offset) +
+                           " lies outside " + a->name + " (" + std::to_string(a->nbytes()) + " bytes)");
+  }
+  t->op = Op::kView;
+  t->src[0] = a;
+  t->view_src = a;
+  t->view_offs = offset;
+  return Add(std::move(t));
+}
+
+StatusOr<Tensor*> Context::Reshape(Tensor* a, const int64_t* ne, int ndims) {
+  if (Status s = Check(a, "reshape source"); !s.ok()) return s;
+  int64_t shape[kMaxDims];
+  if (Status s = FillShape(ne, ndims, a->type, shape); !s.ok()) return s;
+  if (shape[0] * shape[1] * shape[2] * shape[3] != a->nelements()) {
+    return InvalidArgument("reshape to " + Shape(shape) + " changes the element count of " + a->name);
+  }
+  StatusOr<Tensor*> t = View(a, shape, kMaxDims, 0);
+  if (t.ok()) t.value()->op = Op::kReshape;
+  return t;
+}
+
+StatusOr<Tensor*> Context::ViewTensor(Tensor* a) {
+  if (Status s = Check(a, "view source"); !s.ok()) return s;
+  auto t = std::make_unique<Tensor>();
+  t->type = a->type;
+  for (int d = 0; d < kMaxDims; ++d) t->ne[d] = a->ne[d];
+  t->view_src = a;
+  return Add(std::move(t));
+}
+
+Status Context::SetSource(Tensor* node, int i, Tensor* src) {
+  if (Status s = Check(node, "node"); !s.ok()) return s;
+  if (Status s = Check(src, "new source"); !s.ok()) return s;
+  if (i < 0 || i >= kMaxSrc || node->src[i] == nullptr) {
+    return InvalidArgument(node->name + " has no source " + std::to_string(i));
+  }
+  if (node->op == Op::kView || node->op == Op::kReshape || node->view_src == node->src[i]) {
+    return InvalidArgument("the source of view " + node->name + " is fixed");
+  }
+  const Tensor* old = node->src[i];
+  bool ok = old->type == src->type && SameShape(old, src);
+  if (!ok) return InvalidArgument("new source " + src->name + " " + Shape(src->ne) + " does not match " + Shape(old->ne));
+  node->src[i] = src;
+  return Status::Ok();
+}
+
+StatusOr<Graph> BuildGraph(const std::vector<Tensor*>& outputs) {
+  Graph g;
+  enum Mark : uint8_t { kUnseen, kOnStack, kDone };
+  std::unordered_map<const Tensor*, Mark> mark;
+  // Iterative post-order DFS; a source met while on the stack closes a cycle.
+  struct Frame {
+    Tensor* t;
+    int next_src;
+  };
+  for (Tensor* out : outputs) {
+    if (out == nullptr) return InvalidArgument("graph output is null");
+    if (mark[out] == kDone) continue;
+    std::vector<Frame> stack{{out, 0}};
+    mark[out] = kOnStack;
+    while (!stack.empty()) {
+      Frame& f = stack.back();
+      if (f.next_src < kMaxSrc) {
+        Tensor* s = f.t->src[f.next_src++];
+        if (s == nullptr) continue;
+        Mark& m = mark[s];
+        if (m == kOnStack) return InvalidArgument("cycle: " + s->name + " depends on itself through " + f.t->name);
+        if (m == kUnseen) {
+          m = kOnStack;
+          stack.push_back({s, 0});
+        }
+        continue;
+      }
+      Tensor* t = f.t;
+      stack.pop_back();
+      mark[t] = kDone;
+      (t->op == Op::kNone ? g.leafs : g.nodes).push_back(t);
+    }
+  }
+  return g;
+}
+
+}  // namespace lifeline::alloc

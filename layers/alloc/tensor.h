@@ -1,0 +1,114 @@
+// Tensors and graphs in the shape of ggml's: a Context owns tensors; ops record their sources; views
+// alias another tensor's bytes; BuildGraph orders the tensors an output depends on into nodes (tensors
+// with an op) and leafs (tensors without one).
+//
+// Two kinds of view, as in ggml:
+//   ViewTensor(a)      op kNone, view_src = a: a *leaf* of any graph that uses it, and `a` is not pulled
+//                      into that graph (ggml_view_tensor; whisper's view of the conv result).
+//   View/Reshape(a)    op kView/kReshape, src[0] = a: a node, and `a` is part of the graph.
+// In-place ops (Binary/Unary with `inplace`) return a view of their first source that carries the op, so
+// they write into that source's bytes (ggml_add_inplace).
+//
+// Bad requests (unknown tensor, mismatched shapes, out-of-bounds view, size overflow, cycles) come back
+// as statuses; nothing here aborts on input.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "harness/status.h"
+
+namespace lifeline::alloc {
+
+enum class DType : uint8_t { kF32, kF16 };
+size_t DTypeSize(DType type);
+
+enum class Op : uint8_t {
+  kNone,     // leaf: data comes from outside the graph (an input, a weight, a view of another graph)
+  kAdd,      // dst = src0 + src1 (same shapes)
+  kMul,      // dst = src0 * src1
+  kScale,    // dst = src0 * param
+  kNeg,      // dst = -src0
+  kCopy,     // dst = src0 (may change type)
+  kConcat,   // dst = src0 followed by src1 along the outermost dimension
+  kView,     // no computation: a byte range of src0
+  kReshape,  // no computation: src0 with another shape
+};
+const char* OpName(Op op);
+// Elementwise ops whose result may take a source's memory (allocator in-place reuse).
+bool OpCanInplace(Op op);
+
+inline constexpr int kMaxDims = 4;
+inline constexpr int kMaxSrc = 2;
+inline constexpr size_t kMaxTensorBytes = size_t{1} << 30;
+
+class Context;
+
+struct Tensor {
+  int id = 0;                  // position in its Context
+  const Context* ctx = nullptr;
+  DType type = DType::kF32;
+  int64_t ne[kMaxDims] = {1, 1, 1, 1};
+  Op op = Op::kNone;
+  Tensor* src[kMaxSrc] = {nullptr, nullptr};
+  float param = 0.0f;          // kScale
+  Tensor* view_src = nullptr;  // set for views (and in-place results): the tensor whose bytes this aliases
+  size_t view_offs = 0;
+  bool input = false;          // ggml_set_input: allocated before anything else, filled by the caller
+  bool output = false;         // ggml_set_output: never freed or reused within a graph
+  void* data = nullptr;        // placed bytes: by an allocator (owner != null) or from outside
+  const void* owner = nullptr; // the allocator whose buffer holds `data`; null for external memory
+  std::string name;
+
+  int64_t nelements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
+  size_t nbytes() const { return static_cast<size_t>(nelements()) * DTypeSize(type); }
+  bool is_view() const { return view_src != nullptr; }
+  // The tensor that owns the bytes a view chain ends in.
+  const Tensor* root() const;
+};
+
+class Context {
+ public:
+  Context() = default;
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  // A tensor of `ndims` (1..4) dimensions, each >= 1, at most kMaxTensorBytes in all.
+  StatusOr<Tensor*> NewTensor(DType type, const int64_t* ne, int ndims);
+  StatusOr<Tensor*> Unary(Op op, Tensor* a, float param, bool inplace);     // kScale, kNeg
+  StatusOr<Tensor*> Binary(Op op, Tensor* a, Tensor* b, bool inplace);      // kAdd, kMul
+  StatusOr<Tensor*> Copy(Tensor* a, DType type);
+  StatusOr<Tensor*> Concat(Tensor* a, Tensor* b);
+  // Op kView: `ne` elements starting `offset` bytes into `a`; must lie inside a's bytes, and `offset`
+  // must be a multiple of the element size.
+  StatusOr<Tensor*> View(Tensor* a, const int64_t* ne, int ndims, size_t offset);
+  StatusOr<Tensor*> Reshape(Tensor* a, const int64_t* ne, int ndims);
+  // Op kNone, view_src = a: a leaf view of all of `a`.
+  StatusOr<Tensor*> ViewTensor(Tensor* a);
+
+  // Rewires source `i` of `node` (topology mutation). The new source must have the shape the op
+  // needs; cycles this creates are reported by BuildGraph.
+  Status SetSource(Tensor* node, int i, Tensor* src);
+
+  size_t size() const { return tensors_.size(); }
+  Tensor* tensor(size_t i) const { return tensors_[i].get(); }
+
+ private:
+  Status Check(const Tensor* t, const char* what) const;
+  Tensor* Add(std::unique_ptr<Tensor> t);
+  std::vector<std::unique_ptr<Tensor>> tensors_;
+};
+
+// ggml_cgraph: the nodes in an order where every source comes first, and the leafs.
+struct Graph {
+  std::vector<Tensor*> nodes;
+  std::vector<Tensor*> leafs;
+};
+
+// ggml_build_forward_expand over `outputs`: depth-first over src[] (not view_src). Fails on a cycle.
+StatusOr<Graph> BuildGraph(const std::vector<Tensor*>& outputs);
+
+}  // namespace lifeline::alloc

@@ -41,6 +41,16 @@ std::string CheckNoLiveOverlap(const Graph& graph, const void* allocator) {
     const Tensor* t = graph.nodes[i];
     if (Owned(t, allocator)) life[t] = {t->input ? 0 : i, t->output ? n : i};
   }
+  // An output that is a view keeps the bytes it views alive to the end.
+  auto keep_to_end = [&](const Tensor* t) {
+    if (!t->output || !t->is_view()) return;
+    for (const Tensor* s = t->view_src; s != nullptr; s = s->view_src) {
+      auto it = life.find(s);
+      if (it != life.end()) it->second.end = n;
+    }
+  };
+  for (const Tensor* t : graph.nodes) keep_to_end(t);
+  for (const Tensor* t : graph.leafs) keep_to_end(t);
   // Every read (and in-place write) at node i extends the life of the tensor it reaches through views.
   for (int i = 0; i < n; ++i) {
     const Tensor* node = graph.nodes[i];

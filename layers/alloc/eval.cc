@@ -75,15 +75,22 @@ void StoreElement(DType type, void* base, int64_t i, float value) {
 }
 
 Status Evaluate(const Graph& graph, const DataOf& data_of) {
+  // Every tensor the run touches must have memory before anything is written.
+  for (const Tensor* node : graph.nodes) {
+    if (node->op == Op::kView || node->op == Op::kReshape) continue;
+    if (data_of(node) == nullptr) return FailedPrecondition("node " + node->name + " has no memory");
+    for (const Tensor* s : node->src) {
+      if (s != nullptr && data_of(s) == nullptr) {
+        return FailedPrecondition("source " + s->name + " of " + node->name + " has no memory");
+      }
+    }
+  }
   for (const Tensor* node : graph.nodes) {
     if (node->op == Op::kView || node->op == Op::kReshape) continue;
     void* dst = data_of(node);
-    if (dst == nullptr) return FailedPrecondition("node " + node->name + " has no memory");
     const void* src[kMaxSrc] = {nullptr, nullptr};
     for (int j = 0; j < kMaxSrc; ++j) {
-      if (node->src[j] == nullptr) continue;
-      src[j] = data_of(node->src[j]);
-      if (src[j] == nullptr) return FailedPrecondition("source " + node->src[j]->name + " of " + node->name + " has no memory");
+      if (node->src[j] != nullptr) src[j] = data_of(node->src[j]);
     }
     const int64_t n = node->nelements();
     const DType t = node->type;

@@ -74,7 +74,8 @@ class FreeList {
 struct PlanEntry {
   int n_children = 0;
   int n_views = 0;
-  bool allocated = false;
+  bool allocated = false;  // holds planned memory now
+  bool pinned = false;     // an output views this tensor's bytes: never freed, never reused
   int buffer_id = 0;
   size_t offset = 0;  // 0 until allocated, as in a freshly reset ggml hash entry
 };
@@ -105,7 +106,8 @@ std::vector<uint64_t> Fingerprint(const Graph& g, const void* self) {
   };
   std::vector<uint64_t> f{g.nodes.size(), g.leafs.size()};
   auto add = [&](const Tensor* t) {
-    bool external = t->data != nullptr && t->owner != self;
+    // Views never own memory; whether one has been pointed at its source yet changes nothing.
+    bool external = !t->is_view() && t->data != nullptr && t->owner != self;
     f.push_back(static_cast<uint64_t>(t->op) | static_cast<uint64_t>(t->type) << 8 | uint64_t{t->input} << 16 |
                 uint64_t{t->output} << 17 | uint64_t{external} << 18);
     for (int64_t d : t->ne) f.push_back(static_cast<uint64_t>(d));
@@ -187,20 +189,26 @@ Status GraphAllocator::PlanGraph(const Graph& graph, const std::vector<int>& nod
       for (Tensor* p : t->src) {
         if (p == nullptr || external(p) || p->input || p->output || p->nbytes() != t->nbytes() || p->type != t->type) continue;
         PlanEntry& pe = entry[p];
-        if (pe.n_children != 1 || pe.n_views != 0) continue;
+        // ggml also reuses across buffer ids here; a result stays in the buffer it was assigned.
+        if (pe.n_children != 1 || pe.n_views != 0 || pe.pinned || pe.buffer_id != buffer_id) continue;
         if (p->is_view()) {
           Tensor* vs = p->view_src;
           PlanEntry& ve = entry[vs];
-          if (external(vs) || !ve.allocated || ve.n_views != 1 || ve.n_children != 0 || p->view_offs != 0 ||
+          if (external(vs) || !ve.allocated || ve.n_views != 1 || ve.n_children != 0 || ve.pinned ||
+              ve.buffer_id != buffer_id || p->view_offs != 0 ||
               vs->nbytes() != t->nbytes() || vs->output || vs->input) {
             continue;
           }
-          e = PlanEntry{e.n_children, e.n_views, true, ve.buffer_id, ve.offset};
+          e.allocated = true;
+          e.buffer_id = ve.buffer_id;
+          e.offset = ve.offset;
           ve.allocated = false;  // the memory now belongs to t
           return;
         }
         if (!pe.allocated) continue;
-        e = PlanEntry{e.n_children, e.n_views, true, pe.buffer_id, pe.offset};
+        e.allocated = true;
+        e.buffer_id = pe.buffer_id;
+        e.offset = pe.offset;
         pe.allocated = false;
         return;
       }
@@ -214,11 +222,19 @@ Status GraphAllocator::PlanGraph(const Graph& graph, const std::vector<int>& nod
   };
   auto release = [&](Tensor* t) {
     PlanEntry& e = entry[t];
-    if (t->output || external(t) || !e.allocated) return;  // graph outputs are never freed
+    if (t->output || e.pinned || external(t) || !e.allocated) return;  // graph outputs are never freed
     free_lists[e.buffer_id].Free(e.offset, t->nbytes());
     e.allocated = false;
   };
 
+  // An output that is a view (an in-place result, a reshape) keeps the bytes of the tensor it views:
+  // ggml checks the output flag of the tensor being freed only, so without this an output view's source
+  // is freed after its last reader and its bytes are reused while the output is still wanted.
+  auto pin = [&](const Tensor* t) {
+    if (t->output && t->is_view()) entry[t->root()].pinned = true;
+  };
+  for (const Tensor* t : graph.nodes) pin(t);
+  for (const Tensor* t : graph.leafs) pin(t);
   // Count consumers and views; place explicit inputs first so nothing is planned over them.
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     Tensor* node = graph.nodes[i];
@@ -230,6 +246,10 @@ Status GraphAllocator::PlanGraph(const Graph& graph, const std::vector<int>& nod
       if (s->input) allocate(s, node_buffer(i));
     }
   }
+  // Every leaf is filled by the caller before anything runs, so every leaf is placed before the walk
+  // (ggml places only input-flagged leafs early and the rest at first use, where a leaf can land on the
+  // bytes of a node that is freed later in the walk but still unread when the caller fills the leaf).
+  for (size_t i = 0; i < graph.leafs.size(); ++i) allocate(graph.leafs[i], leaf_buffer(i));
   // Walk the nodes: sources, then the node, then free sources whose last consumer this was.
   for (size_t i = 0; i < graph.nodes.size() && status.ok(); ++i) {
     Tensor* node = graph.nodes[i];
@@ -251,7 +271,6 @@ Status GraphAllocator::PlanGraph(const Graph& graph, const std::vector<int>& nod
       }
     }
   }
-  for (size_t i = 0; i < graph.leafs.size(); ++i) allocate(graph.leafs[i], leaf_buffer(i));
   if (!status.ok()) return status;
 
   auto plan = std::make_unique<Plan>();
@@ -313,9 +332,9 @@ Status GraphAllocator::Reserve(const Graph& graph, const std::vector<int>& node_
 Status GraphAllocator::InitTensor(Tensor* t, const TensorPlacement& p, const char* kind) {
   bool ours_to_place = t->data == nullptr || t->owner == this;
   if (t->is_view()) {
-    if (!ours_to_place) return Status::Ok();
-    // ggml_gallocr_init_tensor: assert(tensor_alloc->offset == SIZE_MAX) for views. Always on here.
-    LIFELINE_CHECK(p.offset == kNotOwned,
+    // ggml_gallocr_init_tensor: assert(tensor_alloc->offset == SIZE_MAX) for a view it initialises.
+    // Always on here.
+    LIFELINE_CHECK(!ours_to_place || p.offset == kNotOwned,
                    std::string("gallocr: ") + kind + " " + t->name + " is a view of " + t->view_src->name +
                        " but its plan record places it at buffer " + std::to_string(p.buffer_id) + " offset " +
                        std::to_string(p.offset) + " (a view owns no memory; the record must be 'not owned')");
@@ -323,6 +342,8 @@ Status GraphAllocator::InitTensor(Tensor* t, const TensorPlacement& p, const cha
     if (vs->data == nullptr) {
       return FailedPrecondition("view " + t->name + " of " + vs->name + ": the source has no memory (reserved but never allocated?)");
     }
+    // Unlike ggml (which initialises a view once), a view follows its source every time: the source may
+    // have been re-placed by a re-plan or may have gained or lost memory of its own since.
     t->data = static_cast<uint8_t*>(vs->data) + t->view_offs;
     t->owner = vs->owner;
     return Status::Ok();

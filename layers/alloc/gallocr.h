@@ -2,11 +2,12 @@
 // (`Reserve`), size one buffer per buffer id, then place each graph (`AllocGraph`) at the planned offsets,
 // re-planning when a graph no longer matches the plan.
 //
-// Planning walks the nodes in order, allocating each result from its buffer's free list (best fit,
+// Planning places inputs and leafs first (the caller fills them before the graph runs), then walks the
+// nodes in order, allocating each result from its buffer's free list (best fit,
 // aligned) and freeing each source after its last consumer. A result may take its source's memory (in-place
 // reuse) when the op is elementwise, the source has exactly one consumer and no views, is owned by this
 // allocator and is neither an input nor an output. Views take no memory: their bytes are their source's.
-// Graph outputs are never freed. Leafs that are views or already hold data are not this allocator's:
+// Graph outputs are never freed, nor is the memory an output view reads. Leafs that are views or already hold data are not this allocator's:
 // their plan record is "not owned" (buffer -1, offset kNotOwned, size 0).
 //
 // The documented bug gallocr-view-leaf-offset (whisper.cpp #1959; fixed by 906c73b2) lives in Reserve:

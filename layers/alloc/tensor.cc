@@ -159,7 +159,7 @@ StatusOr<Tensor*> Context::View(Tensor* a, const int64_t* ne, int ndims, size_t 
 
 StatusOr<Tensor*> Context::Reshape(Tensor* a, const int64_t* ne, int ndims) {
   if (Status s = Check(a, "reshape source"); !s.ok()) return s;
-  int64_t shape[kMaxDims];
+  int64_t shape[kMaxDims] = {1, 1, 1, 1};
   if (Status s = FillShape(ne, ndims, a->type, shape); !s.ok()) return s;
   if (shape[0] * shape[1] * shape[2] * shape[3] != a->nelements()) {
     return InvalidArgument("reshape to " + Shape(shape) + " changes the element count of " + a->name);
@@ -184,7 +184,8 @@ Status Context::SetSource(Tensor* node, int i, Tensor* src) {
   if (i < 0 || i >= kMaxSrc || node->src[i] == nullptr) {
     return InvalidArgument(node->name + " has no source " + std::to_string(i));
   }
-  if (node->op == Op::kView || node->op == Op::kReshape || node->view_src == node->src[i]) {
+  // A view's source, and an in-place result's first source (the tensor it writes into), are its memory.
+  if (node->op == Op::kView || node->op == Op::kReshape || (node->view_src != nullptr && i == 0)) {
     return InvalidArgument("the source of view " + node->name + " is fixed");
   }
   const Tensor* old = node->src[i];

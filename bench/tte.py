@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Time-to-exposure: how fast the fuzz target finds a documented bug from the seed corpus alone.
 
-  bench/tte.py BUG_ID [--trials 10] [--budget 60] [--fork-free]
+  bench/tte.py BUG_ID [--trials 10] [--budget 60] [--step-mutator]
   bench/tte.py BUG_ID --fixed --trials 1 --budget 600     the same job on the fixed code: expect no crash
 
 Each trial runs the bug's fuzz target (fuzz lane, libFuzzer + ASan) with LIFELINE_REINTRODUCE=BUG_ID and
@@ -34,6 +34,8 @@ def main() -> int:
     ap.add_argument("--budget", type=int, default=60, help="seconds per trial")
     ap.add_argument("--fixed", action="store_true", help="run on the fixed code (no LIFELINE_REINTRODUCE)")
     ap.add_argument("--build", default=str(ROOT / "build" / "fuzz"))
+    ap.add_argument("--step-mutator", action="store_true",
+                    help="turn on a target's op-level LLVMFuzzerCustomMutator (LIFELINE_STEP_MUTATOR=1)")
     args = ap.parse_args()
     try:
         bug = repro.load(ROOT / "repro" / args.bug)
@@ -50,6 +52,8 @@ def main() -> int:
     env.pop("LIFELINE_REINTRODUCE", None)
     if not args.fixed:
         env["LIFELINE_REINTRODUCE"] = bug.id
+    if args.step_mutator:
+        env["LIFELINE_STEP_MUTATOR"] = "1"
 
     rows = []
     print(f"{'trial':>5} {'seed':>5} {'result':<10} {'seconds':>8} {'execs':>9}  signature")
@@ -83,12 +87,13 @@ def main() -> int:
     times = [r["seconds"] for r in rows if r["result"] == "found"]
     summary = {
         "bug": bug.id, "target": bug.target, "fixed_code": args.fixed, "trials": args.trials,
+        "step_mutator": args.step_mutator,
         "budget_s": args.budget, "found": len(times),
         "median_s": round(statistics.median(times), 2) if times else None,
         "other_crashes": sum(1 for r in rows if r["result"] in ("other", "no-report")),
         "rows": rows,
     }
-    mode = "fixed" if args.fixed else "reintroduced"
+    mode = ("fixed" if args.fixed else "reintroduced") + ("-step-mutator" if args.step_mutator else "")
     print(f"\n{bug.id} ({mode}): found {len(times)}/{args.trials}"
           + (f", median {summary['median_s']} s" if times else "")
           + f", other crashes {summary['other_crashes']}, budget {args.budget} s per trial")

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "harness/oracles/alloc_oracles.h"
+#include "tests/alloc_test_util.h"
 #include "harness/status.h"
 #include "layers/alloc/eval.h"
 #include "layers/alloc/gallocr.h"
@@ -20,6 +21,12 @@
 
 namespace lifeline::oracles {
 namespace {
+
+using alloc_test::F32;
+using alloc_test::Fill;
+using alloc_test::IsOk;
+using alloc_test::Must;
+using alloc_test::Named;
 
 using alloc::BufferSpec;
 using alloc::BuildGraph;
@@ -29,17 +36,6 @@ using alloc::Graph;
 using alloc::GraphAllocator;
 using alloc::Op;
 using alloc::Tensor;
-
-template <typename T>
-T Must(StatusOr<T> r) {
-  if (!r.ok()) throw std::runtime_error("unexpected status: " + r.status().ToString());
-  return std::move(r).value();
-}
-
-testing::AssertionResult IsOk(const Status& s) {
-  if (s.ok()) return testing::AssertionSuccess();
-  return testing::AssertionFailure() << s.ToString();
-}
 
 // An oracle's verdict is a failure that mentions every one of `names`.
 testing::AssertionResult FailsNaming(const std::string& verdict, std::initializer_list<std::string_view> names) {
@@ -52,21 +48,7 @@ testing::AssertionResult FailsNaming(const std::string& verdict, std::initialize
   return testing::AssertionSuccess();
 }
 
-Tensor* F32(Context& ctx, std::vector<int64_t> ne, const std::string& name) {
-  Tensor* t = Must(ctx.NewTensor(DType::kF32, ne.data(), static_cast<int>(ne.size())));
-  t->name = name;
-  return t;
-}
-Tensor* Named(Tensor* t, const std::string& name) {
-  t->name = name;
-  return t;
-}
 
-void Fill(Tensor* t, float first, float step) {
-  for (int64_t i = 0; i < t->nelements(); ++i) {
-    alloc::StoreElement(t->type, t->data, i, first + step * static_cast<float>(i));
-  }
-}
 
 // A hand-made "buffer": memory the test owns, and the token that stands for the allocator.
 struct HandBuffer {

@@ -18,24 +18,19 @@
 #include "layers/alloc/eval.h"
 #include "layers/alloc/gallocr.h"
 #include "layers/alloc/tensor.h"
+#include "tests/alloc_test_util.h"
 
 namespace lifeline::alloc {
 namespace {
 
+using alloc_test::F32;
+using alloc_test::Fill;
+using alloc_test::IsOk;
+using alloc_test::Must;
+using alloc_test::Named;
+using alloc_test::NewTensor;
+
 // ---- helpers ----------------------------------------------------------------------------------------
-
-// The value of a construction step the test relies on; a failure ends the test (gtest reports the
-// exception) with the status that explains it.
-template <typename T>
-T Must(StatusOr<T> r) {
-  if (!r.ok()) throw std::runtime_error("unexpected status: " + r.status().ToString());
-  return std::move(r).value();
-}
-
-testing::AssertionResult IsOk(const Status& s) {
-  if (s.ok()) return testing::AssertionSuccess();
-  return testing::AssertionFailure() << s.ToString();
-}
 
 // `s` has `code` and a message containing `needle`.
 testing::AssertionResult HasStatus(const Status& s, StatusCode code, std::string_view needle) {
@@ -49,26 +44,11 @@ testing::AssertionResult HasStatus(const Status& s, StatusCode code, std::string
   return testing::AssertionSuccess();
 }
 
-Tensor* NewTensor(Context& ctx, DType type, std::vector<int64_t> ne, const std::string& name) {
-  Tensor* t = Must(ctx.NewTensor(type, ne.data(), static_cast<int>(ne.size())));
-  t->name = name;
-  return t;
-}
-Tensor* F32(Context& ctx, std::vector<int64_t> ne, const std::string& name) {
-  return NewTensor(ctx, DType::kF32, std::move(ne), name);
-}
-Tensor* Named(Tensor* t, const std::string& name) {
-  t->name = name;
-  return t;
-}
 
 std::unique_ptr<GraphAllocator> MakeAllocator(std::vector<BufferSpec> specs = {BufferSpec{}}) {
   return Must(GraphAllocator::Create(std::move(specs)));
 }
 
-void Fill(Tensor* t, float first, float step) {
-  for (int64_t i = 0; i < t->nelements(); ++i) StoreElement(t->type, t->data, i, first + step * static_cast<float>(i));
-}
 std::vector<float> Values(const Tensor* t) {
   std::vector<float> v;
   for (int64_t i = 0; i < t->nelements(); ++i) v.push_back(LoadElement(t->type, t->data, i));

@@ -152,6 +152,15 @@ ModelTensor Derived(const ModelTensor& a, Op op, int src0) {
   return mt;
 }
 
+// A sealed graph to mutate, or -1 when the pick is frozen (other graphs view it; it stays as it is) and
+// the step became a Reserve of it instead.
+int PickMutable(FuzzedDataProvider& fdp, Model& m, const std::vector<int>& sealed, Step& step) {
+  int gi = sealed[Pick(fdp, sealed.size())];
+  if (!m.g[gi].frozen) return gi;
+  FallBackToReserve(m, gi, step);
+  return -1;
+}
+
 // Whether an Alloc of graph gi by allocator k is legal, and the status it must return.
 bool AllocLegal(const Model& m, int gi, int k, StatusCode* expect) {
   const ModelGraph& mg = m.g[gi];
@@ -380,11 +389,8 @@ Program DecodeImpl(const uint8_t* data, size_t size, std::vector<std::pair<size_
         break;
       }
       case StepKind::kRewire: {
-        int gi = sealed[Pick(fdp, sealed.size())];
-        if (m.g[gi].frozen) {  // other graphs view it: it stays as it is
-          FallBackToReserve(m, gi, step);
-          break;
-        }
+        int gi = PickMutable(fdp, m, sealed, step);
+        if (gi < 0) break;
         ModelGraph& mg = m.g[gi];
         std::vector<int> nodes = Where(mg, [](const ModelTensor& t, int) {
           return t.spec.src[0] >= 0 && t.spec.op != Op::kView && t.spec.op != Op::kReshape;
@@ -419,11 +425,8 @@ Program DecodeImpl(const uint8_t* data, size_t size, std::vector<std::pair<size_
         break;
       }
       case StepKind::kGrow: {
-        int gi = sealed[Pick(fdp, sealed.size())];
-        if (m.g[gi].frozen) {  // other graphs view it: it stays as it is
-          FallBackToReserve(m, gi, step);
-          break;
-        }
+        int gi = PickMutable(fdp, m, sealed, step);
+        if (gi < 0) break;
         ModelGraph& mg = m.g[gi];
         step.graph = gi;
         if (mg.t.size() >= static_cast<size_t>(kMaxTensorsPerGraph)) {  // full
@@ -439,11 +442,8 @@ Program DecodeImpl(const uint8_t* data, size_t size, std::vector<std::pair<size_
         break;
       }
       case StepKind::kTogglePrealloc: {
-        int gi = sealed[Pick(fdp, sealed.size())];
-        if (m.g[gi].frozen) {  // other graphs view it: it stays as it is
-          FallBackToReserve(m, gi, step);
-          break;
-        }
+        int gi = PickMutable(fdp, m, sealed, step);
+        if (gi < 0) break;
         ModelGraph& mg = m.g[gi];
         step.graph = gi;
         // Plain leafs that no in-place op writes into, directly or through views.

@@ -15,9 +15,9 @@
 //
 // The op-level mutator works on whole steps: each step's bytes are one contiguous range (StepSpans), so
 // it deletes, duplicates, swaps or re-rolls steps, and half the time defers to libFuzzer's byte
-// mutations. It is off unless LIFELINE_STEP_MUTATOR=1: measured on gallocr-view-leaf-offset (10 seeds,
-// twice each, bench/tte.py --step-mutator), byte mutation alone exposed the bug at least as fast
-// (median 3.0 s and 4.3 s against 5.1 s and 4.1 s), so plain libFuzzer mutation is what runs by default.
+// mutations. It is off unless LIFELINE_STEP_MUTATOR=1: on gallocr-view-leaf-offset (bench/tte.py, 10
+// seeds per run, three runs each, all 10/10) byte mutation alone had medians of 3.0, 4.3 and 2.0 s and
+// the step mutator 5.1, 4.1 and 9.6 s, so plain libFuzzer mutation is what runs by default.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>

@@ -74,7 +74,6 @@ struct Step {
   int new_src = -1;         // kRewire
   // Predictions.
   StatusCode expect = StatusCode::kOk;
-  bool may_exhaust = false;  // kReserve/kAlloc: RESOURCE_EXHAUSTED is allowed (the model's byte bound is not sure)
 };
 
 struct AllocatorSpec {

@@ -275,17 +275,16 @@ Status GraphAllocator::PlanGraph(const Graph& graph, const std::vector<int>& nod
 
   auto plan = std::make_unique<Plan>();
   plan->fingerprint = Fingerprint(graph, this);
-  auto record = [&](const Tensor* t, int buffer_hint) {
+  auto record = [&](const Tensor* t) {
     const PlanEntry& e = entry[t];
     TensorPlacement p;
     if (!t->is_view() && !external(t)) {
       p = TensorPlacement{e.buffer_id, e.offset, AlignUp(t->nbytes(), buffers_[e.buffer_id].spec.alignment)};
     }
-    (void)buffer_hint;
     return p;
   };
   for (Tensor* t : graph.nodes) {
-    plan->nodes.push_back(record(t, 0));
+    plan->nodes.push_back(record(t));
     plan->by_tensor[t] = plan->nodes.back();
   }
   for (Tensor* t : graph.leafs) {
@@ -298,7 +297,7 @@ Status GraphAllocator::PlanGraph(const Graph& graph, const std::vector<int>& nod
       p = TensorPlacement{e.buffer_id, e.offset, AlignUp(t->nbytes(), buffers_[e.buffer_id].spec.alignment)};
     } else {
       // The fix: view leafs and leafs with data are not ours.
-      p = record(t, 0);
+      p = record(t);
     }
     plan->leafs.push_back(p);
     plan->by_tensor[t] = p;

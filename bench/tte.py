@@ -82,6 +82,15 @@ def main() -> int:
         rows.append({"trial": trial, "seed": seed, "result": result, "seconds": round(elapsed, 2),
                      "execs": execs, "signature": found.signature if found else None})
         print(f"{trial:>5} {seed:>5} {result:<10} {elapsed:>8.1f} {execs:>9}  {found.signature if found else ''}", flush=True)
+        if result in ("other", "no-report"):
+            # An unexpected crash is a finding: keep its input where the summary says.
+            keep = ROOT / "bench" / "results" / "artifacts" / f"tte-{bug.id}-seed{seed}"
+            keep.mkdir(parents=True, exist_ok=True)
+            for a in work.glob("crash-*"):
+                shutil.copy2(a, keep / a.name)
+            (keep / "output.txt").write_text(out)
+            rows[-1]["kept"] = str(keep)
+            print(f"      kept the input and the report in {keep}", flush=True)
         shutil.rmtree(work, ignore_errors=True)
 
     times = [r["seconds"] for r in rows if r["result"] == "found"]

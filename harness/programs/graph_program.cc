@@ -466,6 +466,12 @@ Program DecodeImpl(const uint8_t* data, size_t size, std::vector<std::pair<size_
         leaf.spec.preallocated = !leaf.spec.preallocated;
         leaf.owned_root = !leaf.spec.preallocated;
         leaf.has_memory = leaf.spec.preallocated;
+        // Views of the leaf lose their address with it until the graph is placed again.
+        for (size_t j = 0; j < mg.t.size(); ++j) {
+          if (static_cast<int>(j) != step.tensor_index && RootOf(mg, static_cast<int>(j)) == step.tensor_index) {
+            mg.t[j].has_memory = false;
+          }
+        }
         step.tensor.preallocated = leaf.spec.preallocated;
         mg.version += 1;
         break;

@@ -99,6 +99,14 @@ class LayerAdapter final : public AllocatorAdapter {
   Status SetPreallocated(int g, int t, bool on) override {
     Graph& gr = graphs_[g];
     Tensor* tensor = gr.t[t];
+    // The leaf's old bytes go away: views of it must not keep pointing there (the next AllocGraph
+    // points them at the new ones).
+    for (Tensor* v : gr.t) {
+      if (v != tensor && v->is_view() && v->root() == tensor) {
+        v->data = nullptr;
+        v->owner = nullptr;
+      }
+    }
     gr.external[t].reset();
     tensor->data = nullptr;
     tensor->owner = nullptr;

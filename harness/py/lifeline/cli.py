@@ -121,7 +121,7 @@ _STATUS = re.compile(r"^#(\d+)\s+(\w+)\s+cov: (\d+) ft: (\d+) corp: (\d+)/\S+.*?
 _FINAL = re.compile(r"^stat::(number_of_executed_units|average_exec_per_sec):\s+(\d+)")
 
 
-def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: str | None, extra: list) -> dict:
+def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: str | None) -> dict:
     work = out / target / "corpus"
     artifacts = out / target / "artifacts"
     work.mkdir(parents=True, exist_ok=True)
@@ -129,7 +129,7 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
     before = set(p.name for p in artifacts.iterdir())
     seeds = ROOT / "corpus" / target
     cmd = [str(binary), f"-max_total_time={seconds}", "-print_final_stats=1", "-timeout=25",
-           f"-artifact_prefix={artifacts}/", *extra, str(work)]
+           f"-artifact_prefix={artifacts}/", str(work)]
     dict_file = ROOT / "corpus" / f"{target}.dict"
     if dict_file.is_file():
         cmd.insert(1, f"-dict={dict_file}")
@@ -223,11 +223,11 @@ def cmd_fuzz(args) -> int:
     for t in targets:
         if t not in built:
             raise UsageError(f"lifeline fuzz: target '{t}' is not built in {lane_dir}")
-        print(f"fuzzing {t} for {args.time} s" + (f" with LIFELINE_REINTRODUCE={args.reintroduce}" if args.reintroduce else ""), flush=True)
         if interrupted:
             break
+        print(f"fuzzing {t} for {args.time} s" + (f" with LIFELINE_REINTRODUCE={args.reintroduce}" if args.reintroduce else ""), flush=True)
         try:
-            r = _fuzz_one(lane_dir / "targets" / t, t, args.time, out, args.reintroduce, [])
+            r = _fuzz_one(lane_dir / "targets" / t, t, args.time, out, args.reintroduce)
         except KeyboardInterrupt:
             interrupted = True
             continue

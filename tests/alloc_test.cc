@@ -1513,5 +1513,25 @@ TEST(WhisperConvToEncoder, EncoderOnTwoBuffersCanBePlacedAgain) {
   EXPECT_TRUE(IsOk(s.alloc_b->AllocGraph(s.encoder_graph)));
 }
 
+// A leaf view (ggml_view_tensor) of a node of the same graph: the graph reaches the node through another
+// path, and the view is initialised only after the node has its place, so it points at the node's bytes.
+TEST(GraphAllocator, LeafViewOfANodeInTheSameGraphFollowsThatNode) {
+  Context ctx;
+  Tensor* x = F32(ctx, {4}, "x");
+  x->input = true;
+  Tensor* y = Named(Must(ctx.Unary(Op::kNeg, x, 0.0f, false)), "y");
+  y->output = true;
+  Tensor* v = Named(Must(ctx.ViewTensor(y)), "v");
+  Tensor* z = Named(Must(ctx.Binary(Op::kAdd, v, y, false)), "z");
+  z->output = true;
+  Graph g = Must(BuildGraph({z}));
+  auto a = Must(GraphAllocator::Create({BufferSpec{}}));
+  ASSERT_TRUE(IsOk(a->AllocGraph(g)));
+  EXPECT_EQ(v->data, y->data);
+  Fill(x, 1.0f, 1.0f);
+  ASSERT_TRUE(IsOk(Evaluate(g)));
+  EXPECT_EQ(LoadElement(DType::kF32, z->data, 3), -8.0f);
+}
+
 }  // namespace
 }  // namespace lifeline::alloc

@@ -374,12 +374,24 @@ Status GraphAllocator::AllocGraph(const Graph& graph) {
   for (Buffer& b : buffers_) {
     if (b.block) san::MarkDead(b.block.get(), b.size);
   }
-  // Leafs first, then nodes (the order in which whisper's encoder graph exposed the bug).
+  // Leafs first, then nodes (the order in which whisper's encoder graph exposed the bug). A leaf view of
+  // one of this graph's own nodes can only point at it once the node has its place: those wait.
+  std::unordered_map<const Tensor*, bool> is_node;
+  for (const Tensor* n : graph.nodes) is_node[n] = true;
+  std::vector<size_t> deferred;
   for (size_t i = 0; i < graph.leafs.size(); ++i) {
+    const Tensor* leaf = graph.leafs[i];
+    if (leaf->is_view() && is_node.count(leaf->view_src) != 0) {
+      deferred.push_back(i);
+      continue;
+    }
     if (Status s = InitTensor(graph.leafs[i], plan_->leafs[i], "leaf"); !s.ok()) return s;
   }
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     if (Status s = InitTensor(graph.nodes[i], plan_->nodes[i], "node"); !s.ok()) return s;
+  }
+  for (size_t i : deferred) {
+    if (Status s = InitTensor(graph.leafs[i], plan_->leafs[i], "leaf"); !s.ok()) return s;
   }
   return Status::Ok();
 }

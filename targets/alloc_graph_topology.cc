@@ -40,9 +40,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
 extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size, unsigned int seed) {
   static const bool default_only = std::getenv("LIFELINE_STEP_MUTATOR") == nullptr;
+  if (default_only) return LLVMFuzzerMutate(data, size, max_size);
   std::minstd_rand rng(seed);
-  auto spans = lifeline::graphs::StepSpans(data, size);
-  if (default_only || spans.size() < 2 || rng() % 2 == 0) return LLVMFuzzerMutate(data, size, max_size);
+  if (rng() % 2 == 0) return LLVMFuzzerMutate(data, size, max_size);
+  auto spans = lifeline::graphs::StepSpans(data, size);  // decodes the input: only when it is used
+  if (spans.size() < 2) return LLVMFuzzerMutate(data, size, max_size);
 
   // spans[0] is the allocator header; steps are spans[1..].
   std::vector<uint8_t> bytes(data, data + size);

@@ -42,7 +42,6 @@ function(lifeline_add_fuzz_target name)
   else()
     target_sources(${name} PRIVATE $<TARGET_OBJECTS:lifeline_replay_main>)
   endif()
-  set_property(GLOBAL APPEND PROPERTY LIFELINE_FUZZ_TARGETS ${name})
   set_property(GLOBAL PROPERTY LIFELINE_TARGET_LABELS_${name} "${ARG_LABELS}")
 
   set(corpus ${PROJECT_SOURCE_DIR}/corpus/${name})

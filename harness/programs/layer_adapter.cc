@@ -99,22 +99,10 @@ class LayerAdapter final : public AllocatorAdapter {
   Status SetPreallocated(int g, int t, bool on) override {
     Graph& gr = graphs_[g];
     Tensor* tensor = gr.t[t];
-    // The leaf's old bytes go away: views of it must not keep pointing there (the next AllocGraph
-    // points them at the new ones).
-    for (Tensor* v : gr.t) {
-      if (v != tensor && v->is_view() && v->root() == tensor) {
-        v->data = nullptr;
-        v->owner = nullptr;
-      }
-    }
-    gr.external[t].reset();
-    tensor->data = nullptr;
-    tensor->owner = nullptr;
-    if (on) {
-      gr.external[t] = std::make_unique<uint8_t[]>(tensor->nbytes());
-      tensor->data = gr.external[t].get();
-      Fill(tensor, g, t);
-    }
+    std::unique_ptr<uint8_t[]> block = on ? std::make_unique<uint8_t[]>(tensor->nbytes()) : nullptr;
+    if (Status s = ctx_.SetExternalData(tensor, block.get()); !s.ok()) return s;
+    gr.external[t] = std::move(block);  // the old block goes only now that nothing points at it
+    if (on) Fill(tensor, g, t);
     return Status::Ok();
   }
 
@@ -129,7 +117,8 @@ class LayerAdapter final : public AllocatorAdapter {
   }
 
   Status AllocAndCompute(int k, int g) override {
-    StatusOr<alloc::Graph> built = alloc::BuildGraph(Outputs(g));
+    std::vector<Tensor*> outputs = Outputs(g);
+    StatusOr<alloc::Graph> built = alloc::BuildGraph(outputs);
     if (!built.ok()) return built.status();
     const alloc::Graph& graph = built.value();
     alloc::GraphAllocator& a = *allocators_[k];
@@ -146,7 +135,6 @@ class LayerAdapter final : public AllocatorAdapter {
     Expect(oracles::CheckPlacedInsideBuffers(graph, &a, extents));
     Expect(oracles::CheckViewsInsideSources(graph));
     Expect(oracles::CheckNoLiveOverlap(graph, &a));
-    std::vector<Tensor*> outputs = Outputs(g);
     oracles::Canary canary(graph, &a);
     oracles::Differential differential(graph, &a, outputs);
     Status eval = alloc::Evaluate(graph);

@@ -376,8 +376,11 @@ Status GraphAllocator::AllocGraph(const Graph& graph) {
   }
   // Leafs first, then nodes (the order in which whisper's encoder graph exposed the bug). A leaf view of
   // one of this graph's own nodes can only point at it once the node has its place: those wait.
+  // (The node set is built only for graphs that have leaf views: this runs at every placement.)
   std::unordered_map<const Tensor*, bool> is_node;
-  for (const Tensor* n : graph.nodes) is_node[n] = true;
+  if (std::any_of(graph.leafs.begin(), graph.leafs.end(), [](const Tensor* l) { return l->is_view(); })) {
+    for (const Tensor* n : graph.nodes) is_node[n] = true;
+  }
   std::vector<size_t> deferred;
   for (size_t i = 0; i < graph.leafs.size(); ++i) {
     const Tensor* leaf = graph.leafs[i];

@@ -195,6 +195,20 @@ Status Context::SetSource(Tensor* node, int i, Tensor* src) {
   return Status::Ok();
 }
 
+Status Context::SetExternalData(Tensor* leaf, void* data) {
+  if (Status s = Check(leaf, "leaf"); !s.ok()) return s;
+  if (leaf->op != Op::kNone || leaf->is_view()) return InvalidArgument(leaf->name + " is not a plain leaf");
+  for (const auto& t : tensors_) {
+    if (t.get() != leaf && t->is_view() && t->root() == leaf) {
+      t->data = nullptr;
+      t->owner = nullptr;
+    }
+  }
+  leaf->data = data;
+  leaf->owner = nullptr;
+  return Status::Ok();
+}
+
 StatusOr<Graph> BuildGraph(const std::vector<Tensor*>& outputs) {
   Graph g;
   enum Mark : uint8_t { kUnseen, kOnStack, kDone };

@@ -93,6 +93,10 @@ class Context {
   // needs; cycles this creates are reported by BuildGraph.
   Status SetSource(Tensor* node, int i, Tensor* src);
 
+  // Gives leaf `leaf` memory from outside every allocator (`data`, or none when null). Views of it, in
+  // any graph, lose their address until an allocator places their graph again: the old bytes may be gone.
+  Status SetExternalData(Tensor* leaf, void* data);
+
   size_t size() const { return tensors_.size(); }
   Tensor* tensor(size_t i) const { return tensors_[i].get(); }
 

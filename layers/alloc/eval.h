@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "harness/half.h"
 #include "harness/status.h"
 #include "layers/alloc/tensor.h"
 
@@ -22,7 +23,7 @@ Status Evaluate(const Graph& graph);
 // Element access in the tensor's type (float16 stored as IEEE binary16, round to nearest even).
 float LoadElement(DType type, const void* base, int64_t i);
 void StoreElement(DType type, void* base, int64_t i, float value);
-uint16_t FloatToHalf(float f);
-float HalfToFloat(uint16_t h);
+using ::lifeline::FloatToHalf;  // harness/half.h
+using ::lifeline::HalfToFloat;
 
 }  // namespace lifeline::alloc

@@ -71,6 +71,18 @@ if(LIFELINE_VALGRIND)
   target_compile_definitions(lifeline_lane INTERFACE LIFELINE_VALGRIND=1)
 endif()
 
+# ---- the embedded CPython of layers/interop ------------------------------------------------------
+# The DLPack layer, its tests and its fuzz target are built where a tool sees into what they do:
+# asan and fuzz (ASan+UBSan), lsan (leaks and the ledger). Not tsan: CPython and NumPy are not
+# TSan-instrumented, and the capsule paths run on one thread under the GIL. Not valgrind: the programs
+# are all Python calls, and memcheck over the interpreter start-up alone costs seconds per run.
+set(LIFELINE_PYTHON_LANES asan lsan fuzz)
+if(LIFELINE_LANE IN_LIST LIFELINE_PYTHON_LANES)
+  set(LIFELINE_PYTHON ON)
+else()
+  set(LIFELINE_PYTHON OFF)
+endif()
+
 # ---- how tests run in this lane ------------------------------------------------------------------
 find_program(LIFELINE_SYMBOLIZER NAMES llvm-symbolizer-14 llvm-symbolizer)
 set(_sym "")

@@ -18,6 +18,9 @@ PACKAGES=(
   libgtest-dev       # GoogleTest for tests/
   valgrind           # the valgrind lane, and valgrind/memcheck.h client requests
   python3            # Debian's interpreter: the lifeline CLI and the reproducer checker
+  python3-dev        # libpython3.11 headers and library: the embedded interpreter of layers/interop
+  python3-numpy      # NumPy, the second DLPack producer/consumer the interop layer talks to
+  libdlpack-dev      # dlpack/dlpack.h, the DLPack ABI (0.6 on Debian 12)
 )
 
 check_only=0

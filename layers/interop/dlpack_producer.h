@@ -122,7 +122,8 @@ ProducerStats GetProducerStats();
 std::string DescribeLiveStorages();
 // True if `storage_id` is still alive.
 bool StorageAlive(uint64_t storage_id);
-// Ends an iteration: releases NULL-deleter exports parked until now and reclaims the records of
+// Ends an iteration: releases NULL-deleter exports parked until now (so nothing may still hold an import
+// of one) and reclaims the records of
 // released exports. Counters of live objects are unaffected otherwise; `exports_made` and
 // `deleter_calls` restart from zero.
 void ResetProducerLedger();

@@ -361,14 +361,6 @@ PyTypeObject* MakeType(PyObject* module, const char* name, size_t size, PyType_S
 
 }  // namespace
 
-interop::BufferView* ViewOf(PyObject* obj) {
-  return obj && Py_TYPE(obj) == g_view_type ? reinterpret_cast<ViewObject*>(obj)->view : nullptr;
-}
-
-uint64_t StorageIdOf(PyObject* obj) {
-  return obj && Py_TYPE(obj) == g_tensor_type ? reinterpret_cast<TensorObject*>(obj)->storage->id() : 0;
-}
-
 }  // namespace lifeline::py
 
 extern "C" PyObject* PyInit__lifeline_interop(void) {

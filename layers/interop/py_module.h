@@ -18,20 +18,9 @@
 
 #include <Python.h>
 
-#include <cstdint>
-
-namespace lifeline::interop {
-class BufferView;
-}
-
 namespace lifeline::py {
 
 inline constexpr const char* kModuleName = "_lifeline_interop";
-
-// For the harness: the view inside a View object, the storage id of a Tensor object (nullptr / 0 when
-// `obj` is not one).
-interop::BufferView* ViewOf(PyObject* obj);
-uint64_t StorageIdOf(PyObject* obj);
 
 }  // namespace lifeline::py
 

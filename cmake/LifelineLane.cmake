@@ -83,6 +83,17 @@ else()
   set(LIFELINE_PYTHON OFF)
 endif()
 
+# ---- the Vulkan runtime of layers/runtime -----------------------------------------------------------
+# Built where its oracles run: asan and fuzz (ASan+UBSan; the encoder bugs), tsan (multi-threaded
+# encoding), lsan (the never-released descriptor). Not valgrind: lavapipe JIT-compiles every pipeline
+# through LLVM, which memcheck runs at a crawl, and the lane's tools add nothing the others lack here.
+set(LIFELINE_VULKAN_LANES asan tsan lsan fuzz)
+if(LIFELINE_LANE IN_LIST LIFELINE_VULKAN_LANES)
+  set(LIFELINE_VULKAN ON)
+else()
+  set(LIFELINE_VULKAN OFF)
+endif()
+
 # ---- how tests run in this lane ------------------------------------------------------------------
 find_program(LIFELINE_SYMBOLIZER NAMES llvm-symbolizer-14 llvm-symbolizer)
 set(_sym "")

@@ -21,6 +21,10 @@ PACKAGES=(
   python3-dev        # libpython3.11 headers and library: the embedded interpreter of layers/interop
   python3-numpy      # NumPy, the second DLPack producer/consumer the interop layer talks to
   libdlpack-dev      # dlpack/dlpack.h, the DLPack ABI (0.6 on Debian 12)
+  libvulkan-dev      # the Vulkan loader and headers of layers/runtime
+  mesa-vulkan-drivers # lavapipe: a CPU Vulkan ICD, so the runtime runs on any machine
+  vulkan-validationlayers # VK_LAYER_KHRONOS_validation, the runtime's oracle
+  glslc              # GLSL -> SPIR-V at build time for the runtime's compute kernels
 )
 
 check_only=0

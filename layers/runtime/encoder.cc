@@ -1,0 +1,297 @@
+#include "layers/runtime/encoder.h"
+
+#include <atomic>
+#include <thread>
+
+#include "harness/bugs.h"
+#include "harness/check.h"
+
+namespace lifeline::runtime {
+namespace {
+
+thread_local TransientPool* t_innermost = nullptr;
+thread_local int t_depth = 0;
+std::atomic<int64_t> g_live_descriptors{0};
+
+// The encode callback as upstream stored it before the fix: a block literal on the stack of
+// SetEncodeThreads, capturing the context and n_cb by value.
+struct EncodeBlock {
+  Context* context;
+  int n_cb;
+};
+
+void ComputeBarrier(VkCommandBuffer cmd, VkAccessFlags dst_access, VkPipelineStageFlags dst_stage) {
+  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+  barrier.dstAccessMask = dst_access;
+  vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, dst_stage, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+}
+
+}  // namespace
+
+void RefCounted::Retain() {
+  LIFELINE_CHECK(refs_ > 0, "retain of a released object");
+  ++refs_;
+}
+
+void RefCounted::Release() {
+  LIFELINE_CHECK(refs_ > 0, "release of a released object");
+  if (--refs_ == 0) delete this;
+}
+
+TransientPool::TransientPool() : outer_(t_innermost) {
+  t_innermost = this;
+  ++t_depth;
+}
+
+TransientPool::~TransientPool() {
+  LIFELINE_PRECONDITION(t_innermost == this, "TransientPools must be drained innermost first");
+  t_innermost = outer_;
+  --t_depth;
+  for (RefCounted* o : objects_) o->Release();
+}
+
+int TransientPool::Depth() { return t_depth; }
+
+bool TransientPool::Autorelease(RefCounted* object) {
+  if (!t_innermost) return false;
+  t_innermost->objects_.push_back(object);
+  return true;
+}
+
+PassDescriptor::PassDescriptor(DispatchType type)
+    : dispatch_type_(type), label_(type == DispatchType::kSerial ? "serial compute pass" : "concurrent compute pass") {
+  ++g_live_descriptors;
+}
+
+PassDescriptor::~PassDescriptor() { --g_live_descriptors; }
+
+PassDescriptor* PassDescriptor::Create(DispatchType type) {
+  if (TransientPool::Depth() == 0) return nullptr;
+  auto* d = new PassDescriptor(type);
+  TransientPool::Autorelease(d);
+  return d;
+}
+
+PassDescriptor* PassDescriptor::New(DispatchType type) { return new PassDescriptor(type); }
+
+int64_t PassDescriptor::Live() { return g_live_descriptors.load(); }
+
+StatusOr<std::unique_ptr<Context>> Context::Create(Device* device, int n_cb, DescriptorOwnership ownership) {
+  if (n_cb < 1 || n_cb > kMaxEncodeThreads)
+    return InvalidArgument("n_cb " + std::to_string(n_cb) + " is outside 1.." + std::to_string(kMaxEncodeThreads));
+  if (Reintroduced(Bug::kMetalEdescAutorelease)) ownership = DescriptorOwnership::kBorrowed;
+  std::unique_ptr<Context> ctx(new Context(device));
+  ctx->ownership_ = ownership;
+  if (ownership == DescriptorOwnership::kBorrowed) {
+    // metal-edesc-autorelease (llama.cpp #9698): the convenience constructor's +0 object is stored without
+    // a retain; the pool active during init owns it.
+    ctx->descriptor_ = PassDescriptor::Create(DispatchType::kSerial);
+    if (!ctx->descriptor_) return FailedPrecondition("Context::Create needs a TransientPool on this thread");
+  } else {
+    ctx->descriptor_ = PassDescriptor::New(DispatchType::kSerial);  // fix (llama.cpp #9718): owned
+  }
+  if (Status s = ctx->SetEncodeThreads(n_cb); !s.ok()) return s;
+  return ctx;
+}
+
+Context::~Context() {
+  DestroyPools();
+  if (ownership_ == DescriptorOwnership::kOwned) descriptor_->Release();
+  // kBorrowed: the pool releases it; kCopiedNeverReleased: nobody does (a leak LSan reports).
+}
+
+Status Context::MakePools(int n) {
+  VkDevice dev = device_->device();
+  for (int i = 0; i < n; ++i) {
+    VkCommandPoolCreateInfo cpi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    cpi.queueFamilyIndex = device_->queue_family();
+    VkCommandPool pool;
+    LIFELINE_VK_RETURN_IF_ERROR(vkCreateCommandPool(dev, &cpi, nullptr, &pool));
+    device_->TrackCommandPool(+1);
+    command_pools_.push_back(pool);
+    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 3 * kMaxFrameOps};
+    VkDescriptorPoolCreateInfo dpi{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+    dpi.maxSets = kMaxFrameOps;
+    dpi.poolSizeCount = 1;
+    dpi.pPoolSizes = &size;
+    VkDescriptorPool dpool;
+    LIFELINE_VK_RETURN_IF_ERROR(vkCreateDescriptorPool(dev, &dpi, nullptr, &dpool));
+    device_->TrackDescriptorPool(+1);
+    descriptor_pools_.push_back(dpool);
+  }
+  return Status::Ok();
+}
+
+void Context::DestroyPools() {
+  VkDevice dev = device_->device();
+  for (VkCommandPool p : command_pools_) {
+    device_->TrackCommandPool(-1);
+    vkDestroyCommandPool(dev, p, nullptr);
+  }
+  for (VkDescriptorPool p : descriptor_pools_) {
+    device_->TrackDescriptorPool(-1);
+    vkDestroyDescriptorPool(dev, p, nullptr);
+  }
+  command_pools_.clear();
+  descriptor_pools_.clear();
+}
+
+Status Context::SetEncodeThreads(int n_cb) {
+  if (n_cb < 1 || n_cb > kMaxEncodeThreads)
+    return InvalidArgument("n_cb " + std::to_string(n_cb) + " is outside 1.." + std::to_string(kMaxEncodeThreads));
+  DestroyPools();
+  if (Status s = MakePools(n_cb); !s.ok()) {
+    DestroyPools();
+    return s;
+  }
+  n_cb_ = n_cb;
+  EncodeBlock block{this, n_cb};  // lives in this stack frame, like the Objective-C block literal
+  if (Reintroduced(Bug::kMetalEncodeAsyncBlock)) {
+    // llama.cpp #9698: the block is stored without Block_copy; worker threads call it after this frame
+    // is gone.
+    encode_owned_.reset();
+    encode_ref_.object = &block;
+    encode_ref_.call = [](const void* object, int cb_index) {
+      const auto* b = static_cast<const EncodeBlock*>(object);
+      b->context->EncodeShare(cb_index, b->n_cb);
+    };
+  } else {
+    // Fix (llama.cpp #9747): an owning copy, replacing (and freeing) the previous one; it reads n_cb_
+    // from the context when it runs.
+    encode_owned_ = std::make_unique<std::function<void(int)>>([this](int cb_index) { EncodeShare(cb_index, n_cb_); });
+    encode_ref_ = {};
+  }
+  return Status::Ok();
+}
+
+void Context::EncodeShare(int cb_index, int n_cb) {
+  const std::vector<FrameOp>& ops = *frame_;
+  VkCommandBuffer cmd = command_buffers_[cb_index];
+  // Every command buffer starts its pass from the descriptor, as the Metal backend asks it for an encoder.
+  const DispatchType type = descriptor_->dispatch_type();
+  const size_t begin = ops.size() * static_cast<size_t>(cb_index) / static_cast<size_t>(n_cb);
+  const size_t end = ops.size() * static_cast<size_t>(cb_index + 1) / static_cast<size_t>(n_cb);
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  if (VkResult r = vkBeginCommandBuffer(cmd, &bi); r != VK_SUCCESS) {
+    worker_status_[cb_index] = VkError("vkBeginCommandBuffer", r, __FILE__, __LINE__);
+    return;
+  }
+  // Earlier command buffers of the frame come first in submission order: wait for their writes.
+  ComputeBarrier(cmd, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
+  for (size_t i = begin; i < end; ++i) {
+    const FrameOp& op = ops[i];
+    if (i > begin && type == DispatchType::kSerial)
+      ComputeBarrier(cmd, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
+    VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+    ai.descriptorPool = descriptor_pools_[cb_index];
+    ai.descriptorSetCount = 1;
+    VkDescriptorSetLayout layout = device_->set_layout();
+    ai.pSetLayouts = &layout;
+    VkDescriptorSet set;
+    if (VkResult r = vkAllocateDescriptorSets(device_->device(), &ai, &set); r != VK_SUCCESS) {
+      worker_status_[cb_index] = VkError("vkAllocateDescriptorSets", r, __FILE__, __LINE__);
+      vkEndCommandBuffer(cmd);
+      return;
+    }
+    Buffer* bound[3] = {op.a ? op.a : op.out, op.b ? op.b : op.out, op.out};
+    VkDescriptorBufferInfo infos[3];
+    VkWriteDescriptorSet writes[3];
+    for (int j = 0; j < 3; ++j) {
+      infos[j] = {bound[j]->handle(), 0, VK_WHOLE_SIZE};
+      writes[j] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+      writes[j].dstSet = set;
+      writes[j].dstBinding = static_cast<uint32_t>(j);
+      writes[j].descriptorCount = 1;
+      writes[j].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      writes[j].pBufferInfo = &infos[j];
+    }
+    vkUpdateDescriptorSets(device_->device(), 3, writes, 0, nullptr);
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, device_->pipeline(op.kernel));
+    vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, device_->pipeline_layout(), 0, 1, &set, 0, nullptr);
+    KernelArgs args{op.n, op.value};
+    vkCmdPushConstants(cmd, device_->pipeline_layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof args, &args);
+    vkCmdDispatch(cmd, (op.n + kLocalSize - 1) / kLocalSize, 1, 1);
+  }
+  if (cb_index == n_cb - 1)  // the host reads results after the fence
+    ComputeBarrier(cmd, VK_ACCESS_HOST_READ_BIT, VK_PIPELINE_STAGE_HOST_BIT);
+  if (VkResult r = vkEndCommandBuffer(cmd); r != VK_SUCCESS)
+    worker_status_[cb_index] = VkError("vkEndCommandBuffer", r, __FILE__, __LINE__);
+}
+
+Status Context::Compute(const std::vector<FrameOp>& ops) {
+  if (ops.size() > static_cast<size_t>(kMaxFrameOps))
+    return InvalidArgument("a frame holds at most " + std::to_string(kMaxFrameOps) + " ops, got " +
+                           std::to_string(ops.size()));
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const FrameOp& op = ops[i];
+    const bool needs_a = op.kernel != Kernel::kFill, needs_b = op.kernel == Kernel::kAdd;
+    std::string where = "op " + std::to_string(i) + " (" + KernelName(op.kernel) + "): ";
+    if (!op.out || (needs_a && !op.a) || (needs_b && !op.b)) return InvalidArgument(where + "a buffer is missing");
+    for (const Buffer* b : {op.out, needs_a ? op.a : nullptr, needs_b ? op.b : nullptr})
+      if (b && b->floats() < op.n)
+        return InvalidArgument(where + std::to_string(op.n) + " elements exceed a buffer of " +
+                               std::to_string(b->floats()));
+  }
+  VkDevice dev = device_->device();
+  const int n_cb = n_cb_;
+  command_buffers_.assign(static_cast<size_t>(n_cb), VK_NULL_HANDLE);
+  for (int i = 0; i < n_cb; ++i) {
+    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    ai.commandPool = command_pools_[i];
+    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    ai.commandBufferCount = 1;
+    LIFELINE_VK_RETURN_IF_ERROR(vkAllocateCommandBuffers(dev, &ai, &command_buffers_[i]));
+  }
+  frame_ = &ops;
+  worker_status_.assign(static_cast<size_t>(n_cb), Status::Ok());
+  {
+    // One worker per command buffer, all through the stored callback; joined before anything else.
+    std::vector<std::thread> workers;
+    for (int i = 0; i < n_cb; ++i) {
+      if (encode_owned_) {
+        workers.emplace_back([this, i] { (*encode_owned_)(i); });
+      } else {
+        CallbackRef ref = encode_ref_;
+        workers.emplace_back([ref, i] { ref.call(ref.object, i); });
+      }
+    }
+    for (std::thread& t : workers) t.join();
+  }
+  frame_ = nullptr;
+  Status result = Status::Ok();
+  for (const Status& s : worker_status_)
+    if (!s.ok() && result.ok()) result = s;
+  VkFence fence = VK_NULL_HANDLE;
+  if (result.ok()) {
+    VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VkResult r = vkCreateFence(dev, &fci, nullptr, &fence);
+    if (r == VK_SUCCESS) {
+      device_->TrackFence(+1);
+      VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+      si.commandBufferCount = static_cast<uint32_t>(n_cb);
+      si.pCommandBuffers = command_buffers_.data();
+      {
+        std::lock_guard<std::mutex> lock(device_->queue_mutex());
+        r = vkQueueSubmit(device_->queue(), 1, &si, fence);
+      }
+      if (r == VK_SUCCESS) r = vkWaitForFences(dev, 1, &fence, VK_TRUE, uint64_t{30} * 1000 * 1000 * 1000);
+      if (r != VK_SUCCESS) result = VkError("vkQueueSubmit/vkWaitForFences", r, __FILE__, __LINE__);
+      if (r == VK_TIMEOUT) vkDeviceWaitIdle(dev);  // nothing may still run when the pools are reset
+      device_->TrackFence(-1);
+      vkDestroyFence(dev, fence, nullptr);
+    } else {
+      result = VkError("vkCreateFence", r, __FILE__, __LINE__);
+    }
+  }
+  // The frame drains: command buffers and descriptor sets go back to their pools.
+  for (int i = 0; i < n_cb; ++i) {
+    vkFreeCommandBuffers(dev, command_pools_[i], 1, &command_buffers_[i]);
+    vkResetDescriptorPool(dev, descriptor_pools_[i], 0);
+  }
+  command_buffers_.clear();
+  return result;
+}
+
+}  // namespace lifeline::runtime

@@ -7,4 +7,18 @@ __attribute__((used)) const char* __asan_default_options() { return LIFELINE_ASA
 __attribute__((used)) const char* __ubsan_default_options() { return LIFELINE_UBSAN_OPTIONS; }
 __attribute__((used)) const char* __tsan_default_options() { return LIFELINE_TSAN_OPTIONS; }
 __attribute__((used)) const char* __lsan_default_options() { return LIFELINE_LSAN_OPTIONS; }
+
+// TSan suppressions, one library per line. Only libraries we do not build: TSan sees none of their
+// atomics, so their internal synchronization (reader-writer locks built on atomics, worker threads) looks
+// like races between their own threads and ours. A report is dropped when a frame of that library is in
+// it; none of these libraries is project code.
+__attribute__((used)) const char* __tsan_default_suppressions() {
+  return
+      // The Khronos validation layer: its object-tracking maps use lock-free reader-writer locks.
+      "race:libVkLayer_khronos_validation.so\n"
+      // ... and its own mutexes, taken in different orders by its internal thread and at device teardown.
+      "deadlock:libVkLayer_khronos_validation.so\n"
+      // Mesa's lavapipe (llvmpipe) ICD: its rasterizer/compute thread pool and fence signalling.
+      "race:libvulkan_lvp.so\n";
+}
 }

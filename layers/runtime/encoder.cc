@@ -29,13 +29,13 @@ void ComputeBarrier(VkCommandBuffer cmd, VkAccessFlags dst_access, VkPipelineSta
 
 }  // namespace
 
-void RefCounted::Retain() {
-  LIFELINE_CHECK(refs_ > 0, "retain of a released object");
+void PassDescriptor::Retain() {
+  LIFELINE_CHECK(refs_ > 0, "retain of a released pass descriptor");
   ++refs_;
 }
 
-void RefCounted::Release() {
-  LIFELINE_CHECK(refs_ > 0, "release of a released object");
+void PassDescriptor::Release() {
+  LIFELINE_CHECK(refs_ > 0, "release of a released pass descriptor");
   if (--refs_ == 0) delete this;
 }
 
@@ -48,14 +48,14 @@ TransientPool::~TransientPool() {
   LIFELINE_PRECONDITION(t_innermost == this, "TransientPools must be drained innermost first");
   t_innermost = outer_;
   --t_depth;
-  for (RefCounted* o : objects_) o->Release();
+  for (const Entry& e : objects_) e.release(e.object);
 }
 
 int TransientPool::Depth() { return t_depth; }
 
-bool TransientPool::Autorelease(RefCounted* object) {
+bool TransientPool::Autorelease(void* object, void (*release)(void*)) {
   if (!t_innermost) return false;
-  t_innermost->objects_.push_back(object);
+  t_innermost->objects_.push_back({object, release});
   return true;
 }
 
@@ -69,7 +69,7 @@ PassDescriptor::~PassDescriptor() { --g_live_descriptors; }
 PassDescriptor* PassDescriptor::Create(DispatchType type) {
   if (TransientPool::Depth() == 0) return nullptr;
   auto* d = new PassDescriptor(type);
-  TransientPool::Autorelease(d);
+  TransientPool::Autorelease(d, [](void* o) { static_cast<PassDescriptor*>(o)->Release(); });
   return d;
 }
 

@@ -3,7 +3,7 @@
 //
 // TransientPool is the autorelease-pool analog: a thread-local stack of pools; a convenience constructor
 // (`PassDescriptor::Create`) hands back an object owned by the innermost pool (+0), which the pool
-// releases when it drains; `PassDescriptor::New` returns an object the caller owns (+1). Objects are
+// releases when it drains; `PassDescriptor::New` returns an object the caller owns (+1). Descriptors are
 // refcounted (`Retain`/`Release`).
 //
 // The documented bugs of this layer (../shared/BUGS.md §1, §2) sit beside their fixes in `Context`:
@@ -36,19 +36,6 @@ namespace lifeline::runtime {
 inline constexpr int kMaxEncodeThreads = 8;
 inline constexpr int kMaxFrameOps = 64;
 
-class RefCounted {
- public:
-  void Retain();
-  void Release();
-  int refs() const { return refs_; }
-
- protected:
-  virtual ~RefCounted() = default;
-
- private:
-  int refs_ = 1;
-};
-
 // Drains (releases everything registered) when popped or destroyed. Strictly nested per thread.
 class TransientPool {
  public:
@@ -57,32 +44,42 @@ class TransientPool {
   TransientPool(const TransientPool&) = delete;
   TransientPool& operator=(const TransientPool&) = delete;
   static int Depth();  // pools on this thread's stack
-  // Registers `object` with the innermost pool; false (nothing registered) when there is none.
-  static bool Autorelease(RefCounted* object);
+  // Registers `object` with the innermost pool, which calls `release(object)` when it drains; false
+  // (nothing registered) when there is no pool.
+  static bool Autorelease(void* object, void (*release)(void*));
   size_t size() const { return objects_.size(); }
 
  private:
-  std::vector<RefCounted*> objects_;
+  struct Entry {
+    void* object;
+    void (*release)(void*);
+  };
+  std::vector<Entry> objects_;
   TransientPool* outer_;
 };
 
 enum class DispatchType : uint8_t { kSerial, kConcurrent };
 
 // What a compute pass needs to know: whether dispatches may overlap (kSerial puts a barrier between
-// dependent dispatches) and a label.
-class PassDescriptor : public RefCounted {
+// dependent dispatches) and a label. Refcounted, and deliberately not polymorphic: a read of a freed
+// descriptor must reach ASan as the heap-use-after-free it is, not UBSan's vptr check first.
+class PassDescriptor {
  public:
   // +0: owned by the innermost TransientPool; nullptr when no pool is active.
   static PassDescriptor* Create(DispatchType type);
   // +1: owned by the caller.
   static PassDescriptor* New(DispatchType type);
+  void Retain();
+  void Release();
+  int refs() const { return refs_; }
   DispatchType dispatch_type() const { return dispatch_type_; }
   const std::string& label() const { return label_; }
   static int64_t Live();  // descriptors alive in the process
 
  private:
   explicit PassDescriptor(DispatchType type);
-  ~PassDescriptor() override;
+  ~PassDescriptor();
+  int refs_ = 1;
   DispatchType dispatch_type_;
   std::string label_;
 };

@@ -1,0 +1,21 @@
+// runtime_buffer_reclaim: a buffer's backing Vulkan objects and bytes live exactly as long as its wrapper,
+// whether or not the debug capture registry is recording.
+//
+// Property: after every op, live VkBuffer/VkDeviceMemory objects and their bytes (counted in the
+// runtime's create and destroy paths) equal what the live Buffer wrappers account for — bytes checked
+// first, then objects, so the purge workaround (free the bytes, keep the object) is told apart; values
+// read back equal the CPU model; the validation layer is silent; the iteration ends with nothing left.
+// Oracle: harness/programs/runtime_program.cc (ReclaimProgram). igl-capture-retains-buffers (facebook/igl
+// #179) is invisible to ASan and LSan — everything stays reachable — so only this accounting sees it.
+// Out of scope: memory types other than host-visible coherent; sizes above 4 KiB.
+// Replay: build/<lane>/targets/runtime_buffer_reclaim FILE|DIR   (LIFELINE_REINTRODUCE=
+// igl-capture-retains-buffers switches the bug on).
+#include <cstddef>
+#include <cstdint>
+
+#include "harness/programs/runtime_program.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  lifeline::rtprog::Execute(lifeline::rtprog::DecodeReclaim(data, size));
+  return 0;
+}

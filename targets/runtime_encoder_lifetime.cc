@@ -1,0 +1,22 @@
+// runtime_encoder_lifetime: however transient pools, contexts and encode-thread counts are interleaved,
+// a frame encoded on n_cb worker threads computes exactly what the CPU computes, and nothing it used
+// outlives its owner.
+//
+// Property: every frame's result equals the CPU reference in all three buffers; the live command and
+// descriptor pools are those of the live contexts; no fence outlives its frame; the validation layer is
+// silent; the iteration ends with no Vulkan object and no pass descriptor left and every worker joined.
+// Oracle: harness/programs/runtime_program.cc (EncoderProgram) plus ASan on the encode path
+// (metal-edesc-autorelease: heap-use-after-free of a descriptor its pool freed; metal-encode-async-block:
+// stack-use-after-return in a worker calling a dead stack callback).
+// Out of scope: device loss, out-of-memory, buffers shared between threads of different contexts.
+// Replay: build/<lane>/targets/runtime_encoder_lifetime FILE|DIR   (LIFELINE_TRACE=1 prints the program;
+// LIFELINE_REINTRODUCE=metal-edesc-autorelease or metal-encode-async-block switches a bug on).
+#include <cstddef>
+#include <cstdint>
+
+#include "harness/programs/runtime_program.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  lifeline::rtprog::Execute(lifeline::rtprog::DecodeEncoder(data, size));
+  return 0;
+}

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tests/status_matchers.h"
 #include "harness/oracles/alloc_oracles.h"
 #include "harness/status.h"
 #include "layers/alloc/eval.h"
@@ -32,17 +33,7 @@ using alloc_test::NewTensor;
 
 // ---- helpers ----------------------------------------------------------------------------------------
 
-// `s` has `code` and a message containing `needle`.
-testing::AssertionResult HasStatus(const Status& s, StatusCode code, std::string_view needle) {
-  if (s.code() != code) {
-    return testing::AssertionFailure() << "code is " << StatusCodeName(s.code()) << ", expected "
-                                       << StatusCodeName(code) << " (" << s.ToString() << ")";
-  }
-  if (s.message().find(needle) == std::string::npos) {
-    return testing::AssertionFailure() << "message '" << s.message() << "' does not mention '" << needle << "'";
-  }
-  return testing::AssertionSuccess();
-}
+using testing_util::HasStatus;
 
 
 std::unique_ptr<GraphAllocator> MakeAllocator(std::vector<BufferSpec> specs = {BufferSpec{}}) {

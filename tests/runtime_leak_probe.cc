@@ -3,6 +3,10 @@
 // the context and frees everything else, then exits 0; the descriptor is unreachable by then, so under
 // ASan/LSan the exit-time leak check must report a direct leak allocated in PassDescriptor::New
 // (tests/CMakeLists.txt: unit.runtime.descriptor-copied-never-released-leaks).
+//
+// `runtime_leak_probe buffer` instead abandons a Buffer (wrapper and all) and returns 0: the device
+// teardown at exit must find the VkBuffer and VkDeviceMemory and fail the run
+// (unit.runtime.objects-left-at-teardown-fail-the-run).
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -12,7 +16,7 @@
 #include "layers/runtime/device.h"
 #include "layers/runtime/encoder.h"
 
-int main() {
+int main(int argc, char** argv) {
   using namespace lifeline::runtime;
   lifeline::StatusOr<Device*> device = Device::Get();
   if (!device.ok()) {
@@ -23,6 +27,11 @@ int main() {
   if (!out.ok()) {
     std::fprintf(stderr, "runtime_leak_probe: %s\n", out.status().ToString().c_str());
     return 2;
+  }
+  if (argc > 1 && std::string(argv[1]) == "buffer") {
+    static Buffer* abandoned = out.value().release();  // reachable: only the teardown check can object
+    (void)abandoned;
+    return 0;
   }
   {
     lifeline::StatusOr<std::unique_ptr<Context>> ctx =

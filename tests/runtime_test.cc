@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/status_matchers.h"
 #include "harness/status.h"
 #include "layers/runtime/buffer.h"
 #include "layers/runtime/device.h"
@@ -32,17 +33,7 @@ namespace {
 constexpr uint32_t kSizes[] = {1, 63, 64, 65, 1000};  // one element, around a workgroup, several groups
 constexpr float kSentinel = -7.0f;                     // what a buffer holds where nothing may write
 
-// `s` has `code` and a message containing `needle`.
-testing::AssertionResult HasStatus(const Status& s, StatusCode code, std::string_view needle = {}) {
-  if (s.code() != code) {
-    return testing::AssertionFailure() << "code is " << StatusCodeName(s.code()) << ", expected "
-                                       << StatusCodeName(code) << " (" << s.ToString() << ")";
-  }
-  if (s.message().find(needle) == std::string::npos) {
-    return testing::AssertionFailure() << "message '" << s.message() << "' does not mention '" << needle << "'";
-  }
-  return testing::AssertionSuccess();
-}
+using testing_util::HasStatus;
 
 // A buffer of `floats` floats (nullptr and a test failure when it cannot be made).
 std::unique_ptr<Buffer> MakeBuffer(Device* device, size_t floats) {

@@ -36,7 +36,7 @@ Backing::~Backing() {
 void Backing::FreeMemory() {
   if (memory_ == VK_NULL_HANDLE) return;
   device_->TrackMemory(-1, static_cast<int64_t>(bytes_));
-  vkUnmapMemory(device_->device(), memory_);
+  if (mapped_) vkUnmapMemory(device_->device(), memory_);  // a failed bind or map leaves it unmapped
   vkFreeMemory(device_->device(), memory_, nullptr);
   memory_ = VK_NULL_HANDLE;
   mapped_ = nullptr;

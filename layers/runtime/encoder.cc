@@ -96,12 +96,12 @@ StatusOr<std::unique_ptr<Context>> Context::Create(Device* device, int n_cb, Des
 }
 
 Context::~Context() {
-  DestroyPools();
+  DestroyPools(&pools_);
   if (ownership_ == DescriptorOwnership::kOwned) descriptor_->Release();
   // kBorrowed: the pool releases it; kCopiedNeverReleased: nobody does (a leak LSan reports).
 }
 
-Status Context::MakePools(int n) {
+Status Context::MakePools(int n, Pools* pools) {
   VkDevice dev = device_->device();
   for (int i = 0; i < n; ++i) {
     VkCommandPoolCreateInfo cpi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
@@ -109,7 +109,7 @@ Status Context::MakePools(int n) {
     VkCommandPool pool;
     LIFELINE_VK_RETURN_IF_ERROR(vkCreateCommandPool(dev, &cpi, nullptr, &pool));
     device_->TrackCommandPool(+1);
-    command_pools_.push_back(pool);
+    pools->command.push_back(pool);
     VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 3 * kMaxFrameOps};
     VkDescriptorPoolCreateInfo dpi{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
     dpi.maxSets = kMaxFrameOps;
@@ -118,33 +118,37 @@ Status Context::MakePools(int n) {
     VkDescriptorPool dpool;
     LIFELINE_VK_RETURN_IF_ERROR(vkCreateDescriptorPool(dev, &dpi, nullptr, &dpool));
     device_->TrackDescriptorPool(+1);
-    descriptor_pools_.push_back(dpool);
+    pools->descriptor.push_back(dpool);
   }
   return Status::Ok();
 }
 
-void Context::DestroyPools() {
+void Context::DestroyPools(Pools* pools) {
   VkDevice dev = device_->device();
-  for (VkCommandPool p : command_pools_) {
+  for (VkCommandPool p : pools->command) {
     device_->TrackCommandPool(-1);
     vkDestroyCommandPool(dev, p, nullptr);
   }
-  for (VkDescriptorPool p : descriptor_pools_) {
+  for (VkDescriptorPool p : pools->descriptor) {
     device_->TrackDescriptorPool(-1);
     vkDestroyDescriptorPool(dev, p, nullptr);
   }
-  command_pools_.clear();
-  descriptor_pools_.clear();
+  pools->command.clear();
+  pools->descriptor.clear();
 }
 
 Status Context::SetEncodeThreads(int n_cb) {
   if (n_cb < 1 || n_cb > kMaxEncodeThreads)
     return InvalidArgument("n_cb " + std::to_string(n_cb) + " is outside 1.." + std::to_string(kMaxEncodeThreads));
-  DestroyPools();
-  if (Status s = MakePools(n_cb); !s.ok()) {
-    DestroyPools();
-    return s;
+  // New pools first: if Vulkan refuses, the context keeps its old pools and n_cb and stays usable.
+  Pools fresh;
+  Status made = MakePools(n_cb, &fresh);
+  if (!made.ok()) {
+    DestroyPools(&fresh);
+    return made;
   }
+  DestroyPools(&pools_);
+  pools_ = std::move(fresh);
   n_cb_ = n_cb;
   EncodeBlock block{this, n_cb};  // lives in this stack frame, like the Objective-C block literal
   if (Reintroduced(Bug::kMetalEncodeAsyncBlock)) {
@@ -185,7 +189,7 @@ void Context::EncodeShare(int cb_index, int n_cb) {
     if (i > begin && type == DispatchType::kSerial)
       ComputeBarrier(cmd, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
     VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-    ai.descriptorPool = descriptor_pools_[cb_index];
+    ai.descriptorPool = pools_.descriptor[cb_index];
     ai.descriptorSetCount = 1;
     VkDescriptorSetLayout layout = device_->set_layout();
     ai.pSetLayouts = &layout;
@@ -239,7 +243,7 @@ Status Context::Compute(const std::vector<FrameOp>& ops) {
   command_buffers_.assign(static_cast<size_t>(n_cb), VK_NULL_HANDLE);
   for (int i = 0; i < n_cb; ++i) {
     VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-    ai.commandPool = command_pools_[i];
+    ai.commandPool = pools_.command[i];
     ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     ai.commandBufferCount = 1;
     LIFELINE_VK_RETURN_IF_ERROR(vkAllocateCommandBuffers(dev, &ai, &command_buffers_[i]));
@@ -287,8 +291,8 @@ Status Context::Compute(const std::vector<FrameOp>& ops) {
   }
   // The frame drains: command buffers and descriptor sets go back to their pools.
   for (int i = 0; i < n_cb; ++i) {
-    vkFreeCommandBuffers(dev, command_pools_[i], 1, &command_buffers_[i]);
-    vkResetDescriptorPool(dev, descriptor_pools_[i], 0);
+    vkFreeCommandBuffers(dev, pools_.command[i], 1, &command_buffers_[i]);
+    vkResetDescriptorPool(dev, pools_.descriptor[i], 0);
   }
   command_buffers_.clear();
   return result;

@@ -120,9 +120,14 @@ class Context {
 
  private:
   Context(Device* device) : device_(device) {}
+  // Per encode thread: a command pool and a descriptor pool (both externally synchronized).
+  struct Pools {
+    std::vector<VkCommandPool> command;
+    std::vector<VkDescriptorPool> descriptor;
+  };
   void EncodeShare(int cb_index, int n_cb);
-  Status MakePools(int n);
-  void DestroyPools();
+  Status MakePools(int n, Pools* pools);
+  void DestroyPools(Pools* pools);
 
   Device* device_;
   PassDescriptor* descriptor_ = nullptr;
@@ -134,9 +139,7 @@ class Context {
     const void* object = nullptr;
     void (*call)(const void* object, int cb_index) = nullptr;
   } encode_ref_;
-  // Per encode thread: a command pool and a descriptor pool (both externally synchronized).
-  std::vector<VkCommandPool> command_pools_;
-  std::vector<VkDescriptorPool> descriptor_pools_;
+  Pools pools_;
   std::vector<VkCommandBuffer> command_buffers_;
   std::vector<Status> worker_status_;
   const std::vector<FrameOp>* frame_ = nullptr;

@@ -9,7 +9,7 @@ namespace {
 constexpr std::string_view kIds[kBugCount] = {
     "metal-edesc-autorelease",    "metal-encode-async-block",    "gallocr-view-leaf-offset",
     "igl-capture-retains-buffers", "wasm-lang-dangling",          "iree-dlpack-import-leak",
-    "turbine-capsule-rename-back",
+    "turbine-capsule-rename-back", "injected-dlpack-byte-offset",
 };
 
 std::string_view Trim(std::string_view s) {

@@ -18,7 +18,10 @@ enum class Bug : uint8_t {
   kWasmLangDangling,          // wasm-lang-dangling
   kIreeDlpackImportLeak,      // iree-dlpack-import-leak
   kTurbineCapsuleRenameBack,  // turbine-capsule-rename-back
-  kMaxValue = kTurbineCapsuleRenameBack,
+  // Not upstream: a bug injected on purpose to show the fuzz -> triage -> promote loop on something no
+  // reproducer knew (README "From a crash to a reproducer"). The consumer ignores DLTensor.byte_offset.
+  kInjectedDlpackByteOffset,  // injected-dlpack-byte-offset
+  kMaxValue = kInjectedDlpackByteOffset,
 };
 
 inline constexpr int kBugCount = static_cast<int>(Bug::kMaxValue) + 1;

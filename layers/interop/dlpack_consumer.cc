@@ -97,7 +97,9 @@ double BufferView::Element(int64_t index) const {
     off += (index % shape_[i]) * strides_[i];
     index /= shape_[i];
   }
-  return LoadElement(dtype_, buffer_->data() + byte_offset_ + off * static_cast<int64_t>(ItemSize(dtype_)));
+  // injected-dlpack-byte-offset (not upstream; see harness/bugs.h) forgets DLTensor.byte_offset.
+  const int64_t base = Reintroduced(Bug::kInjectedDlpackByteOffset) ? 0 : byte_offset_;
+  return LoadElement(dtype_, buffer_->data() + base + off * static_cast<int64_t>(ItemSize(dtype_)));
 }
 
 Status ValidateManagedTensor(const DLManagedTensor* managed) {

@@ -1,6 +1,7 @@
 """The replay driver's contract and the CLI's handling of bad arguments, run against the built binaries
 of the lane named by LIFELINE_BUILD_DIR."""
 import os
+import sys
 import subprocess
 import tempfile
 import unittest
@@ -88,6 +89,94 @@ class CliArguments(unittest.TestCase):
 
     def test_missing_report_file(self):
         self.assertUsageError(["classify", "/nonexistent/report"], "'/nonexistent/report' does not exist")
+
+    def test_fuzz_lane_without_engine(self):
+        self.assertUsageError(["fuzz", "--lane", "asan", "--no-build"], "lane 'asan' links no fuzzing engine")
+
+    def test_fuzz_bad_jobs(self):
+        self.assertUsageError(["fuzz", "--jobs", "0", "--no-build"], "--jobs must be at least 1")
+
+    def test_fuzz_unknown_engine(self):
+        self.assertUsageError(["fuzz", "--engine", "honggfuzz", "--no-build"], "invalid choice: 'honggfuzz'")
+
+    def test_triage_missing_crash_file(self):
+        self.assertUsageError(["triage", "/nonexistent/crash-1"], "crash file '/nonexistent/crash-1' does not exist")
+
+    def test_triage_needs_a_target_outside_fuzz_out(self):
+        with tempfile.NamedTemporaryFile() as f:
+            self.assertUsageError(["triage", f.name], "give --target")
+
+    def test_triage_unknown_target(self):
+        with tempfile.NamedTemporaryFile() as f:
+            self.assertUsageError(["triage", f.name, "--target", "nope"], "unknown target 'nope'")
+
+    def test_promote_unknown_switch(self):
+        with tempfile.NamedTemporaryFile() as f:
+            self.assertUsageError(["promote", f.name, "--id", "new-thing"], "no switch named 'new-thing'")
+
+    def test_promote_bad_id(self):
+        with tempfile.NamedTemporaryFile() as f:
+            self.assertUsageError(["promote", f.name, "--id", "Bad_Id"], "'Bad_Id' is not a bug id")
+
+    def test_promote_existing_reproducer(self):
+        with tempfile.NamedTemporaryFile() as f:
+            self.assertUsageError(["promote", f.name, "--id", "wasm-lang-dangling"], "already exists")
+
+    def test_report_missing_triage(self):
+        self.assertUsageError(["report", "--triage", "/nonexistent.json"], "do not exist")
+
+    def test_report_corrupt_triage(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+            f.write("{not json")
+            f.flush()
+            self.assertUsageError(["report", "--triage", f.name], "is not triage output")
+
+    def test_corpus_unknown_action_and_target(self):
+        self.assertUsageError(["corpus", "split", "alloc_graph_topology", "/tmp"], "unknown action 'split'")
+        self.assertUsageError(["corpus", "merge", "nope", "/tmp"], "unknown target 'nope'")
+        self.assertUsageError(["corpus", "merge", "alloc_graph_topology", "/nonexistent"], "is not a directory")
+
+
+class Reports(unittest.TestCase):
+    """SARIF and Markdown from triage results (no binaries needed)."""
+
+    def setUp(self):
+        sys.path.insert(0, str(ROOT / "harness" / "py"))
+        from lifeline import triage
+        self.triage = triage
+        crash = {"type": "heap-use-after-free", "state": ["lifeline::interop::BufferView::Element", "b", "c"],
+                 "message": None, "location": str(ROOT / "layers/interop/dlpack_consumer.cc") + ":120:7"}
+        self.results = [
+            triage.Result("fuzz-out/t/artifacts/crash-1", "t", None, "heap-use-after-free | a / b / c", crash,
+                          ["s", "s", "s"], False, None),
+            triage.Result("fuzz-out/t/artifacts/crash-2", "t", None, "heap-use-after-free | a / b / c", crash,
+                          ["s", "s", "s"], False, None, "fuzz-out/t/artifacts/crash-1"),
+            triage.Result("fuzz-out/t/artifacts/crash-3", "t", None),
+        ]
+
+    def test_sarif_has_one_result_per_distinct_crash_with_a_location(self):
+        doc = self.triage.sarif(self.results, ROOT)
+        self.assertEqual(doc["version"], "2.1.0")
+        run = doc["runs"][0]
+        self.assertEqual([r["id"] for r in run["tool"]["driver"]["rules"]], ["lifeline/heap-use-after-free"])
+        self.assertEqual(len(run["results"]), 1)
+        loc = run["results"][0]["locations"][0]["physicalLocation"]
+        self.assertEqual(loc["artifactLocation"]["uri"], "layers/interop/dlpack_consumer.cc")
+        self.assertEqual(loc["region"], {"startLine": 120, "startColumn": 7})
+
+    def test_markdown_counts_distinct_and_new(self):
+        md = self.triage.markdown(self.results)
+        self.assertIn("3 input(s), 1 distinct crash(es), 1 new.", md)
+        self.assertIn("| `crash-2` | t | new | heap-use-after-free | a / b / c | no | crash-1 |", md)
+
+    def test_bug_json_signature_drops_ids_and_counts(self):
+        sig = self.triage.signature_for_bug_json(
+            {"type": "lifeline-check", "state": ["f"],
+             "message": "op 3 (destroy s0): accounting oracle (bytes): backing memory outlives its wrappers: 1 VkBuffer"})
+        self.assertEqual(sig, {"type": "lifeline-check",
+                               "message": "accounting oracle (bytes): backing memory outlives its wrappers"})
+        self.assertEqual(self.triage.signature_for_bug_json({"type": "data-race", "state": ["g", "h"]}),
+                         {"type": "data-race", "frame": "g"})
 
 
 if __name__ == "__main__":

@@ -1,8 +1,13 @@
 """The lifeline command line.
 
   lifeline test  [--lanes asan,tsan,...]            build every lane and run its ctest; summary table
-  lifeline fuzz  [TARGET...] [--time S] [--reintroduce ID] [--out DIR]
-                                                    run fuzz jobs from the seed corpus; summary table
+  lifeline fuzz  [TARGET...] [--time S] [--jobs N] [--lane fuzz] [--engine libfuzzer|afl]
+                 [--reintroduce ID] [--out DIR]     run fuzz jobs from the seed corpus; summary table
+  lifeline triage CRASH... [--target T] [--reintroduce ID] [--json FILE]
+                                                    replay x3, classify, dedup, match known bugs
+  lifeline promote CRASH --id ID [--target T]       minimize and write repro/<ID>/ with its bug.json
+  lifeline report --triage FILE --format json|sarif|markdown [--output FILE]
+  lifeline corpus merge TARGET DIR...               merge new inputs into corpus/<TARGET>/ (-merge=1)
   lifeline list                                     targets, lanes, bug ids, reproducers
   lifeline classify FILE...                         crash type + state of saved reports (JSON)
   lifeline repro-check ...                          the two-way reproducer test (run by ctest)
@@ -20,11 +25,13 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 from . import crash as crashmod
 from . import repro
+from . import triage as triagemod
 
 ROOT = Path(__file__).resolve().parents[3]
 LANES = repro.LANES
@@ -118,14 +125,19 @@ def cmd_test(args) -> int:
 # ---- fuzz -------------------------------------------------------------------------------------------
 
 _STATUS = re.compile(r"^#(\d+)\s+(\w+)\s+cov: (\d+) ft: (\d+) corp: (\d+)/\S+.*?exec/s: (\d+)")
+# Fork mode: "#1234: cov: 56 ft: 78 corp: 9 exec/s: 100 oom/timeout/crash: 0/0/1 time: 12s job: 3 dft_time: 0"
+_FORK_STATUS = re.compile(r"^#(\d+): cov: (\d+) ft: (\d+) corp: (\d+) exec/s: (\d+)")
 _FINAL = re.compile(r"^stat::(number_of_executed_units|average_exec_per_sec):\s+(\d+)")
 
 
-def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: str | None) -> dict:
+def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: str | None, jobs: int = 1) -> dict:
     work = out / target / "corpus"
     artifacts = out / target / "artifacts"
     work.mkdir(parents=True, exist_ok=True)
     artifacts.mkdir(parents=True, exist_ok=True)
+    # What triage needs to replay an artifact the way it was found.
+    (out / target / "job.json").write_text(json.dumps({"target": target, "reintroduce": reintroduce,
+                                                       "binary": str(binary)}) + "\n")
     before = set(p.name for p in artifacts.iterdir())
     seeds = ROOT / "corpus" / target
     cmd = [str(binary), f"-max_total_time={seconds}", "-print_final_stats=1", "-timeout=25",
@@ -135,6 +147,9 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
         cmd.insert(1, f"-dict={dict_file}")
     if seeds.is_dir():
         cmd.append(str(seeds))
+    if jobs > 1:
+        # Fork mode: `jobs` child processes share the corpus; a crash is kept and the job goes on.
+        cmd[1:1] = [f"-fork={jobs}", "-ignore_crashes=1"]
     env = dict(os.environ)
     env.pop("LIFELINE_REINTRODUCE", None)
     if reintroduce:
@@ -147,19 +162,27 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
     lead, tail, progress_every = ("\r", "", 1.0) if tty else ("", "\n", 10.0)
     t0 = last_progress = time.monotonic()
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                errors="replace")
+        try:
+            proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                    errors="replace")
+        except OSError as e:
+            raise UsageError(f"lifeline fuzz: cannot run {binary} ({e.strerror}); is a build replacing it?")
         try:
             for line in proc.stdout:
                 log.write(line)
-                m = _STATUS.match(line)
-                if m:
-                    stats.update(execs=int(m.group(1)), cov=int(m.group(3)), exec_s=int(m.group(6)))
+                m, fm = _STATUS.match(line), _FORK_STATUS.match(line)
+                if m or fm:
+                    if m:
+                        execs, cov, corp, rate = m.group(1), m.group(3), m.group(5), m.group(6)
+                    else:
+                        execs, cov, corp, rate = fm.group(1), fm.group(2), fm.group(4), fm.group(5)
+                    stats.update(execs=int(execs), cov=int(cov), exec_s=int(rate))
                     now = time.monotonic()
                     if now - last_progress >= progress_every:
                         last_progress = now
-                        sys.stdout.write(f"{lead}  {target}: {stats['execs']} execs  {stats['exec_s']} exec/s  "
-                                         f"cov {stats['cov']}  corpus {m.group(5)}  {now - t0:.0f}/{seconds} s   {tail}")
+                        found_now = sum(1 for p in artifacts.iterdir() if p.name not in before)
+                        sys.stdout.write(f"{lead}  {target}: {execs} execs  {rate} exec/s  cov {cov}  corpus {corp}  "
+                                         f"crashes {found_now}  {now - t0:.0f}/{seconds} s   {tail}")
                         sys.stdout.flush()
                 f = _FINAL.match(line)
                 if f:
@@ -192,9 +215,82 @@ def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+def _afl_stats(path: Path) -> dict:
+    stats = {}
+    try:
+        for line in path.read_text().splitlines():
+            k, _, v = line.partition(":")
+            stats[k.strip()] = v.strip()
+    except OSError:
+        pass
+    return stats
+
+
+def _afl_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: str | None) -> dict:
+    """One AFL++ job (afl-fuzz -V seconds) on a target built by scripts/build-afl.sh."""
+    work = out / target / "afl"
+    work.mkdir(parents=True, exist_ok=True)
+    (out / target / "job.json").write_text(json.dumps({"target": target, "reintroduce": reintroduce,
+                                                       "binary": str(binary), "engine": "afl"}) + "\n")
+    cmd = ["afl-fuzz", "-i", str(ROOT / "corpus" / target), "-o", str(work), "-V", str(seconds)]
+    dict_file = ROOT / "corpus" / f"{target}.dict"
+    if dict_file.is_file():
+        cmd += ["-x", str(dict_file)]
+    cmd += ["--", str(binary)]
+    env = dict(os.environ, AFL_NO_UI="1", AFL_SKIP_CPUFREQ="1", AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES="1")
+    env.pop("LIFELINE_REINTRODUCE", None)
+    if reintroduce:
+        env["LIFELINE_REINTRODUCE"] = reintroduce
+    log_path = out / target / "afl.log"
+    stats_file = work / "default" / "fuzzer_stats"
+    result = {"target": target, "execs": 0, "exec_s": 0, "cov": 0, "corpus": 0, "crashes": 0,
+              "artifacts": str(work / "default" / "crashes"), "interrupted": False, "log": str(log_path)}
+    t0 = time.monotonic()
+    with open(log_path, "w") as log:
+        try:
+            proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+        except OSError as e:
+            raise UsageError(f"lifeline fuzz: cannot run afl-fuzz ({e.strerror}); install afl++ (scripts/install-deps.sh)")
+        try:
+            while proc.poll() is None:
+                time.sleep(1 if sys.stdout.isatty() else 10)
+                st = _afl_stats(stats_file)
+                if st:
+                    lead, end = ("\r", "") if sys.stdout.isatty() else ("", "\n")
+                    sys.stdout.write(f"{lead}  {target}: {st.get('execs_done', 0)} execs  "
+                                     f"{st.get('execs_per_sec', 0)} exec/s  corpus {st.get('corpus_count', 0)}  "
+                                     f"crashes {st.get('saved_crashes', 0)}  {time.monotonic() - t0:.0f}/{seconds} s{end}")
+                    sys.stdout.flush()
+        except KeyboardInterrupt:
+            result["interrupted"] = True
+            proc.send_signal(signal.SIGINT)  # afl-fuzz writes its state and exits
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    if sys.stdout.isatty():
+        sys.stdout.write("\n")
+    st = _afl_stats(stats_file)
+    crashes_dir = work / "default" / "crashes"
+    crashes = sorted(p for p in crashes_dir.iterdir() if p.name.startswith("id:")) if crashes_dir.is_dir() else []
+    result.update(execs=int(st.get("execs_done", 0) or 0), exec_s=int(float(st.get("execs_per_sec", 0) or 0)),
+                  cov=st.get("bitmap_cvg", ""), corpus=int(st.get("corpus_count", 0) or 0), crashes=len(crashes),
+                  new_artifacts=[str(p) for p in crashes])
+    if proc.returncode not in (0, None) and not st:
+        result["signature"] = f"afl-fuzz exited {proc.returncode} before fuzzing; see {log_path}"
+    return result
+
+
 def cmd_fuzz(args) -> int:
     if args.time <= 0:
         raise UsageError("lifeline fuzz: --time must be a positive number of seconds")
+    if args.jobs < 1:
+        raise UsageError("lifeline fuzz: --jobs must be at least 1")
+    if args.lane != "fuzz":
+        raise UsageError(f"lifeline fuzz: lane '{args.lane}' links no fuzzing engine; only the fuzz lane "
+                         "(libFuzzer + ASan+UBSan) does; the others replay inputs")
+    if args.engine == "afl" and args.jobs > 1:
+        raise UsageError("lifeline fuzz: --jobs applies to libFuzzer; run several AFL++ instances by hand")
     known = source_targets()
     for t in args.targets:
         if t not in known:
@@ -209,13 +305,21 @@ def cmd_fuzz(args) -> int:
         raise UsageError(f"lifeline fuzz: output directory {out} is not writable ({e.strerror})")
     if not args.no_build:
         _ensure_deps()
-        if not _configure_and_build("fuzz"):
+        if args.engine == "afl":
+            if _run([str(ROOT / "scripts" / "build-afl.sh")], cwd=ROOT) != 0:
+                return 1
+        elif not _configure_and_build("fuzz"):
             return 1
-    lane_dir = ROOT / "build" / "fuzz"
-    built = fuzz_targets(lane_dir)
+    if args.engine == "afl":
+        lane_dir = ROOT / "build" / "afl"
+        built = sorted(p.name for p in lane_dir.iterdir() if p.is_file() and os.access(p, os.X_OK)
+                       and (ROOT / "targets" / f"{p.name}.cc").is_file()) if lane_dir.is_dir() else []
+    else:
+        lane_dir = ROOT / "build" / "fuzz"
+        built = fuzz_targets(lane_dir)
     targets = args.targets or built
     if not targets:
-        raise UsageError(f"lifeline fuzz: no fuzz binaries in {lane_dir / 'targets'}; build the fuzz lane first")
+        raise UsageError(f"lifeline fuzz: no fuzz binaries in {lane_dir}; build them first (drop --no-build)")
     results = []
     interrupted = False
     # SIGTERM stops a job the way Ctrl-C does: the children are stopped, nothing found is lost.
@@ -227,7 +331,10 @@ def cmd_fuzz(args) -> int:
             break
         print(f"fuzzing {t} for {args.time} s" + (f" with LIFELINE_REINTRODUCE={args.reintroduce}" if args.reintroduce else ""), flush=True)
         try:
-            r = _fuzz_one(lane_dir / "targets" / t, t, args.time, out, args.reintroduce)
+            if args.engine == "afl":
+                r = _afl_one(lane_dir / t, t, args.time, out, args.reintroduce)
+            else:
+                r = _fuzz_one(lane_dir / "targets" / t, t, args.time, out, args.reintroduce, args.jobs)
         except KeyboardInterrupt:
             interrupted = True
             continue
@@ -254,9 +361,7 @@ def cmd_fuzz(args) -> int:
 def cmd_list(args) -> int:
     print("targets:    " + ", ".join(source_targets()))
     print("lanes:      " + ", ".join(LANES))
-    src = (ROOT / "harness" / "bugs.cc").read_text()
-    ids = re.findall(r'"([a-z0-9]+(?:-[a-z0-9]+)+)"', src.split("kIds")[1].split("};")[0])
-    print("bug ids:    " + ", ".join(ids))
+    print("bug ids:    " + ", ".join(known_bug_ids()))
     for d in sorted((ROOT / "repro").iterdir()) if (ROOT / "repro").is_dir() else []:
         if not d.is_dir():
             continue
@@ -323,6 +428,171 @@ def cmd_expect_crash(args) -> int:
     return 1
 
 
+# ---- triage / promote / report / corpus ----------------------------------------------------------
+
+_BUG_ID = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)+")
+
+
+def known_bug_ids() -> list[str]:
+    src = (ROOT / "harness" / "bugs.cc").read_text()
+    return re.findall(r'"([a-z0-9]+(?:-[a-z0-9]+)+)"', src.split("kIds")[1].split("};")[0])
+
+
+def _crash_file(cmd: str, f: str) -> Path:
+    p = Path(f)
+    if not p.is_file():
+        raise UsageError(f"lifeline {cmd}: crash file '{f}' does not exist")
+    return p
+
+
+def _target_binary(cmd: str, crash_file: Path, target: str | None, lane: str) -> tuple[str, Path]:
+    t = target or triagemod.target_of(crash_file)
+    if not t:
+        raise UsageError(f"lifeline {cmd}: cannot tell the target of '{crash_file}' (not under "
+                         "fuzz-out/<target>/artifacts/); give --target")
+    if t not in source_targets():
+        raise UsageError(f"lifeline {cmd}: unknown target '{t}' (known: {', '.join(source_targets())})")
+    binary = ROOT / "build" / lane / "targets" / t
+    if not binary.is_file():
+        raise UsageError(f"lifeline {cmd}: {binary} is not built; run `cmake --preset {lane} && "
+                         f"cmake --build --preset {lane}`")
+    return t, binary
+
+
+def _reintroduce_for(cmd: str, crash_file: Path, given: str | None) -> str | None:
+    r = given if given is not None else triagemod.job_reintroduce(crash_file)
+    if r and r not in known_bug_ids():
+        raise UsageError(f"lifeline {cmd}: unknown bug id '{r}'; see `lifeline list`")
+    return r or None
+
+
+def cmd_triage(args) -> int:
+    files = [_crash_file("triage", f) for f in args.crashes]
+    results = []
+    for f in files:
+        target, binary = _target_binary("triage", f, args.target, args.lane)
+        reintroduce = _reintroduce_for("triage", f, args.reintroduce)
+        print(f"triage: replaying {f} on {target} x{triagemod.REPLAYS}"
+              + (f" (LIFELINE_REINTRODUCE={reintroduce})" if reintroduce else ""), flush=True)
+        results.append(triagemod.triage_one(ROOT, binary, f, target, reintroduce))
+    triagemod.dedup(results)
+    print("\nstatus      flaky  input                                     signature")
+    for r in results:
+        status = (f"known: {r.known}" if r.known else r.status) + (" (dup)" if r.duplicate_of else "")
+        print(f"{status:<11} {'yes' if r.flaky else 'no':<6} {Path(r.input).name[:40]:<41} {r.signature or '(no crash in 3 replays)'}")
+    distinct = {r.signature for r in results if r.signature}
+    print(f"{len(results)} input(s), {len(distinct)} distinct crash(es), "
+          f"{sum(1 for r in results if r.status == 'new' and not r.duplicate_of)} new")
+    if args.json:
+        out = Path(args.json)
+        try:
+            out.write_text(json.dumps([r.to_json() for r in results], indent=2) + "\n")
+        except OSError as e:
+            raise UsageError(f"lifeline triage: cannot write {out} ({e.strerror})")
+        print(f"triage results: {out}")
+    return 0
+
+
+def cmd_promote(args) -> int:
+    f = _crash_file("promote", args.crash)
+    if not _BUG_ID.fullmatch(args.id):
+        raise UsageError(f"lifeline promote: '{args.id}' is not a bug id (kebab-case, led by the upstream component)")
+    if args.id not in known_bug_ids():
+        raise UsageError(f"lifeline promote: no switch named '{args.id}' in harness/bugs.h; a reproducer must run "
+                         "clean with its switch off, so add the switch (beside the fix) first")
+    dest = ROOT / "repro" / args.id
+    if dest.exists():
+        raise UsageError(f"lifeline promote: {dest} already exists; pick another id or extend its bug.json by hand")
+    for lane in args.lanes.split(","):
+        if lane not in LANES:
+            raise UsageError(f"lifeline promote: unknown lane '{lane}' (known: {', '.join(LANES)})")
+    try:
+        (ROOT / "repro").mkdir(exist_ok=True)
+        probe = ROOT / "repro" / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise UsageError(f"lifeline promote: {ROOT / 'repro'} is not writable ({e.strerror})")
+    target, binary = _target_binary("promote", f, args.target, "fuzz")
+    print(f"promote: replaying {f} on {target} with LIFELINE_REINTRODUCE={args.id}", flush=True)
+    r = triagemod.triage_one(ROOT, binary, f, target, args.id)
+    if r.signature is None:
+        raise UsageError(f"lifeline promote: '{f}' does not reproduce with LIFELINE_REINTRODUCE={args.id} "
+                         f"(3 clean replays on {target})")
+    if r.flaky:
+        raise UsageError(f"lifeline promote: '{f}' is flaky ({r.replays}); a reproducer must fail every time")
+    rc, out = triagemod.run_once(binary, f, None)
+    if rc != 0:
+        found = crashmod.parse(out)
+        raise UsageError(f"lifeline promote: '{f}' also crashes with the switch off "
+                         f"({found.signature if found else f'exit {rc}'}); it is not the bug behind '{args.id}'")
+    print(f"promote: {r.signature}; minimizing (libFuzzer -minimize_crash=1, {args.runs} runs)", flush=True)
+    data = f.read_bytes()
+    with tempfile.TemporaryDirectory() as tmp:
+        small = triagemod.minimize(binary, f, args.id, Path(tmp), args.runs)
+        if small.is_file() and len(small.read_bytes()) < len(data):
+            m = triagemod.triage_one(ROOT, binary, small, target, args.id)
+            if m.signature == r.signature and not m.flaky:
+                print(f"promote: minimized {len(data)} -> {len(small.read_bytes())} bytes, same crash state")
+                data = small.read_bytes()
+            else:
+                print(f"promote: the minimized input crashes differently ({m.signature}); keeping the original")
+        else:
+            print("promote: no smaller input found; keeping the original")
+    d = triagemod.write_repro(ROOT, args.id, target, data, r.crash, args.lanes.split(","), args.title, str(f))
+    print(f"promote: wrote {d}/bug.json and {d}/minimized-crash")
+    print(f"promote: the next build registers repro.{args.id}.<lane>.fixed and .reintroduced for {args.lanes}")
+    return 0
+
+
+def cmd_report(args) -> int:
+    src = Path(args.triage)
+    if not src.is_file():
+        raise UsageError(f"lifeline report: triage results '{src}' do not exist (run `lifeline triage ... --json FILE`)")
+    try:
+        rows = json.loads(src.read_text())
+        results = [triagemod.Result(**{k: v for k, v in row.items() if k != "status"}) for row in rows]
+    except (ValueError, TypeError) as e:
+        raise UsageError(f"lifeline report: '{src}' is not triage output ({e})")
+    if args.format == "json":
+        text = json.dumps([r.to_json() for r in results], indent=2) + "\n"
+    elif args.format == "sarif":
+        text = json.dumps(triagemod.sarif(results, ROOT), indent=2) + "\n"
+    else:
+        text = triagemod.markdown(results)
+    if args.output:
+        try:
+            Path(args.output).write_text(text)
+        except OSError as e:
+            raise UsageError(f"lifeline report: cannot write {args.output} ({e.strerror})")
+        print(f"report: {args.output}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_corpus(args) -> int:
+    if args.action != "merge":
+        raise UsageError(f"lifeline corpus: unknown action '{args.action}' (known: merge)")
+    if args.target not in source_targets():
+        raise UsageError(f"lifeline corpus: unknown target '{args.target}' (known: {', '.join(source_targets())})")
+    for d in args.dirs:
+        if not Path(d).is_dir():
+            raise UsageError(f"lifeline corpus: '{d}' is not a directory")
+    binary = ROOT / "build" / "fuzz" / "targets" / args.target
+    if not binary.is_file():
+        raise UsageError(f"lifeline corpus: {binary} is not built; run `cmake --build --preset fuzz`")
+    seeds = ROOT / "corpus" / args.target
+    seeds.mkdir(exist_ok=True)
+    before = {p.name for p in seeds.iterdir()}
+    # -merge=1 copies into the first directory only inputs that add coverage, named by the SHA-1 of their
+    # content; an interrupted merge can be resumed with the same command.
+    rc = _run([binary, "-merge=1", seeds, *args.dirs])
+    added = sorted(p.name for p in seeds.iterdir() if p.name not in before)
+    print(f"corpus merge: {len(added)} new input(s) in {seeds}")
+    return 0 if rc == 0 else 1
+
+
 def main(argv: list[str]) -> int:
     launcher = []
     if "--" in argv:
@@ -338,6 +608,30 @@ def main(argv: list[str]) -> int:
     f.add_argument("--reintroduce", help="bug id to switch back on (LIFELINE_REINTRODUCE)")
     f.add_argument("--out", default=str(ROOT / "fuzz-out"), help="working corpus and artifacts (default fuzz-out/)")
     f.add_argument("--no-build", action="store_true", help="use the fuzz lane as built")
+    f.add_argument("--jobs", type=int, default=1, help="libFuzzer fork-mode workers per target (default 1)")
+    f.add_argument("--lane", default="fuzz", help="the lane whose binaries fuzz (only fuzz links libFuzzer)")
+    f.add_argument("--engine", choices=("libfuzzer", "afl"), default="libfuzzer")
+    tr = sub.add_parser("triage", help="replay crashes, classify, dedup, match known bugs")
+    tr.add_argument("crashes", nargs="+")
+    tr.add_argument("--target", help="the target (default: from fuzz-out/<target>/artifacts/)")
+    tr.add_argument("--reintroduce", help="bug id the crash was found with (default: from the fuzz job)")
+    tr.add_argument("--lane", default="fuzz", choices=LANES, help="whose binary replays (default fuzz)")
+    tr.add_argument("--json", help="write the results here (input to `lifeline report`)")
+    pr = sub.add_parser("promote", help="minimize a crash and write repro/<id>/")
+    pr.add_argument("crash")
+    pr.add_argument("--id", required=True, help="the bug id (a switch in harness/bugs.h)")
+    pr.add_argument("--target")
+    pr.add_argument("--lanes", default="asan", help="lanes the reproducer runs in (default asan)")
+    pr.add_argument("--title")
+    pr.add_argument("--runs", type=int, default=2000, help="minimization runs (default 2000)")
+    rp = sub.add_parser("report", help="triage results as JSON, SARIF 2.1.0 or Markdown")
+    rp.add_argument("--triage", required=True)
+    rp.add_argument("--format", choices=("json", "sarif", "markdown"), default="markdown")
+    rp.add_argument("--output")
+    co = sub.add_parser("corpus", help="corpus maintenance: merge")
+    co.add_argument("action")
+    co.add_argument("target")
+    co.add_argument("dirs", nargs="+")
     sub.add_parser("list", help="targets, lanes, bug ids, reproducers")
     c = sub.add_parser("classify", help="crash type and state of saved reports")
     c.add_argument("files", nargs="+")
@@ -355,13 +649,13 @@ def main(argv: list[str]) -> int:
         args = p.parse_args(argv)
         args.launcher = launcher
         if args.command is None:
-            raise UsageError("lifeline: a command is required (test, fuzz, list, classify, repro-check)")
-        if getattr(args, "reintroduce", None):
-            src = (ROOT / "harness" / "bugs.cc").read_text()
-            if f'"{args.reintroduce}"' not in src:
-                raise UsageError(f"lifeline fuzz: unknown bug id '{args.reintroduce}'; see `lifeline list`")
+            raise UsageError("lifeline: a command is required (test, fuzz, triage, promote, report, corpus, list, "
+                             "classify, repro-check)")
+        if getattr(args, "reintroduce", None) and args.reintroduce not in known_bug_ids():
+            raise UsageError(f"lifeline {args.command}: unknown bug id '{args.reintroduce}'; see `lifeline list`")
         return {"test": cmd_test, "fuzz": cmd_fuzz, "list": cmd_list, "classify": cmd_classify,
-                "repro-check": cmd_repro_check, "expect-crash": cmd_expect_crash}[args.command](args)
+                "repro-check": cmd_repro_check, "expect-crash": cmd_expect_crash, "triage": cmd_triage,
+                "promote": cmd_promote, "report": cmd_report, "corpus": cmd_corpus}[args.command](args)
     except UsageError as e:
         print(str(e), file=sys.stderr)
         return 2

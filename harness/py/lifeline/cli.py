@@ -125,8 +125,8 @@ def cmd_test(args) -> int:
 # ---- fuzz -------------------------------------------------------------------------------------------
 
 _STATUS = re.compile(r"^#(\d+)\s+(\w+)\s+cov: (\d+) ft: (\d+) corp: (\d+)/\S+.*?exec/s: (\d+)")
-# Fork mode: "#1234: cov: 56 ft: 78 corp: 9 exec/s: 100 oom/timeout/crash: 0/0/1 time: 12s job: 3 dft_time: 0"
-_FORK_STATUS = re.compile(r"^#(\d+): cov: (\d+) ft: (\d+) corp: (\d+) exec/s: (\d+)")
+# Fork mode: "#1234: cov: 56 ft: 78 corp: 9 exec/s 100 oom/timeout/crash: 0/0/1 time: 12s job: 3 dft_time: 0"
+_FORK_STATUS = re.compile(r"^#(\d+): cov: (\d+) ft: (\d+) corp: (\d+) exec/s:? (\d+)")
 _FINAL = re.compile(r"^stat::(number_of_executed_units|average_exec_per_sec):\s+(\d+)")
 
 

@@ -6,11 +6,17 @@
 #   LIFELINE_LANE      name of the lane (asan, tsan, lsan, valgrind, fuzz); selects test environments
 #   LIFELINE_SANITIZE  list of: address undefined thread leak
 #   LIFELINE_ENGINE    replay (harness/replay_main.cc) | libfuzzer (-fsanitize=fuzzer, clang only)
+#                      | external (OSS-Fuzz/ClusterFuzzLite/AFL++ build contract, .clusterfuzzlite/build.sh:
+#                        compiler, instrumentation and sanitizer flags come from CC/CXX/CFLAGS/CXXFLAGS, the
+#                        engine from LIFELINE_FUZZING_ENGINE; only the fuzz targets are meant to be built)
+#   LIFELINE_FUZZING_ENGINE  external only: what fuzz targets link, as a command line ($LIB_FUZZING_ENGINE:
+#                      -fsanitize=fuzzer, or a path such as /usr/lib/afl/libAFLDriver.a)
 #   LIFELINE_VALGRIND  ON: client requests compiled in, tests run under memcheck
 
 set(LIFELINE_LANE "" CACHE STRING "lane name: asan, tsan, lsan, valgrind, fuzz")
 set(LIFELINE_SANITIZE "" CACHE STRING "sanitizers: any of address undefined thread leak")
-set(LIFELINE_ENGINE "replay" CACHE STRING "fuzzing engine linked into targets: replay or libfuzzer")
+set(LIFELINE_ENGINE "replay" CACHE STRING "fuzzing engine linked into targets: replay, libfuzzer or external")
+set(LIFELINE_FUZZING_ENGINE "" CACHE STRING "external engine: link command line of fuzz targets ($LIB_FUZZING_ENGINE)")
 option(LIFELINE_VALGRIND "compile valgrind client requests in and run tests under memcheck" OFF)
 
 if(NOT LIFELINE_LANE)
@@ -30,8 +36,31 @@ endif()
 if(LIFELINE_VALGRIND AND LIFELINE_SANITIZE)
   message(FATAL_ERROR "LIFELINE_VALGRIND: valgrind cannot run sanitizer builds; clear LIFELINE_SANITIZE")
 endif()
-if(NOT LIFELINE_ENGINE MATCHES "^(replay|libfuzzer)$")
-  message(FATAL_ERROR "LIFELINE_ENGINE: '${LIFELINE_ENGINE}' is not one of replay, libfuzzer")
+if(NOT LIFELINE_ENGINE MATCHES "^(replay|libfuzzer|external)$")
+  message(FATAL_ERROR "LIFELINE_ENGINE: '${LIFELINE_ENGINE}' is not one of replay, libfuzzer, external")
+endif()
+# The external engine: what the fuzz targets link, split like a shell command line. LIFELINE_LIBFUZZER=1
+# (libFuzzer flags are valid in argv) only when that engine is libFuzzer.
+set(LIFELINE_FUZZING_ENGINE_ARGS "")
+set(LIFELINE_ENGINE_IS_LIBFUZZER OFF)
+if(LIFELINE_ENGINE STREQUAL "external")
+  if(LIFELINE_FUZZING_ENGINE STREQUAL "")
+    message(FATAL_ERROR "LIFELINE_ENGINE=external needs LIFELINE_FUZZING_ENGINE, the engine the fuzz targets "
+                        "link (OSS-Fuzz's $LIB_FUZZING_ENGINE), e.g. -DLIFELINE_FUZZING_ENGINE=-fsanitize=fuzzer "
+                        "or -DLIFELINE_FUZZING_ENGINE=/usr/lib/afl/libAFLDriver.a; .clusterfuzzlite/build.sh sets it")
+  endif()
+  if(LIFELINE_SANITIZE OR LIFELINE_VALGRIND)
+    message(FATAL_ERROR "LIFELINE_ENGINE=external: sanitizers come from CFLAGS/CXXFLAGS; "
+                        "leave LIFELINE_SANITIZE empty and LIFELINE_VALGRIND off")
+  endif()
+  separate_arguments(LIFELINE_FUZZING_ENGINE_ARGS UNIX_COMMAND "${LIFELINE_FUZZING_ENGINE}")
+  foreach(arg IN LISTS LIFELINE_FUZZING_ENGINE_ARGS)
+    if(arg MATCHES "^-fsanitize=(.*,)?fuzzer(,.*)?$")
+      set(LIFELINE_ENGINE_IS_LIBFUZZER ON)
+    endif()
+  endforeach()
+elseif(LIFELINE_ENGINE STREQUAL "libfuzzer")
+  set(LIFELINE_ENGINE_IS_LIBFUZZER ON)
 endif()
 if(LIFELINE_ENGINE STREQUAL "libfuzzer" AND NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
   message(FATAL_ERROR "LIFELINE_ENGINE=libfuzzer needs clang (found ${CMAKE_CXX_COMPILER_ID})")
@@ -42,8 +71,13 @@ endif()
 
 add_library(lifeline_lane INTERFACE)
 # Checks stay on in every lane: -UNDEBUG keeps assert() alive in code we build, and the project's own
-# checks (LIFELINE_CHECK) never depend on NDEBUG anyway.
-target_compile_options(lifeline_lane INTERFACE -O1 -g -fno-omit-frame-pointer -UNDEBUG)
+# checks (LIFELINE_CHECK) never depend on NDEBUG anyway. The external engine takes optimization and debug
+# info from CFLAGS/CXXFLAGS as the build contract says (OSS-Fuzz: -O1 -fno-omit-frame-pointer -gline-tables-only).
+if(LIFELINE_ENGINE STREQUAL "external")
+  target_compile_options(lifeline_lane INTERFACE -UNDEBUG)
+else()
+  target_compile_options(lifeline_lane INTERFACE -O1 -g -fno-omit-frame-pointer -UNDEBUG)
+endif()
 target_compile_features(lifeline_lane INTERFACE cxx_std_17)
 
 if(LIFELINE_SANITIZE)
@@ -72,12 +106,14 @@ if(LIFELINE_VALGRIND)
 endif()
 
 # ---- the embedded CPython of layers/interop ------------------------------------------------------
+# (The external engine decides LIFELINE_PYTHON and LIFELINE_VULKAN from what the build environment has:
+# see the end of this file.)
 # The DLPack layer, its tests and its fuzz target are built where a tool sees into what they do:
 # asan and fuzz (ASan+UBSan), lsan (leaks and the ledger). Not tsan: CPython and NumPy are not
 # TSan-instrumented, and the capsule paths run on one thread under the GIL. Not valgrind: the programs
 # are all Python calls, and memcheck over the interpreter start-up alone costs seconds per run.
 set(LIFELINE_PYTHON_LANES asan lsan fuzz)
-if(LIFELINE_LANE IN_LIST LIFELINE_PYTHON_LANES)
+if(LIFELINE_LANE IN_LIST LIFELINE_PYTHON_LANES OR LIFELINE_ENGINE STREQUAL "external")
   set(LIFELINE_PYTHON ON)
 else()
   set(LIFELINE_PYTHON OFF)
@@ -88,7 +124,7 @@ endif()
 # encoding), lsan (the never-released descriptor). Not valgrind: lavapipe JIT-compiles every pipeline
 # through LLVM, which memcheck runs at a crawl, and the lane's tools add nothing the others lack here.
 set(LIFELINE_VULKAN_LANES asan tsan lsan fuzz)
-if(LIFELINE_LANE IN_LIST LIFELINE_VULKAN_LANES)
+if(LIFELINE_LANE IN_LIST LIFELINE_VULKAN_LANES OR LIFELINE_ENGINE STREQUAL "external")
   set(LIFELINE_VULKAN ON)
 else()
   set(LIFELINE_VULKAN OFF)
@@ -97,7 +133,9 @@ endif()
 # ---- how tests run in this lane ------------------------------------------------------------------
 find_program(LIFELINE_SYMBOLIZER NAMES llvm-symbolizer-14 llvm-symbolizer)
 set(_sym "")
-if(LIFELINE_SYMBOLIZER)
+# Not in the external engine: the binaries run on another machine (OSS-Fuzz's runner brings its own
+# llvm-symbolizer and sets ASAN_OPTIONS, which override these defaults anyway).
+if(LIFELINE_SYMBOLIZER AND NOT LIFELINE_ENGINE STREQUAL "external")
   set(_sym ":external_symbolizer_path=${LIFELINE_SYMBOLIZER}")
 endif()
 # Compiled into every executable by harness/sanitizer_defaults.cc. Findings are fatal
@@ -106,6 +144,12 @@ set(LIFELINE_ASAN_OPTIONS "detect_stack_use_after_return=1:halt_on_error=1:abort
 set(LIFELINE_UBSAN_OPTIONS "halt_on_error=1:abort_on_error=1:print_stacktrace=1:dedup_token_length=3${_sym}")
 set(LIFELINE_TSAN_OPTIONS "halt_on_error=1:abort_on_error=1:second_deadlock_stack=1:dedup_token_length=3${_sym}")
 set(LIFELINE_LSAN_OPTIONS "abort_on_error=1:dedup_token_length=3${_sym}")
+if(LIFELINE_ENGINE STREQUAL "external")
+  # OSS-Fuzz's UBSan build adds unsigned-integer-overflow as a recoverable check (hashes and FuzzedDataProvider
+  # wrap on purpose) and ClusterFuzz runs with silence_unsigned_overflow=1; same default here, so a local
+  # replay of an undefined build agrees with the infrastructure.
+  string(APPEND LIFELINE_UBSAN_OPTIONS ":silence_unsigned_overflow=1")
+endif()
 
 # The command tests run under in this lane (empty, or valgrind memcheck).
 set(LIFELINE_TEST_LAUNCHER "")
@@ -114,4 +158,54 @@ if(LIFELINE_VALGRIND)
   set(LIFELINE_TEST_LAUNCHER ${LIFELINE_VALGRIND_EXE} --tool=memcheck --error-exitcode=99
       --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite
       --num-callers=40 --quiet)
+endif()
+
+# ---- the external engine: build what the environment can, skip the rest with a reason --------------
+# An OSS-Fuzz/ClusterFuzzLite image may lack NumPy, dlpack.h or the Vulkan stack; the targets needing them
+# are then skipped (named in LIFELINE_SKIPPED_TARGETS, printed by .clusterfuzzlite/build.sh) instead of
+# failing the whole build. The preset lanes keep requiring everything.
+set(LIFELINE_SKIPPED_TARGETS "")
+if(LIFELINE_ENGINE STREQUAL "external")
+  set(_why "")
+  if(NOT Python3_Development.Embed_FOUND)
+    set(_why "no embeddable libpython (Debian/Ubuntu: python3-dev) for ${Python3_EXECUTABLE}")
+  else()
+    execute_process(COMMAND ${Python3_EXECUTABLE} -c "import numpy" RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_QUIET)
+    if(NOT _rc EQUAL 0)
+      set(_why "${Python3_EXECUTABLE} cannot import numpy (python3-numpy)")
+    else()
+      include(CheckIncludeFileCXX)
+      check_include_file_cxx(dlpack/dlpack.h LIFELINE_HAVE_DLPACK_H)
+      if(NOT LIFELINE_HAVE_DLPACK_H)
+        set(_why "dlpack/dlpack.h not found (libdlpack-dev)")
+      endif()
+    endif()
+  endif()
+  if(_why)
+    set(LIFELINE_PYTHON OFF)
+    list(APPEND LIFELINE_SKIPPED_TARGETS "interop_capsule_lifecycle: ${_why}")
+  endif()
+
+  set(_why "")
+  find_package(Vulkan QUIET)
+  find_program(LIFELINE_GLSLC glslc)
+  find_file(LIFELINE_VK_VALIDATION_MANIFEST VkLayer_khronos_validation.json
+            PATHS /usr/share/vulkan/explicit_layer.d /etc/vulkan/explicit_layer.d NO_DEFAULT_PATH)
+  file(GLOB _lvp_icds /usr/share/vulkan/icd.d/lvp_icd*.json)
+  if(NOT Vulkan_FOUND)
+    set(_why "no Vulkan loader and headers (libvulkan-dev)")
+  elseif(NOT LIFELINE_GLSLC)
+    set(_why "no glslc (glslc)")
+  elseif(NOT LIFELINE_VK_VALIDATION_MANIFEST)
+    set(_why "no VK_LAYER_KHRONOS_validation (vulkan-validationlayers)")
+  elseif(NOT _lvp_icds)
+    set(_why "no lavapipe ICD in /usr/share/vulkan/icd.d (mesa-vulkan-drivers)")
+  endif()
+  if(_why)
+    set(LIFELINE_VULKAN OFF)
+    list(APPEND LIFELINE_SKIPPED_TARGETS "runtime_encoder_lifetime: ${_why}" "runtime_buffer_reclaim: ${_why}")
+  endif()
+  foreach(s IN LISTS LIFELINE_SKIPPED_TARGETS)
+    message(STATUS "lifeline: skipping ${s}")
+  endforeach()
 endif()

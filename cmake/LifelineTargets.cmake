@@ -30,7 +30,8 @@ function(lifeline_add_gtest name)
                        TEST_PREFIX "unit." PROPERTIES LABELS "unit;${ARG_LABELS}")
 endfunction()
 
-# A fuzz target: targets/<name>.cc linked with libFuzzer (fuzz lane) or the replay driver (other lanes).
+# A fuzz target: targets/<name>.cc linked with libFuzzer (fuzz lane), the replay driver (other lanes) or
+# ${LIFELINE_FUZZING_ENGINE} (external engine; built only, nothing registered).
 # Registers corpus.<name> (replays corpus/<name>/ in every lane) and, in the fuzz lane, fuzz-smoke.<name>
 # (a bounded run with a fixed seed from the seed corpus into a scratch corpus).
 function(lifeline_add_fuzz_target name)
@@ -43,10 +44,21 @@ function(lifeline_add_fuzz_target name)
   if(LIFELINE_ENGINE STREQUAL "libfuzzer")
     target_link_options(${name} PRIVATE -fsanitize=fuzzer)
     target_compile_definitions(${name} PRIVATE LIFELINE_LIBFUZZER=1)  # libFuzzer flags are valid in argv
+  elseif(LIFELINE_ENGINE STREQUAL "external")
+    # $LIB_FUZZING_ENGINE goes where OSS-Fuzz puts it, after the objects: a flag (-fsanitize=fuzzer) or an
+    # archive holding main() (AFL++'s libAFLDriver.a) both work there.
+    target_link_libraries(${name} PRIVATE ${LIFELINE_FUZZING_ENGINE_ARGS})
+    if(LIFELINE_ENGINE_IS_LIBFUZZER)
+      target_compile_definitions(${name} PRIVATE LIFELINE_LIBFUZZER=1)
+    endif()
   else()
     target_sources(${name} PRIVATE $<TARGET_OBJECTS:lifeline_replay_main>)
   endif()
   set_property(GLOBAL PROPERTY LIFELINE_TARGET_LABELS_${name} "${ARG_LABELS}")
+  set_property(GLOBAL APPEND PROPERTY LIFELINE_FUZZ_TARGETS ${name})
+  if(LIFELINE_ENGINE STREQUAL "external")
+    return()  # built for another machine's engine: no CTest registration (.clusterfuzzlite/build.sh)
+  endif()
 
   set(corpus ${PROJECT_SOURCE_DIR}/corpus/${name})
   if(LIFELINE_ENGINE STREQUAL "libfuzzer")

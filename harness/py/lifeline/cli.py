@@ -184,6 +184,8 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
                         sys.stdout.write(f"{lead}  {target}: {execs} execs  {rate} exec/s  cov {cov}  corpus {corp}  "
                                          f"crashes {found_now}  {now - t0:.0f}/{seconds} s   {tail}")
                         sys.stdout.flush()
+                if "libFuzzer: run interrupted" in line:
+                    stats["interrupted"] = True  # the child got the signal even if we did not
                 f = _FINAL.match(line)
                 if f:
                     key = "execs" if f.group(1) == "number_of_executed_units" else "exec_s"
@@ -322,8 +324,11 @@ def cmd_fuzz(args) -> int:
         raise UsageError(f"lifeline fuzz: no fuzz binaries in {lane_dir}; build them first (drop --no-build)")
     results = []
     interrupted = False
-    # SIGTERM stops a job the way Ctrl-C does: the children are stopped, nothing found is lost.
+    # SIGINT and SIGTERM stop a job: the children are stopped, nothing found is lost. SIGINT is handled
+    # explicitly because a shell starts background jobs with it ignored, and libFuzzer would still die of
+    # it (it installs its own handler) while the job went on to the next target.
     signal.signal(signal.SIGTERM, _raise_interrupt)
+    signal.signal(signal.SIGINT, _raise_interrupt)
     for t in targets:
         if t not in built:
             raise UsageError(f"lifeline fuzz: target '{t}' is not built in {lane_dir}")

@@ -1,0 +1,29 @@
+#!/bin/bash
+# `lifeline fuzz` interrupted in the middle of a multi-target job keeps everything it found: the first
+# target's crash artifact and the working corpus of the target that was running, prints its table and
+# exits 130. Run by ctest in the fuzz lane (unit.fuzz-interrupt-keeps-everything).
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+fail() { echo "FAIL: $*"; echo "---- job output"; cat "$out/job.log"; exit 1; }
+
+# wasm-lang-dangling makes the first target crash at once; the second is still fuzzing at the interrupt.
+setsid "$root/lifeline" fuzz interop_string_handoff alloc_graph_topology --time 60 --no-build \
+  --reintroduce wasm-lang-dangling --out "$out/fuzz" > "$out/job.log" 2>&1 &
+job=$!
+for _ in $(seq 1 120); do  # wait until the second target has started (up to 60 s)
+  [ -f "$out/fuzz/alloc_graph_topology/fuzz.log" ] && break
+  sleep 0.5
+done
+sleep 3
+kill -INT -- "-$job"  # the whole process group, as a terminal's Ctrl-C does
+wait "$job"
+rc=$?
+[ "$rc" = 130 ] || fail "exit status $rc, expected 130"
+ls "$out/fuzz/interop_string_handoff/artifacts/"crash-* >/dev/null 2>&1 || fail "the first target's crash artifact is gone"
+n=$(ls "$out/fuzz/alloc_graph_topology/corpus" | wc -l)
+[ "$n" -gt 0 ] || fail "the interrupted target's working corpus is empty"
+[ -s "$out/fuzz/summary.json" ] || fail "no summary.json"
+grep -q "interrupted: corpus and artifacts so far are kept" "$out/job.log" || fail "no interrupt message"
+echo "PASS: exit 130, crash artifact kept, $n corpus files of the interrupted target kept"

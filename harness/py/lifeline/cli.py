@@ -481,10 +481,12 @@ def cmd_triage(args) -> int:
               + (f" (LIFELINE_REINTRODUCE={reintroduce})" if reintroduce else ""), flush=True)
         results.append(triagemod.triage_one(ROOT, binary, f, target, reintroduce))
     triagemod.dedup(results)
-    print("\nstatus      flaky  input                                     signature")
-    for r in results:
-        status = (f"known: {r.known}" if r.known else r.status) + (" (dup)" if r.duplicate_of else "")
-        print(f"{status:<11} {'yes' if r.flaky else 'no':<6} {Path(r.input).name[:40]:<41} {r.signature or '(no crash in 3 replays)'}")
+    statuses = [(f"known: {r.known}" if r.known else r.status) + (" (dup)" if r.duplicate_of else "") for r in results]
+    width = max([len("status")] + [len(x) for x in statuses])
+    print(f"\n{'status':<{width}}  flaky  {'input':<41} signature")
+    for r, status in zip(results, statuses):
+        print(f"{status:<{width}}  {'yes' if r.flaky else 'no':<6} {Path(r.input).name[:40]:<41} "
+              f"{r.signature or '(no crash in 3 replays)'}")
     distinct = {r.signature for r in results if r.signature}
     print(f"{len(results)} input(s), {len(distinct)} distinct crash(es), "
           f"{sum(1 for r in results if r.status == 'new' and not r.duplicate_of)} new")

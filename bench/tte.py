@@ -1,14 +1,20 @@
 #!/usr/bin/python3
 """Time-to-exposure: how fast the fuzz target finds a documented bug from the seed corpus alone.
 
-  bench/tte.py BUG_ID [--trials 10] [--budget 60] [--step-mutator]
+  bench/tte.py [BUG_ID...] [--trials 10] [--budget 60] [--step-mutator]   every bug in repro/ by default
   bench/tte.py BUG_ID --fixed --trials 1 --budget 600     the same job on the fixed code: expect no crash
 
 Each trial runs the bug's fuzz target (fuzz lane, libFuzzer + ASan) with LIFELINE_REINTRODUCE=BUG_ID and
 its own -seed, from a fresh scratch corpus plus the read-only seeds in corpus/<target>/, bounded by the
 budget. A trial counts as found when the first crash's signature matches one the bug's bug.json expects
-for the asan or fuzz lane. Prints a table and found/N with the median time; writes
-bench/results/tte-<bug>.json. A benchmark, not a test: nothing here passes or fails.
+for the asan or fuzz lane. A trial that stops on any other crash is censored at that moment (the bug was
+not seen before it), one that runs out of budget is censored at the budget.
+
+Per bug: found/N, the median time of the trials that found it, the restricted mean survival time (RMST:
+the area under the Kaplan-Meier survival curve up to the budget — the expected time to exposure with
+unfound trials counted at the budget), a Kaplan-Meier plot (bench/results/tte-<bug>.png) and
+bench/results/tte-<bug>-<mode>.json; for several bugs also bench/results/tte.md and tte-survival.png
+(all curves). A benchmark, not a test: nothing here passes or fails.
 """
 import argparse
 import json
@@ -27,9 +33,57 @@ from lifeline import crash as crashmod  # noqa: E402
 from lifeline import repro  # noqa: E402
 
 
+def kaplan_meier(rows: list, budget: float) -> list:
+    """[(t, S(t))] steps of the survival curve: events are 'found' trials; others are censored."""
+    times = sorted({r["seconds"] for r in rows if r["result"] == "found"})
+    at_risk = lambda t: sum(1 for r in rows if min(r["seconds"], budget) >= t)
+    s, curve = 1.0, [(0.0, 1.0)]
+    for t in times:
+        d = sum(1 for r in rows if r["result"] == "found" and r["seconds"] == t)
+        n = at_risk(t)
+        if n:
+            s *= 1 - d / n
+        curve.append((t, s))
+    return curve
+
+
+def rmst(curve: list, budget: float) -> float:
+    area = 0.0
+    for (t0, s0), (t1, _) in zip(curve, curve[1:] + [(budget, None)]):
+        area += s0 * (min(t1, budget) - min(t0, budget))
+    return area
+
+
+def plot(curves: dict, budget: float, path: Path, title: str) -> bool:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("tte: no matplotlib (python3-matplotlib); skipping the plot", file=sys.stderr)
+        return False
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for name, curve in curves.items():
+        xs = [t for t, _ in curve] + [budget]
+        ys = [v for _, v in curve] + [curve[-1][1]]
+        ax.step(xs, ys, where="post", label=name)
+    ax.set_xscale("symlog", linthresh=1.0)
+    ax.set_xlim(0, budget)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("seconds of fuzzing (symlog)")
+    ax.set_ylabel("trials not yet exposed")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("bug")
+    ap.add_argument("bugs", nargs="*", help="bug ids (default: every repro/<id>/)")
     ap.add_argument("--trials", type=int, default=10)
     ap.add_argument("--budget", type=int, default=60, help="seconds per trial")
     ap.add_argument("--fixed", action="store_true", help="run on the fixed code (no LIFELINE_REINTRODUCE)")
@@ -37,15 +91,50 @@ def main() -> int:
     ap.add_argument("--step-mutator", action="store_true",
                     help="turn on a target's op-level LLVMFuzzerCustomMutator (LIFELINE_STEP_MUTATOR=1)")
     args = ap.parse_args()
+    if args.trials < 1 or args.budget < 1:
+        print("tte: --trials and --budget must be positive", file=sys.stderr)
+        return 2
+    bugs = args.bugs or sorted(d.name for d in (ROOT / "repro").iterdir() if (d / "bug.json").is_file())
+    summaries = []
+    for bug_id in bugs:
+        if not (ROOT / "repro" / bug_id).is_dir():
+            print(f"tte: no repro/{bug_id}/ (known: {', '.join(sorted(d.name for d in (ROOT / 'repro').iterdir()))})",
+                  file=sys.stderr)
+            return 2
+    for n, bug_id in enumerate(bugs):
+        print(f"\n== [{n + 1}/{len(bugs)}] {bug_id}", flush=True)
+        summary = run_bug(args, bug_id)
+        if summary is None:
+            return 2
+        summaries.append(summary)
+    out_dir = ROOT / "bench" / "results"
+    if len(summaries) > 1:
+        mode = "fixed" if args.fixed else "reintroduced"
+        lines = [f"# Time-to-exposure ({mode}, {args.trials} trials, budget {args.budget} s per trial)", "",
+                 "Command: `bench/tte.py " + " ".join(sys.argv[1:]) + "`", "",
+                 "| bug | target | found | median s | RMST s | other crashes |", "|---|---|---|---|---|---|"]
+        for sm in summaries:
+            lines.append(f"| `{sm['bug']}` | {sm['target']} | {sm['found']}/{sm['trials']} | "
+                         f"{sm['median_s'] if sm['median_s'] is not None else '-'} | {sm['rmst_s']} | {sm['other_crashes']} |")
+        lines += ["", "![Kaplan-Meier survival curves](tte-survival.png)", ""]
+        (out_dir / "tte.md").write_text("\n".join(lines))
+        plot({sm["bug"]: sm["km"] for sm in summaries}, args.budget, out_dir / "tte-survival.png",
+             f"time to exposure, {args.trials} trials per bug")
+        print("\n" + "\n".join(lines[4:-2]))
+        print(f"\nwrote {out_dir / 'tte.md'} and {out_dir / 'tte-survival.png'}")
+    return 0
+
+
+def run_bug(args, bug_id: str):
     try:
-        bug = repro.load(ROOT / "repro" / args.bug)
+        bug = repro.load(ROOT / "repro" / bug_id)
     except repro.BugJsonError as e:
         print(f"tte: {e}", file=sys.stderr)
-        return 2
+        return None
     binary = Path(args.build) / "targets" / bug.target
     if not binary.is_file():
         print(f"tte: {binary} is not built; run `cmake --preset fuzz && cmake --build --preset fuzz`", file=sys.stderr)
-        return 2
+        return None
     expected = [r.expect[l] for r in bug.reproducers for l in ("fuzz", "asan") if l in r.expect]
     seeds = ROOT / "corpus" / bug.target
     env = dict(os.environ)
@@ -94,22 +183,27 @@ def main() -> int:
         shutil.rmtree(work, ignore_errors=True)
 
     times = [r["seconds"] for r in rows if r["result"] == "found"]
+    km = kaplan_meier(rows, args.budget)
     summary = {
         "bug": bug.id, "target": bug.target, "fixed_code": args.fixed, "trials": args.trials,
         "step_mutator": args.step_mutator,
         "budget_s": args.budget, "found": len(times),
         "median_s": round(statistics.median(times), 2) if times else None,
+        "rmst_s": round(rmst(km, args.budget), 2),
         "other_crashes": sum(1 for r in rows if r["result"] in ("other", "no-report")),
+        "km": km,
         "rows": rows,
     }
     mode = ("fixed" if args.fixed else "reintroduced") + ("-step-mutator" if args.step_mutator else "")
     print(f"\n{bug.id} ({mode}): found {len(times)}/{args.trials}"
           + (f", median {summary['median_s']} s" if times else "")
-          + f", other crashes {summary['other_crashes']}, budget {args.budget} s per trial")
+          + f", RMST {summary['rmst_s']} s, other crashes {summary['other_crashes']}, budget {args.budget} s per trial")
     out_dir = ROOT / "bench" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"tte-{bug.id}-{mode}.json").write_text(json.dumps(summary, indent=2) + "\n")
-    return 0
+    if not args.fixed:
+        plot({bug.id: km}, args.budget, out_dir / f"tte-{bug.id}.png", f"{bug.id}: time to exposure")
+    return summary
 
 
 if __name__ == "__main__":

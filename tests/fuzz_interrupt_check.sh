@@ -8,9 +8,11 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 fail() { echo "FAIL: $*"; echo "---- job output"; cat "$out/job.log"; exit 1; }
 
-# wasm-lang-dangling makes the first target crash at once; the second is still fuzzing at the interrupt.
-setsid "$root/lifeline" fuzz interop_string_handoff alloc_graph_topology --time 60 --no-build \
-  --reintroduce wasm-lang-dangling --out "$out/fuzz" > "$out/job.log" 2>&1 &
+# metal-encode-async-block makes the first target crash on its first seed with a frame (deterministically:
+# every frame calls the dead callback); the second target, untouched by that switch, is still fuzzing at
+# the interrupt.
+setsid "$root/lifeline" fuzz runtime_encoder_lifetime alloc_graph_topology --time 60 --no-build \
+  --reintroduce metal-encode-async-block --out "$out/fuzz" > "$out/job.log" 2>&1 &
 job=$!
 for _ in $(seq 1 120); do  # wait until the second target has started (up to 60 s)
   [ -f "$out/fuzz/alloc_graph_topology/fuzz.log" ] && break
@@ -21,7 +23,7 @@ kill -INT -- "-$job"  # the whole process group, as a terminal's Ctrl-C does
 wait "$job"
 rc=$?
 [ "$rc" = 130 ] || fail "exit status $rc, expected 130"
-ls "$out/fuzz/interop_string_handoff/artifacts/"crash-* >/dev/null 2>&1 || fail "the first target's crash artifact is gone"
+ls "$out/fuzz/runtime_encoder_lifetime/artifacts/"crash-* >/dev/null 2>&1 || fail "the first target's crash artifact is gone"
 n=$(ls "$out/fuzz/alloc_graph_topology/corpus" | wc -l)
 [ "$n" -gt 0 ] || fail "the interrupted target's working corpus is empty"
 [ -s "$out/fuzz/summary.json" ] || fail "no summary.json"

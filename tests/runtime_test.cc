@@ -319,12 +319,31 @@ TEST_F(NegativeArguments, ContextCommandBufferCountOutsideOneToEightIsInvalidArg
   }
 }
 
+// Scenario: upstream's fix (llama.cpp #9747) made the stored block read ctx->n_cb, the count set_n_cb
+// clamps to its maximum, instead of the raw argument the block captured. SetEncodeThreads(12) leaves 8
+// encode threads, and a frame whose 16 dependent ops are split into shares by that count computes exactly:
+// a callback that split by the raw 12 would leave the ops of shares 8..11 unencoded.
+TEST_F(PositiveAccounting, EncodeCallbackReadsTheClampedThreadCountWhenItRuns) {
+  std::unique_ptr<Context> ctx = MakeContext(device_, 2);
+  ASSERT_NE(ctx, nullptr);
+  ASSERT_TRUE(ctx->SetEncodeThreads(kMaxEncodeThreads + 4).ok());
+  EXPECT_EQ(ctx->n_cb(), kMaxEncodeThreads);
+  EXPECT_EQ(Delta().command_pools, kMaxEncodeThreads);
+  std::unique_ptr<Buffer> out = MakeBuffer(device_, 65);
+  ASSERT_NE(out, nullptr);
+  std::vector<FrameOp> ops = {{Kernel::kFill, nullptr, nullptr, out.get(), 65, 1.0f}};
+  for (int i = 1; i < 16; ++i) ops.push_back({Kernel::kScale, out.get(), nullptr, out.get(), 65, 2.0f});
+  Status s = ctx->Compute(ops);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(Holds(out.get(), std::vector<float>(65, 32768.0f)));  // 2^15
+}
+
 // Scenario: a rejected SetEncodeThreads keeps the context's pools and n_cb, and it still computes.
 TEST_F(NegativeArguments, RejectedSetEncodeThreadsLeavesTheContextUsable) {
   std::unique_ptr<Context> ctx = MakeContext(device_, 3);
   ASSERT_NE(ctx, nullptr);
   const ObjectCounts with_context = Delta();
-  for (int n_cb : {0, kMaxEncodeThreads + 1}) {
+  for (int n_cb : {0, -1}) {
     SCOPED_TRACE("n_cb=" + std::to_string(n_cb));
     EXPECT_TRUE(HasStatus(ctx->SetEncodeThreads(n_cb), StatusCode::kInvalidArgument, std::to_string(n_cb)));
     EXPECT_EQ(ctx->n_cb(), 3);

@@ -1,5 +1,6 @@
 #include "layers/runtime/encoder.h"
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
@@ -138,19 +139,20 @@ void Context::DestroyPools(Pools* pools) {
 }
 
 Status Context::SetEncodeThreads(int n_cb) {
-  if (n_cb < 1 || n_cb > kMaxEncodeThreads)
-    return InvalidArgument("n_cb " + std::to_string(n_cb) + " is outside 1.." + std::to_string(kMaxEncodeThreads));
+  if (n_cb < 1) return InvalidArgument("n_cb " + std::to_string(n_cb) + " is below 1");
+  const int clamped = std::min(n_cb, kMaxEncodeThreads);
   // New pools first: if Vulkan refuses, the context keeps its old pools and n_cb and stays usable.
   Pools fresh;
-  Status made = MakePools(n_cb, &fresh);
+  Status made = MakePools(clamped, &fresh);
   if (!made.ok()) {
     DestroyPools(&fresh);
     return made;
   }
   DestroyPools(&pools_);
   pools_ = std::move(fresh);
-  n_cb_ = n_cb;
-  EncodeBlock block{this, n_cb};  // lives in this stack frame, like the Objective-C block literal
+  n_cb_ = clamped;
+  EncodeBlock block{this, n_cb};  // lives in this stack frame, like the Objective-C block literal, and
+                                  // captured the raw argument as that block did
   if (Reintroduced(Bug::kMetalEncodeAsyncBlock)) {
     // llama.cpp #9698: the block is stored without Block_copy; worker threads call it after this frame
     // is gone.

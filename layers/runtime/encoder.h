@@ -107,8 +107,11 @@ class Context {
                                                    DescriptorOwnership ownership = DescriptorOwnership::kOwned);
   ~Context();
 
-  // Replaces the stored encode callback and the per-thread command pools; INVALID_ARGUMENT outside
-  // 1..kMaxEncodeThreads.
+  // Replaces the stored encode callback and the per-thread command pools. As upstream's set_n_cb does
+  // (`MIN(n_cb, GGML_METAL_MAX_COMMAND_BUFFERS)`), a count above kMaxEncodeThreads is clamped to it;
+  // below 1 is INVALID_ARGUMENT. The fixed callback reads the clamped `n_cb_` when it runs; the
+  // re-introduced one captured the raw argument, so with it a clamped count would also encode the wrong
+  // shares (PositiveEncodeCallback.ReadsTheClampedThreadCountWhenItRuns pins the fixed behaviour).
   Status SetEncodeThreads(int n_cb);
   int n_cb() const { return n_cb_; }
 

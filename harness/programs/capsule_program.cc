@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "harness/check.h"
+#include "harness/programs/op_trace.h"
 #include "layers/interop/dlpack_consumer.h"
 #include "layers/interop/python_runtime.h"
 
@@ -484,12 +485,6 @@ Ref ShapeTuple(const std::vector<int64_t>& shape) {
   return t;
 }
 
-void RenderTrace(const void* program, size_t current, std::FILE* out) {
-  const auto& p = *static_cast<const Program*>(program);
-  for (size_t i = 0; i < p.size(); ++i)
-    std::fprintf(out, "%s %2zu: %s\n", i == current ? "=>" : "  ", i, Describe(p[i]).c_str());
-}
-
 class Executor {
  public:
   explicit Executor(const Program& program) : program_(program) {}
@@ -693,7 +688,7 @@ void Executor::Run() {
                         "an earlier iteration left producer storages or imported buffers alive");
   interop::ResetProducerLedger();
   interop::ResetConsumerCounters();
-  OpTraceScope trace(&program_, program_.size(), RenderTrace);
+  OpTraceScope trace(&program_, program_.size(), &RenderOps<Program>);
   for (index_ = 0; index_ < program_.size(); ++index_) {
     trace.set_op(index_);
     Step(program_[index_]);
@@ -722,7 +717,7 @@ void Executor::Run() {
 }  // namespace
 
 void Execute(const Program& program) {
-  if (const char* t = std::getenv("LIFELINE_TRACE"); t && *t == '1') RenderTrace(&program, program.size(), stderr);
+  if (TraceRequested()) RenderOps<Program>(&program, program.size(), stderr);
   Executor(program).Run();
 }
 

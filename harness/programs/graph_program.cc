@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "harness/check.h"
+#include "harness/programs/op_trace.h"
 
 namespace lifeline::graphs {
 namespace {
@@ -572,21 +573,11 @@ std::string Describe(const Program& p) {
   return out;
 }
 
-namespace {
-void RenderTrace(const void* program, size_t current, std::FILE* out) {
-  const auto& p = *static_cast<const Program*>(program);
-  for (size_t i = 0; i < p.steps.size(); ++i) {
-    std::fprintf(out, "  %s #%zu %s\n", i == current ? "=>" : "  ", i, Describe(p.steps[i]).c_str());
-  }
-}
-}  // namespace
-
 void Execute(const Program& program, AllocatorAdapter& adapter) {
-  static const bool print_trace = std::getenv("LIFELINE_TRACE") != nullptr;
-  if (print_trace) {
+  if (TraceRequested()) {
     std::fprintf(stderr, "lifeline: program of %zu steps\n%s", program.steps.size(), Describe(program).c_str());
   }
-  OpTraceScope trace(&program, program.steps.size(), RenderTrace);
+  OpTraceScope trace(&program.steps, program.steps.size(), &RenderOps<std::vector<Step>>);
   for (int k = 0; k < kAllocators; ++k) {
     Status s = adapter.CreateAllocator(k, program.allocators[k]);
     LIFELINE_CHECK(s.ok(), "creating allocator " + std::to_string(k) + " failed: " + s.ToString());

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "harness/check.h"
+#include "harness/programs/op_trace.h"
 #include "layers/interop/job_api.h"
 
 namespace lifeline::handoff {
@@ -240,13 +241,6 @@ struct Expected {
   float checksum;
 };
 
-void RenderTrace(const void* program, size_t current, std::FILE* out) {
-  const auto& p = *static_cast<const Program*>(program);
-  for (size_t i = 0; i < p.size(); ++i) {
-    std::fprintf(out, "  %s #%zu %s\n", i == current ? "=>" : "  ", i, Describe(p[i]).c_str());
-  }
-}
-
 float Checksum(const std::vector<float>& audio) {
   float sum = 0.0f;
   for (float s : audio) sum += s;
@@ -282,12 +276,11 @@ void CheckResult(const interop::JobResult& r, const Expected& e, bool cancelled,
 
 void Execute(const Program& program) {
   // LIFELINE_TRACE=1 prints the decoded program before it runs: how a minimized input is read.
-  static const bool print_trace = std::getenv("LIFELINE_TRACE") != nullptr;
-  if (print_trace) {
+  if (TraceRequested()) {
     std::fprintf(stderr, "lifeline: program of %zu ops\n", program.size());
-    RenderTrace(&program, program.size(), stderr);
+    RenderOps<Program>(&program, program.size(), stderr);
   }
-  OpTraceScope trace(&program, program.size(), RenderTrace);
+  OpTraceScope trace(&program, program.size(), &RenderOps<Program>);
   std::map<uint32_t, Expected> in_flight;  // job id -> what its worker must report
   std::map<uint32_t, bool> cancelled;
   {

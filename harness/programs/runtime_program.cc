@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "harness/check.h"
+#include "harness/programs/op_trace.h"
 #include "layers/runtime/buffer.h"
 #include "layers/runtime/encoder.h"
 
@@ -96,15 +97,8 @@ void CheckValues(const Buffer& buffer, const std::vector<float>& model, const st
 }
 
 template <typename Program>
-void RenderTrace(const void* program, size_t current, std::FILE* out) {
-  const auto& p = *static_cast<const Program*>(program);
-  for (size_t i = 0; i < p.size(); ++i)
-    std::fprintf(out, "%s %2zu: %s\n", i == current ? "=>" : "  ", i, Describe(p[i]).c_str());
-}
-
-template <typename Program>
 void MaybePrintTrace(const Program& program) {
-  if (const char* t = std::getenv("LIFELINE_TRACE"); t && *t == '1') RenderTrace<Program>(&program, program.size(), stderr);
+  if (TraceRequested()) RenderOps<Program>(&program, program.size(), stderr);
 }
 
 }  // namespace
@@ -195,7 +189,7 @@ void Execute(const EncoderProgram& program) {
   CheckValidation(device, "before the program: ");
   const ObjectCounts base = device->Counts();
   const int64_t base_descriptors = runtime::PassDescriptor::Live();
-  OpTraceScope trace(&program, program.size(), &RenderTrace<EncoderProgram>);
+  OpTraceScope trace(&program, program.size(), &RenderOps<EncoderProgram>);
 
   std::vector<std::unique_ptr<Buffer>> buffers;
   std::vector<std::vector<float>> model(kEncoderBuffers, std::vector<float>(kEncoderFloats, 0.0f));
@@ -350,7 +344,7 @@ void Execute(const ReclaimProgram& program) {
   const runtime::WrapperCounts base_wrappers = runtime::GetWrapperCounts();
   auto context = Context::Create(device, 1);
   LIFELINE_CHECK(context.ok(), "creating the iteration's context: " + context.status().ToString());
-  OpTraceScope trace(&program, program.size(), &RenderTrace<ReclaimProgram>);
+  OpTraceScope trace(&program, program.size(), &RenderOps<ReclaimProgram>);
 
   std::unique_ptr<Buffer> slots[kReclaimSlots];
   std::vector<std::vector<float>> model(kReclaimSlots);

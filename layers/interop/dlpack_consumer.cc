@@ -187,10 +187,10 @@ BufferView* ImportFrom(PyObject* source, bool make_contiguous) {
   if (make_contiguous) {
     // torch's `.contiguous()`, NumPy's `ascontiguousarray`: the object itself when already contiguous,
     // otherwise a temporary that dies when this function returns.
+    static PyObject* const ascontiguousarray = py::Attr("numpy", "ascontiguousarray").release();  // process lifetime
     tensor = PyObject_HasAttrString(source, "contiguous")
                  ? py::Ref::Steal(PyObject_CallMethod(source, "contiguous", nullptr))
-                 : py::Ref::Steal(PyObject_CallFunctionObjArgs(py::Attr("numpy", "ascontiguousarray").get(),
-                                                               source, nullptr));
+                 : py::Ref::Steal(PyObject_CallFunctionObjArgs(ascontiguousarray, source, nullptr));
     if (!tensor) return nullptr;
   }
   py::Ref capsule = py::Ref::Steal(PyObject_CallMethod(tensor.get(), "__dlpack__", nullptr));

@@ -390,9 +390,7 @@ std::string Describe(const Op& op) {
 }
 
 std::string Describe(const Program& program) {
-  std::string out;
-  for (size_t i = 0; i < program.size(); ++i) out += std::to_string(i) + ": " + Describe(program[i]) + "\n";
-  return out;
+  return DescribeNumbered(program);
 }
 
 // ---- execution ----------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 namespace lifeline {
 
@@ -15,6 +16,14 @@ void RenderOps(const void* ops, size_t current, std::FILE* out) {
   const auto& v = *static_cast<const Ops*>(ops);
   for (size_t i = 0; i < v.size(); ++i)
     std::fprintf(out, "  %s #%zu %s\n", i == current ? "=>" : "  ", i, Describe(v[i]).c_str());
+}
+
+// "0: <op>\n1: <op>\n...": the text the decoders' golden tests pin.
+template <typename Ops>
+std::string DescribeNumbered(const Ops& ops) {
+  std::string out;
+  for (size_t i = 0; i < ops.size(); ++i) out += std::to_string(i) + ": " + Describe(ops[i]) + "\n";
+  return out;
 }
 
 // LIFELINE_TRACE set (to anything): print each decoded program before it runs. Read once per process;

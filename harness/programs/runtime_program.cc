@@ -178,9 +178,7 @@ std::string Describe(const EncoderOp& op) {
 }
 
 std::string Describe(const EncoderProgram& program) {
-  std::string out;
-  for (size_t i = 0; i < program.size(); ++i) out += std::to_string(i) + ": " + Describe(program[i]) + "\n";
-  return out;
+  return DescribeNumbered(program);
 }
 
 void Execute(const EncoderProgram& program) {
@@ -330,9 +328,7 @@ std::string Describe(const ReclaimOp& op) {
 }
 
 std::string Describe(const ReclaimProgram& program) {
-  std::string out;
-  for (size_t i = 0; i < program.size(); ++i) out += std::to_string(i) + ": " + Describe(program[i]) + "\n";
-  return out;
+  return DescribeNumbered(program);
 }
 
 void Execute(const ReclaimProgram& program) {

@@ -29,7 +29,14 @@ PACKAGES=(
   afl++              # AFL++ (afl-clang-fast, afl-fuzz, libAFLDriver.a): scripts/build-afl.sh, a second engine
   zip                # <target>_seed_corpus.zip of the OSS-Fuzz build (.clusterfuzzlite/build.sh)
   unzip              # unit.ossfuzz-build unpacks those zips to replay them
+  git                # scripts/fetch-ggml.sh clones the upstream ggml bundle
+  patch              # applies repro/*/upstream/*.patch to the fetched ggml (upstream variants of bugs)
 )
+# The npm client fetches the pinned upstream ggml (scripts/fetch-ggml.sh). Machines that already have one
+# (often from a nodejs package outside Debian, which bundles npm) keep it; elsewhere Debian's npm.
+if ! command -v npm >/dev/null 2>&1; then
+  PACKAGES+=(npm)
+fi
 
 check_only=0
 case "${1:-}" in

@@ -86,6 +86,90 @@ class BugJson(unittest.TestCase):
         self.write("[1, 2]")
         self.assertIn("top level must be an object", self.error())
 
+    # ---- status and upstream_variant
+
+    def variant_doc(self, **variant):
+        (self.dir / "variant-in").write_bytes(b"\x01")
+        (self.dir / "reintroduce.patch").write_text("--- a/src/ggml-alloc.c\n+++ b/src/ggml-alloc.c\n")
+        v = {"target": "ggml_graph_topology", "source": "ggml 0.25.1 (node-llama-cpp@3.22.1)",
+             "patch": "reintroduce.patch",
+             "reproducers": [{"input": "variant-in", "expect": {"asan": {"type": "assert", "frame": "g"}}}]}
+        v.update(variant)
+        return dict(GOOD, upstream_variant={k: x for k, x in v.items() if x is not None})
+
+    def test_status_defaults_to_fixed_and_there_is_no_variant(self):
+        self.write(GOOD)
+        bug = repro.load(self.dir)
+        self.assertEqual((bug.status, bug.variant), ("fixed", None))
+
+    def test_upstream_open_status_loads(self):
+        self.write(dict(GOOD, status="upstream-open"))
+        self.assertEqual(repro.load(self.dir).status, "upstream-open")
+        self.write(dict(GOOD, status="fixed"))
+        self.assertEqual(repro.load(self.dir).status, "fixed")
+
+    def test_unknown_status_is_named(self):
+        for bad, shown in (("open", '"open"'), ("", '""'), (3, "3"), (None, "null"), (["fixed"], '["fixed"]')):
+            with self.subTest(status=bad):
+                self.write(dict(GOOD, status=bad))
+                msg = self.error()
+                self.assertIn("'status' must be \"fixed\" or \"upstream-open\"", msg)
+                self.assertIn(f"not {shown}", msg)
+
+    def test_valid_upstream_variant_loads(self):
+        self.write(self.variant_doc())
+        bug = repro.load(self.dir)
+        self.assertEqual(bug.variant.target, "ggml_graph_topology")
+        self.assertEqual(bug.variant.patch, self.dir / "reintroduce.patch")
+        self.assertEqual([r.input for r in bug.variant.reproducers], [self.dir / "variant-in"])
+        self.assertEqual(bug.variant.reproducers[0].expect["asan"]["type"], "assert")
+        self.assertEqual(len(bug.reproducers), 1)  # the top-level reproducers are apart from the variant's
+
+    def test_patch_may_be_in_a_subfolder(self):
+        (self.dir / "patches").mkdir()
+        (self.dir / "patches" / "p.patch").write_text("x")
+        self.write(self.variant_doc(patch="patches/p.patch"))
+        self.assertEqual(repro.load(self.dir).variant.patch, self.dir / "patches" / "p.patch")
+
+    def test_upstream_variant_must_be_an_object(self):
+        self.write(dict(GOOD, upstream_variant=["ggml_graph_topology"]))
+        self.assertIn("'upstream_variant' must be a non-empty dict", self.error())
+
+    def test_each_missing_variant_field_is_named(self):
+        for key in ("target", "source", "patch", "reproducers"):
+            with self.subTest(key=key):
+                self.write(self.variant_doc(**{key: None}))
+                self.assertIn(f"upstream_variant: missing '{key}'", self.error())
+
+    def test_variant_fields_must_be_non_empty(self):
+        self.write(self.variant_doc(source="  "))
+        self.assertIn("upstream_variant: 'source' must be a non-empty str", self.error())
+        self.write(self.variant_doc(target="Bad Name"))
+        self.assertIn("upstream_variant: target 'Bad Name' is not a target name", self.error())
+        self.write(self.variant_doc(reproducers=[]))
+        self.assertIn("'upstream_variant.reproducers' is empty", self.error())
+
+    def test_patch_outside_the_folder(self):
+        (self.tmp / "outside.patch").write_text("x")
+        for patch in ("../outside.patch", str(self.tmp / "outside.patch"), "patches/../../outside.patch"):
+            with self.subTest(patch=patch):
+                self.write(self.variant_doc(patch=patch))
+                self.assertIn(f"patch '{patch}' must be a relative path inside", self.error())
+
+    def test_missing_patch_file(self):
+        self.write(self.variant_doc(patch="nope.patch"))
+        self.assertIn("upstream_variant: patch file 'nope.patch' does not exist", self.error())
+
+    def test_missing_variant_input(self):
+        self.write(self.variant_doc(reproducers=[{"input": "nope", "expect": {"asan": {"type": "assert", "frame": "g"}}}]))
+        self.assertIn("upstream_variant.reproducers[0]: input file 'nope' does not exist", self.error())
+
+    def test_variant_signature_is_validated(self):
+        self.write(self.variant_doc(reproducers=[{"input": "variant-in", "expect": {"msan": {"type": "x", "frame": "y"}}}]))
+        self.assertIn("upstream_variant.reproducers[0]: expect.msan: unknown lane", self.error())
+        self.write(self.variant_doc(reproducers=[{"input": "variant-in", "expect": {"asan": {"type": "assert"}}}]))
+        self.assertIn("upstream_variant.reproducers[0]: expect.asan: needs 'frame'", self.error())
+
     def test_checked_in_reproducers_are_valid(self):
         root = Path(__file__).resolve().parents[2] / "repro"
         for d in sorted(p for p in root.iterdir() if p.is_dir()):

@@ -102,5 +102,230 @@ class Normalization(unittest.TestCase):
         self.assertEqual(crash.normalize_function("void std::__invoke_impl<void>(int)"), "std::__invoke_impl<void>")
 
 
+# ---- upstream C code's aborts (tool "upstream", type "assert") --------------------------------------------
+
+GGML = "/work/main/build/upstream/llama.cpp/ggml"
+BID = "(BuildId: 31f2797a402afeba91e14bc6d595f9eeca8cd1a7)"
+LIBC_BID = "(BuildId: 93ac61ec5a8eb1396f9fbd350e3169a558528a40)"
+
+# glibc's assert() in ggml-alloc.c, replayed on the fuzz-lane binary: libFuzzer's deadly-signal stack (the
+# layout of a captured clang 14 libFuzzer run, with this project's paths).
+ASSERT_LIBFUZZER = f"""INFO: Running with entropic power schedule (0xFF, 100).
+INFO: Seed: 2764381982
+INFO: Loaded 1 modules   (9213 inline 8-bit counters): 9213 [0x564a9dcac100, 0x564a9dcae4fd),
+INFO: Loaded 1 PC tables (9213 PCs): 9213 [0x564a9dcae500,0x564a9dcd24d0),
+/work/main/build/fuzz/targets/ggml_graph_topology: Running 1 inputs 1 time(s) each.
+Running: fuzz-out/ggml_graph_topology/artifacts/crash-5d1f0c
+ggml_graph_topology: {GGML}/src/ggml-alloc.c:975: ggml_gallocr_init_tensor: Assertion `tensor_alloc->addr.offset == SIZE_MAX' failed.
+==3560== ERROR: libFuzzer: deadly signal
+    #0 0x564a9dc38d01 in __sanitizer_print_stack_trace (/work/main/build/fuzz/targets/ggml_graph_topology+0xe9d01) {BID}
+    #1 0x564a9dbab658 in fuzzer::PrintStackTrace() (/work/main/build/fuzz/targets/ggml_graph_topology+0x5c658) {BID}
+    #2 0x564a9db90f23 in fuzzer::Fuzzer::CrashCallback() (/work/main/build/fuzz/targets/ggml_graph_topology+0x41f23) {BID}
+    #3 0x7f029615a04f  (/lib/x86_64-linux-gnu/libc.so.6+0x3c04f) {LIBC_BID}
+    #4 0x7f02961a8eeb in __pthread_kill_implementation nptl/./nptl/pthread_kill.c:43:17
+    #5 0x7f0296159fb1 in raise signal/../sysdeps/posix/raise.c:26:13
+    #6 0x7f0296144471 in abort stdlib/./stdlib/abort.c:79:7
+    #7 0x7f0296144394 in __assert_fail_base assert/./assert/assert.c:94:3
+    #8 0x7f0296152ec1 in __assert_fail assert/./assert/assert.c:103:3
+    #9 0x564a9dc69c89 in ggml_gallocr_init_tensor {GGML}/src/ggml-alloc.c:975:13
+    #10 0x564a9dc69b60 in ggml_gallocr_alloc_graph {GGML}/src/ggml-alloc.c:1081:9
+    #11 0x564a9dc6a3d2 in lifeline::graphs::(anonymous namespace)::GgmlAdapter::AllocAndCompute(int, int) /work/main/harness/programs/ggml_adapter.cc:300:5
+    #12 0x564a9dc69e57 in LLVMFuzzerTestOneInput /work/main/targets/ggml_graph_topology.cc:24:52
+    #13 0x564a9db92313 in fuzzer::Fuzzer::ExecuteCallback(unsigned char const*, unsigned long) (/work/main/build/fuzz/targets/ggml_graph_topology+0x43313) {BID}
+    #14 0x564a9db7c31f in fuzzer::RunOneTest(fuzzer::Fuzzer*, char const*, unsigned long) (/work/main/build/fuzz/targets/ggml_graph_topology+0x2d31f) {BID}
+    #15 0x564a9dbabe92 in main (/work/main/build/fuzz/targets/ggml_graph_topology+0x5ce92) {BID}
+    #16 0x7f0296145249 in __libc_start_call_main csu/../sysdeps/nptl/libc_start_call_main.h:58:16
+
+NOTE: libFuzzer has rudimentary signal handlers.
+      Combine libFuzzer with AddressSanitizer or similar for better crash reports.
+SUMMARY: libFuzzer: deadly signal
+"""
+
+# The same assert on the replay driver (asan lane): the harness's SIGABRT handler prints the stack.
+ASSERT_SIGABRT = f"""ggml_graph_topology: {GGML}/src/ggml-alloc.c:975: ggml_gallocr_init_tensor: Assertion `tensor_alloc->addr.offset == SIZE_MAX' failed.
+==lifeline== SIGABRT in upstream code
+  stack:
+    #0 0x55e5fe550301 in __sanitizer_print_stack_trace (/work/main/build/asan/targets/ggml_graph_topology+0xb0301) {BID}
+    #1 0x55e5fe584e8c in lifeline::internal::UpstreamSigabrt(int) /work/main/harness/programs/ggml_adapter.cc:40:3
+    #2 0x7fa83295a05f  (/lib/x86_64-linux-gnu/libc.so.6+0x3c05f) {LIBC_BID}
+    #3 0x7fa832959fb1 in raise signal/../sysdeps/posix/raise.c:26:13
+    #4 0x7fa832944471 in abort stdlib/abort.c:79:7
+    #5 0x7fa832952ec1 in __assert_fail assert/assert.c:101:3
+    #6 0x55e5fe6a10f7 in ggml_gallocr_init_tensor {GGML}/src/ggml-alloc.c:975:13
+    #7 0x55e5fe6a2b60 in ggml_gallocr_alloc_graph {GGML}/src/ggml-alloc.c:1081:9
+    #8 0x55e5fe58a3d2 in lifeline::graphs::(anonymous namespace)::GgmlAdapter::AllocAndCompute(int, int) /work/main/harness/programs/ggml_adapter.cc:300:5
+    #9 0x55e5fe583851 in main /work/main/harness/replay_main.cc:81:5
+==lifeline== end of report
+"""
+
+# GGML_ABORT through the harness's abort callback, which prints the stack after "stack:".
+GGML_ABORT_CALLBACK = f"""==lifeline== upstream abort: {GGML}/src/ggml-cpu/ops.cpp:4762: fatal error
+  stack:
+    #0 0x55e5fe550301 in __sanitizer_print_stack_trace (/work/main/build/asan/targets/ggml_graph_topology+0xb0301) {BID}
+    #1 0x55e5fe584e8c in lifeline::internal::UpstreamAbortCallback(char const*) /work/main/harness/programs/ggml_adapter.cc:31:3
+    #2 0x55e5fe6b0a11 in ggml_abort {GGML}/src/ggml.c:203:9
+    #3 0x55e5fe7c2d40 in ggml_compute_forward_get_rows {GGML}/src/ggml-cpu/ops.cpp:4762:17
+    #4 0x55e5fe79e0c1 in ggml_compute_forward {GGML}/src/ggml-cpu/ggml-cpu.c:1712:13
+    #5 0x55e5fe79f3a2 in ggml_graph_compute_thread {GGML}/src/ggml-cpu/ggml-cpu.c:2865:9
+    #6 0x55e5fe58a3d2 in lifeline::graphs::(anonymous namespace)::GgmlAdapter::AllocAndCompute(int, int) /work/main/harness/programs/ggml_adapter.cc:310:5
+==lifeline== end of report
+"""
+
+# ggml's own print of a GGML_ASSERT (no abort callback), then libFuzzer's deadly-signal stack.
+GGML_ASSERT_DEFAULT = f"""Running: crash-1
+{GGML}/src/ggml-alloc.c:612: GGML_ASSERT(parent_size >= node_size) failed
+==3563== ERROR: libFuzzer: deadly signal
+    #0 0x55bc49897d01 in __sanitizer_print_stack_trace (/work/main/build/fuzz/targets/ggml_graph_topology+0xe9d01) {BID}
+    #1 0x55bc4980a658 in fuzzer::PrintStackTrace() (/work/main/build/fuzz/targets/ggml_graph_topology+0x5c658) {BID}
+    #2 0x55bc497eff23 in fuzzer::Fuzzer::CrashCallback() (/work/main/build/fuzz/targets/ggml_graph_topology+0x41f23) {BID}
+    #3 0x7fb94d05a04f  (/lib/x86_64-linux-gnu/libc.so.6+0x3c04f) {LIBC_BID}
+    #4 0x7fb94d0a8eeb in __pthread_kill_implementation nptl/./nptl/pthread_kill.c:43:17
+    #5 0x7fb94d059fb1 in raise signal/../sysdeps/posix/raise.c:26:13
+    #6 0x7fb94d044471 in abort stdlib/./stdlib/abort.c:79:7
+    #7 0x55bc498c8afc in ggml_abort {GGML}/src/ggml.c:203:9
+    #8 0x55bc498c8d0d in ggml_gallocr_free_node {GGML}/src/ggml-alloc.c:612:17
+    #9 0x55bc498c8ee2 in ggml_gallocr_alloc_graph_impl {GGML}/src/ggml-alloc.c:748:21
+
+SUMMARY: libFuzzer: deadly signal
+"""
+
+# Captured from build/asan/targets/ggml_graph_topology (upstream ggml 0.25.1) replaying
+# repro/gallocr-view-leaf-offset/conv-to-encoder-view-leaf: GGML_ABORT through the harness's abort callback,
+# the program's op trace ("#N op" lines, not frames), then the stack after "stack:".
+GGML_ABORT_CAPTURED = """replay: running repro/gallocr-view-leaf-offset/conv-to-encoder-view-leaf (24 bytes)
+ggml_gallocr_needs_realloc: graph has different number of nodes
+ggml_gallocr_alloc_graph: reallocating buffers automatically
+ggml_gallocr_needs_realloc: graph has different number of nodes
+ggml_gallocr_alloc_graph: reallocating buffers automatically
+ggml_gallocr_needs_realloc: graph has different number of nodes
+ggml_gallocr_alloc_graph: reallocating buffers automatically
+
+==lifeline== upstream abort: /work/main/build/upstream/llama.cpp/ggml/src/./ggml-impl.h:330: fatal error
+  op: #7 of 8
+  trace:
+     #0 leaf g0.t0 = none f32 [8,1] input
+     #1 unary g0.t1 = scale f32 [8,1] src0=t0 x2.000
+     #2 seal g0 (t1 becomes the output)
+     #3 alloc+compute g0 with allocator 0
+     #4 view-external g1.t0 = none f32 [8,1] view of g0.t1
+     #5 unary g1.t1 = scale f32 [8,1] src0=t0 x2.000
+     #6 seal g1 (t1 becomes the output)
+  => #7 alloc+compute g1 with allocator 1
+stack:
+    #0 0x55fa930188d1 in __sanitizer_print_stack_trace (/work/main/build/asan/targets/ggml_graph_topology+0x2fe8d1) (BuildId: bb4b0a4e331adcb9465d58eecdc1d3217bcf038b)
+    #1 0x55fa9306967c in lifeline::internal::PrintStackTrace(_IO_FILE*) /work/main/harness/check.cc:39:5
+    #2 0x55fa930558ed in lifeline::internal::UpstreamAbort(char const*) /work/main/harness/programs/ggml_adapter.cc:33:3
+    #3 0x55fa933cdd85 in ggml_abort /work/main/build/upstream/llama.cpp/ggml/src/ggml.c:265:9
+    #4 0x55fa9341d81a in ggml_hash_find_or_insert /work/main/build/upstream/llama.cpp/ggml/src/./ggml-impl.h:330:5
+    #5 0x55fa9341d81a in ggml_gallocr_hash_get /work/main/build/upstream/llama.cpp/ggml/src/ggml-alloc.c:585:16
+    #6 0x55fa93417407 in ggml_gallocr_alloc_graph_impl /work/main/build/upstream/llama.cpp/ggml/src/ggml-alloc.c:808:54
+    #7 0x55fa93417407 in ggml_gallocr_reserve_n_impl /work/main/build/upstream/llama.cpp/ggml/src/ggml-alloc.c:848:5
+    #8 0x55fa9341afdf in ggml_gallocr_reserve_n /work/main/build/upstream/llama.cpp/ggml/src/ggml-alloc.c:963:12
+    #9 0x55fa9341afdf in ggml_gallocr_reserve /work/main/build/upstream/llama.cpp/ggml/src/ggml-alloc.c:967:12
+    #10 0x55fa9341afdf in ggml_gallocr_alloc_graph /work/main/build/upstream/llama.cpp/ggml/src/ggml-alloc.c:1058:18
+    #11 0x55fa93058062 in lifeline::graphs::(anonymous namespace)::GgmlAdapter::AllocAndCompute(int, int) /work/main/harness/programs/ggml_adapter.cc:202:10
+    #12 0x55fa930766ad in lifeline::graphs::Execute(lifeline::graphs::Program const&, lifeline::graphs::AllocatorAdapter&) /work/main/harness/programs/graph_program.cc:611:26
+    #13 0x55fa93055521 in LLVMFuzzerTestOneInput /work/main/targets/ggml_graph_topology.cc:21:3
+    #14 0x55fa9304d07d in main /work/main/harness/replay_main.cc:84:5
+    #15 0x7f3d7fc45249 in __libc_start_call_main csu/../sysdeps/nptl/libc_start_call_main.h:58:16
+    #16 0x7f3d7fc45304 in __libc_start_main csu/../csu/libc-start.c:360:3
+    #17 0x55fa92f8b9a0 in _start (/work/main/build/asan/targets/ggml_graph_topology+0x2719a0) (BuildId: bb4b0a4e331adcb9465d58eecdc1d3217bcf038b)
+
+DEDUP_TOKEN: __sanitizer_print_stack_trace--lifeline::internal::PrintStackTrace(_IO_FILE*)--lifeline::internal::UpstreamAbort(char const*)
+"""
+
+INIT_TENSOR_STATE = ["ggml_gallocr_init_tensor", "ggml_gallocr_alloc_graph",
+                     "lifeline::graphs::(anonymous namespace)::GgmlAdapter::AllocAndCompute"]
+
+
+class UpstreamAborts(unittest.TestCase):
+    def test_glibc_assert_with_libfuzzer_stack(self):
+        c = crash.parse(ASSERT_LIBFUZZER)
+        self.assertEqual((c.tool, c.type), ("upstream", "assert"))
+        self.assertEqual(c.message, "tensor_alloc->addr.offset == SIZE_MAX")
+        self.assertEqual(c.state, INIT_TENSOR_STATE)
+        self.assertEqual(c.location, f"{GGML}/src/ggml-alloc.c:975:13")
+        self.assertIn("__assert_fail", c.frames)
+        self.assertEqual(c.signature, "assert | " + " / ".join(INIT_TENSOR_STATE))
+
+    def test_glibc_assert_with_the_sigabrt_handler_stack(self):
+        c = crash.parse(ASSERT_SIGABRT)
+        self.assertEqual((c.tool, c.type), ("upstream", "assert"))
+        self.assertEqual(c.state, INIT_TENSOR_STATE)
+        self.assertIn("ggml_gallocr_init_tensor", c.state)
+        self.assertTrue(crash.matches(c, {"type": "assert", "frame": "ggml_gallocr_init_tensor"})[0])
+        self.assertTrue(crash.matches(c, {"type": "assert", "message": "addr.offset == SIZE_MAX"})[0])
+
+    def test_both_stacks_give_one_signature(self):
+        self.assertEqual(crash.parse(ASSERT_LIBFUZZER).signature, crash.parse(ASSERT_SIGABRT).signature)
+
+    def test_ggml_abort_through_the_harness_callback(self):
+        c = crash.parse(GGML_ABORT_CALLBACK)
+        self.assertEqual((c.tool, c.type, c.message), ("upstream", "assert", "fatal error"))
+        self.assertEqual(c.state, ["ggml_compute_forward_get_rows", "ggml_compute_forward", "ggml_graph_compute_thread"])
+        self.assertEqual(c.location, f"{GGML}/src/ggml-cpu/ops.cpp:4762:17")
+
+    def test_captured_ggml_abort_with_op_trace(self):
+        c = crash.parse(GGML_ABORT_CAPTURED)
+        self.assertEqual((c.tool, c.type, c.message), ("upstream", "assert", "fatal error"))
+        self.assertEqual(c.state, ["ggml_hash_find_or_insert", "ggml_gallocr_hash_get", "ggml_gallocr_alloc_graph_impl"])
+        self.assertEqual(c.location, f"{GGML}/src/./ggml-impl.h:330:5")
+
+    def test_op_trace_lines_are_never_the_stack(self):
+        # A trace line shaped like a TSan frame ("#N name file:line (module)") before "stack:" is skipped.
+        text = GGML_ABORT_CAPTURED.replace("     #3 alloc+compute g0 with allocator 0",
+                                           "     #3 alloc+compute g0 at:1 (allocator 0)")
+        self.assertEqual(crash.parse(text).state, crash.parse(GGML_ABORT_CAPTURED).state)
+
+    def test_ggml_assert_through_the_harness_callback(self):
+        c = crash.parse(f"==lifeline== upstream abort: {GGML}/src/ggml-alloc.c:612: "
+                        "GGML_ASSERT(parent_size >= node_size) failed\n")
+        self.assertEqual(c.message, "GGML_ASSERT(parent_size >= node_size) failed")
+        self.assertEqual((c.state, c.location), ([], f"{GGML}/src/ggml-alloc.c:612"))
+
+    def test_ggml_assert_default_print(self):
+        c = crash.parse(GGML_ASSERT_DEFAULT)
+        self.assertEqual((c.tool, c.type), ("upstream", "assert"))
+        self.assertEqual(c.message, "GGML_ASSERT(parent_size >= node_size) failed")
+        self.assertEqual(c.state, ["ggml_gallocr_free_node", "ggml_gallocr_alloc_graph_impl"])
+        self.assertNotIn("libfuzzer", c.tool)
+
+    def test_without_a_stack_the_asserting_function_is_the_state(self):
+        c = crash.parse(f"{GGML}/src/ggml-alloc.c:975: ggml_gallocr_init_tensor: Assertion `x == 1' failed.\n"
+                        "Aborted (core dumped)\n")
+        self.assertEqual((c.state, c.message, c.location),
+                         (["ggml_gallocr_init_tensor"], "x == 1", f"{GGML}/src/ggml-alloc.c:975"))
+        # clang's __PRETTY_FUNCTION__ carries the C signature
+        c = crash.parse("prog: a.c:17: void ggml_gallocr_init_tensor(struct ggml_tallocr *): "
+                        "Assertion `t->addr.offset == SIZE_MAX' failed.\n")
+        self.assertEqual(c.state, ["ggml_gallocr_init_tensor"])
+        self.assertEqual(c.message, "t->addr.offset == SIZE_MAX")
+
+    def test_recognised_anywhere_in_the_output(self):
+        text = "INFO: Seed: 1\n#2\tINITED cov: 3 ft: 3 corp: 1/1b\nsome program output\n" + ASSERT_SIGABRT
+        self.assertEqual(crash.parse(text).type, "assert")
+
+    def test_the_first_report_wins(self):
+        check = (REPORTS / "check-asan.txt").read_text()
+        asan = (REPORTS / "asan-heap-use-after-free.txt").read_text()
+        self.assertEqual(crash.parse(check + ASSERT_SIGABRT).type, "lifeline-check")
+        self.assertEqual(crash.parse(asan + GGML_ASSERT_DEFAULT).type, "heap-use-after-free")
+        self.assertEqual(crash.parse(GGML_ABORT_CALLBACK + asan).type, "assert")
+        self.assertEqual(crash.parse(ASSERT_LIBFUZZER + check).type, "assert")
+
+    def test_lookalikes_are_not_reports(self):
+        for text in ("/x/ggml.c:12: warning: something\n", "a.c:3: GGML_ASSERTION is a word\n",
+                     "Assertion `x' passed.\n", "upstream abort: /x.c:1: y\n"):
+            with self.subTest(text=text):
+                self.assertIsNone(crash.parse(text))
+
+    def test_abort_machinery_is_not_meaningful(self):
+        for f in ("__assert_fail", "__assert_fail_base", "ggml_abort", "ggml_print_backtrace", "gsignal",
+                  "lifeline::internal::UpstreamSigabrt(int)", "lifeline::internal::UpstreamAbortCallback(char const*)"):
+            with self.subTest(frame=f):
+                self.assertFalse(crash._meaningful(f, None))
+        self.assertTrue(crash._meaningful("ggml_gallocr_alloc_graph", None))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -3,14 +3,15 @@
   lifeline test  [--lanes asan,tsan,...]            build every lane and run its ctest; summary table
   lifeline fuzz  [TARGET...] [--time S] [--jobs N] [--lane fuzz] [--engine libfuzzer|afl]
                  [--reintroduce ID] [--out DIR]     run fuzz jobs from the seed corpus; summary table
-  lifeline triage CRASH... [--target T] [--reintroduce ID] [--json FILE]
+  lifeline triage CRASH... [--target T] [--reintroduce ID] [--json FILE] [--allow-upstream-open]
                                                     replay x3, classify, dedup, match known bugs
   lifeline promote CRASH --id ID [--target T]       minimize and write repro/<ID>/ with its bug.json
   lifeline report --triage FILE --format json|sarif|markdown [--output FILE]
   lifeline corpus merge TARGET DIR...               merge new inputs into corpus/<TARGET>/ (-merge=1)
   lifeline list                                     targets, lanes, bug ids, reproducers
   lifeline classify FILE...                         crash type + state of saved reports (JSON)
-  lifeline repro-check ...                          the two-way reproducer test (run by ctest)
+  lifeline repro-check --repro-dir D --lane L --mode fixed|reintroduced|pinned [--variant upstream] --binary B
+                                                    the reproducer test (run by ctest)
   lifeline expect-crash --type T --frame F|--message M -- CMD
                                                     CMD must fail with that crash (lane self-tests)
 
@@ -57,6 +58,21 @@ def _ensure_deps() -> None:
         raise SystemExit(f"lifeline: installing dependencies failed (scripts/install-deps.sh exited {rc})")
 
 
+def _ensure_upstream() -> None:
+    """Fetches the pinned upstream ggml (scripts/fetch-ggml.sh) for the `upstream` tests and target. Without
+    it (no network, npm missing) the lanes still build and those tests report themselves skipped."""
+    script = ROOT / "scripts" / "fetch-ggml.sh"
+    try:
+        rc = subprocess.call([str(script)])
+    except OSError as e:
+        rc, why = 1, f"cannot run {script}: {e.strerror}"
+    else:
+        why = "see above"
+    if rc != 0:
+        print(f"lifeline: upstream ggml could not be fetched ({why}); the upstream tests will be reported as "
+              "skipped and ggml_graph_topology not built", flush=True)
+
+
 def _configure_and_build(lane: str) -> bool:
     if _run(["cmake", "--preset", lane], cwd=ROOT, stdout=subprocess.DEVNULL) != 0:
         print(f"lifeline: configuring lane {lane} failed; rerun `cmake --preset {lane}` to see why")
@@ -76,6 +92,93 @@ def source_targets() -> list[str]:
 # ---- test -------------------------------------------------------------------------------------------
 
 _CTEST_SUMMARY = re.compile(r"(\d+)% tests passed, (\d+) tests? failed out of (\d+)")
+# "2/4 Test #2: upstream.ggml-source ..............***Skipped   0.00 sec"
+_CTEST_RESULT = re.compile(r"^\s*\d+/\d+ Test\s+#(\d+): (\S+) \.*\s*(\*\*\*)?(\w+)")
+# In "The following tests did not run:": "	 12 - upstream.ggml-source (Skipped)"
+_CTEST_NOT_RUN = re.compile(r"^\s*(\d+) - (\S+) \(([^)]*)\)\s*$")
+# What a test prints when it skips itself (SKIP_RETURN_CODE); `ctest -V` prefixes it with the test number.
+_SKIPPED_LINE = re.compile(r"^(?:(\d+): )?SKIPPED: (.*?)\s*$")
+
+
+class CtestOutput:
+    """What `lifeline test` reads from one ctest run's output, line by line: the summary line, and the tests
+    that did not run because they skipped themselves. CTest counts those as passed (not failed) in its
+    summary; `passed` here does not."""
+
+    def __init__(self):
+        self.summary = None
+        self.skipped: list[str] = []     # names, in ctest's order
+        self._names: dict[str, str] = {}  # test number -> name
+        self._by_number: dict[str, str] = {}  # `ctest -V`: "<number>: SKIPPED: <reason>", before the result line
+        self._by_name: dict[str, str] = {}
+        self._last_skipped = None        # --output-on-failure prints a test's output after its result line
+        self._not_run = False
+
+    @property
+    def reasons(self) -> dict[str, str]:
+        """name -> the reason its "SKIPPED: " line gave, for the skipped tests whose output ctest printed."""
+        out = {}
+        for name in self.skipped:
+            number = next((n for n, x in self._names.items() if x == name), None)
+            reason = self._by_name.get(name) or self._by_number.get(number)
+            if reason:
+                out[name] = reason
+        return out
+
+    def feed(self, line: str) -> None:
+        line = line.rstrip("\n")
+        m = _CTEST_SUMMARY.search(line)
+        if m:
+            self.summary = m
+        m = _CTEST_RESULT.match(line)
+        if m:
+            self._names[m.group(1)] = m.group(2)
+            self._last_skipped = m.group(2) if m.group(4) == "Skipped" else None
+            return
+        m = _SKIPPED_LINE.match(line)
+        if m:
+            if m.group(1):
+                self._by_number.setdefault(m.group(1), m.group(2))
+            elif self._last_skipped:
+                self._by_name.setdefault(self._last_skipped, m.group(2))
+            return
+        if line.startswith("The following tests did not run:"):
+            self._not_run = True
+            return
+        if self._not_run:
+            m = _CTEST_NOT_RUN.match(line)
+            if m:
+                self._names.setdefault(m.group(1), m.group(2))
+                if m.group(3) == "Skipped" and m.group(2) not in self.skipped:
+                    self.skipped.append(m.group(2))
+                return
+            self._not_run = False
+
+    def counts(self) -> tuple[int, int, int]:
+        """(passed, failed, skipped); (0, 0, 0) when ctest printed no summary."""
+        if not self.summary:
+            return 0, 0, 0
+        total, failed = int(self.summary.group(3)), int(self.summary.group(2))
+        skipped = len(self.skipped)
+        return max(0, total - failed - skipped), failed, skipped
+
+
+def skip_reasons_from_log(log: Path, names: list[str]) -> dict[str, str]:
+    """name -> reason from the "SKIPPED: " lines in ctest's Testing/Temporary/LastTest.log, which keeps every
+    test's output (ctest --output-on-failure prints none for a skipped test)."""
+    reasons, current = {}, None
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return reasons
+    for line in text.splitlines():
+        m = re.match(r"^\d+/\d+ Test: (.+?)\s*$", line)
+        if m:
+            current = m.group(1)
+            continue
+        if current in names and current not in reasons and line.startswith("SKIPPED: "):
+            reasons[current] = line[len("SKIPPED: "):].strip()
+    return reasons
 
 
 def cmd_test(args) -> int:
@@ -84,41 +187,48 @@ def cmd_test(args) -> int:
         if lane not in LANES:
             raise UsageError(f"lifeline test: unknown lane '{lane}' (known: {', '.join(LANES)})")
     _ensure_deps()
-    rows, total_pass, total_fail = [], 0, 0
+    _ensure_upstream()
+    rows, total_pass, total_fail, total_skip = [], 0, 0, 0
+    skipped_by_lane = []
     t_all = time.monotonic()
     for lane in lanes:
         t0 = time.monotonic()
         print(f"\n==== lane {lane}: build ====", flush=True)
         built = _configure_and_build(lane)
         t_build = time.monotonic() - t0
-        passed = failed = 0
+        passed = failed = skipped = 0
         if built:
             print(f"\n==== lane {lane}: ctest ====", flush=True)
             proc = subprocess.Popen(["ctest", "--preset", lane, "-j", str(max(2, os.cpu_count() or 2))],
                                     cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            summary = None
+            ctest = CtestOutput()
             for line in proc.stdout:
                 sys.stdout.write(line)
-                m = _CTEST_SUMMARY.search(line)
-                if m:
-                    summary = m
+                ctest.feed(line)
             rc = proc.wait()
-            if summary:
-                total = int(summary.group(3))
-                failed = int(summary.group(2))
-                passed = total - failed
+            passed, failed, skipped = ctest.counts()
             if rc != 0 and failed == 0:
                 failed = 1  # ctest itself failed (no tests, configuration error)
+            if ctest.skipped:
+                missing = [n for n in ctest.skipped if n not in ctest.reasons]
+                log = ROOT / "build" / lane / "Testing" / "Temporary" / "LastTest.log"
+                reasons = dict(skip_reasons_from_log(log, missing) if missing else {}, **ctest.reasons)
+                skipped_by_lane.append((lane, [(n, reasons.get(n)) for n in ctest.skipped]))
         else:
             failed = 1
         total_pass += passed
         total_fail += failed
-        rows.append((lane, "ok" if built else "FAILED", passed, failed, t_build, time.monotonic() - t0))
-    print("\nlane       build   passed  failed  build s  total s")
-    for lane, b, p, f, tb, tt in rows:
-        print(f"{lane:<10} {b:<7} {p:>6}  {f:>6}  {tb:>7.0f}  {tt:>7.0f}")
+        total_skip += skipped
+        rows.append((lane, "ok" if built else "FAILED", passed, failed, skipped, t_build, time.monotonic() - t0))
+    print("\nlane       build   passed  failed  skipped  build s  total s")
+    for lane, b, p, f, sk, tb, tt in rows:
+        print(f"{lane:<10} {b:<7} {p:>6}  {f:>6}  {sk:>7}  {tb:>7.0f}  {tt:>7.0f}")
+    for lane, tests in skipped_by_lane:
+        print(f"skipped in lane {lane}:")
+        for name, reason in tests:
+            print(f"  {name}: {reason or '(no reason in the ctest output; see ctest -V)'}")
     print(f"all lanes: {time.monotonic() - t_all:.0f} s")
-    print(f"lifeline: {total_pass} passed, {total_fail} failed")
+    print(f"lifeline: {total_pass} passed, {total_fail} failed, {total_skip} skipped")
     return 0 if total_fail == 0 else 1
 
 
@@ -204,13 +314,60 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
     if tty:
         sys.stdout.write("\n")
     new = sorted(p for p in artifacts.iterdir() if p.name not in before)
-    stats["crashes"] = len(new)
     stats["new_artifacts"] = [str(p) for p in new]
     stats["corpus"] = sum(1 for _ in work.iterdir())
-    if new:
+    if stats["interrupted"]:
+        # Stopped by hand: no replays. Every artifact counts as a crash, named by the log's first report.
         found = crashmod.parse(Path(log_path).read_text(errors="replace"))
-        stats["signature"] = found.signature if found else "(no parsable report; see the log)"
+        sig = found.signature if found else "(no parsable report; see the log)"
+        crashes, upstream_open = [{"artifact": str(p), "signature": sig} for p in new], []
+    else:
+        crashes, upstream_open, interrupted = _replay_artifacts(binary, target, new, reintroduce)
+        stats["interrupted"] = interrupted
+    stats["crashes"] = len(crashes)
+    stats["crash_artifacts"] = crashes
+    stats["upstream_open"] = len(upstream_open)
+    stats["upstream_open_bugs"] = sorted({u["bug"] for u in upstream_open})
+    stats["upstream_open_artifacts"] = upstream_open
+    if crashes:
+        stats["signature"] = crashes[0]["signature"]
     return stats
+
+
+def _replay_artifacts(binary: Path, target: str, artifacts: list, reintroduce: str | None) -> tuple[list, list, bool]:
+    """Replays each new artifact once on the job's binary, the way it was found, and sorts it by the known
+    signatures of `target`: (crashes, upstream_open, interrupted). An artifact that gives the signature of an
+    upstream-open bug (upstream has not fixed it) is not a crash of this job; anything else is, including an
+    artifact that does not crash again. Entries: {"artifact", "signature"} (+ "bug" for upstream-open)."""
+    known = triagemod.known_signatures(ROOT, target) if artifacts else []
+    crashes, upstream_open = [], []
+    for i, a in enumerate(artifacts):
+        try:
+            rc, out = triagemod.run_once(binary, a, reintroduce, extra=("-timeout=25",))
+        except KeyboardInterrupt:
+            crashes += [{"artifact": str(p), "signature": "(not replayed: interrupted)"} for p in artifacts[i:]]
+            return crashes, upstream_open, True
+        c = crashmod.parse(out) if rc != 0 else None
+        if c is None:
+            sig = ("(did not reproduce on replay)" if rc == 0 else
+                   f"(exit {rc} on replay without a parsable report; see the log)")
+            crashes.append({"artifact": str(a), "signature": sig})
+            continue
+        bug, status = triagemod.match_known(c, known)
+        if status == "upstream-open":
+            upstream_open.append({"artifact": str(a), "signature": c.signature, "bug": bug})
+        else:
+            crashes.append({"artifact": str(a), "signature": c.signature})
+    return crashes, upstream_open, False
+
+
+def _by_signature(entries: list, bug_key: str | None = None) -> list[tuple[str, list]]:
+    """[(signature, [artifact...])] in first-seen order; with bug_key, the signature is led by "<bug>: "."""
+    groups: dict[str, list] = {}
+    for e in entries:
+        key = (f"{e[bug_key]}: " if bug_key else "") + e["signature"]
+        groups.setdefault(key, []).append(e["artifact"])
+    return list(groups.items())
 
 
 def _raise_interrupt(signum, frame):
@@ -310,8 +467,10 @@ def cmd_fuzz(args) -> int:
         if args.engine == "afl":
             if _run([str(ROOT / "scripts" / "build-afl.sh")], cwd=ROOT) != 0:
                 return 1
-        elif not _configure_and_build("fuzz"):
-            return 1
+        else:
+            _ensure_upstream()
+            if not _configure_and_build("fuzz"):
+                return 1
     if args.engine == "afl":
         lane_dir = ROOT / "build" / "afl"
         built = sorted(p.name for p in lane_dir.iterdir() if p.is_file() and os.access(p, os.X_OK)
@@ -346,13 +505,27 @@ def cmd_fuzz(args) -> int:
         results.append(r)
         if r["interrupted"]:
             interrupted = True
-    print("\ntarget                      execs     exec/s  corpus  crashes  artifacts   (corpus: files in the working corpus)")
+    print("\ntarget                      execs     exec/s  corpus  crashes  upstream-open  artifacts   "
+          "(corpus: files in the working corpus)")
     for r in results:
-        print(f"{r['target']:<26} {r['execs']:>7} {r['exec_s']:>10} {r['corpus']:>7} {r['crashes']:>8}  {r['artifacts']}")
-        if r.get("signature"):
+        print(f"{r['target']:<26} {r['execs']:>7} {r['exec_s']:>10} {r['corpus']:>7} {r['crashes']:>8}  "
+              f"{r.get('upstream_open', 0):>13}  {r['artifacts']}")
+        if "crash_artifacts" in r:
+            for sig, arts in _by_signature(r["crash_artifacts"]):
+                print(f"  crash: {sig}")
+                for a in arts:
+                    print(f"    {a}")
+            for sig, arts in _by_signature(r["upstream_open_artifacts"], "bug"):
+                print(f"  upstream-open: {sig}")
+                for a in arts:
+                    print(f"    {a}")
+        elif r.get("signature"):
             print(f"  crash: {r['signature']}")
             for a in r["new_artifacts"]:
                 print(f"    {a}")
+    if any(r.get("upstream_open") for r in results):
+        print("upstream-open: artifacts that replay as a bug upstream has not fixed (repro/*/bug.json with "
+              "status upstream-open); not counted as crashes")
     (out / "summary.json").write_text(json.dumps(results, indent=2) + "\n")
     print(f"summary: {out / 'summary.json'}")
     if interrupted:
@@ -373,7 +546,8 @@ def cmd_list(args) -> int:
         try:
             bug = repro.load(d)
             lanes = sorted({l for r in bug.reproducers for l in r.expect})
-            print(f"reproducer: {bug.id}  target={bug.target}  inputs={len(bug.reproducers)}  lanes={','.join(lanes)}")
+            print(f"reproducer: {bug.id}  target={bug.target}  inputs={len(bug.reproducers)}  lanes={','.join(lanes)}  "
+                  f"status={bug.status}" + (f"  upstream variant: {bug.variant.target}" if bug.variant else ""))
         except repro.BugJsonError as e:
             print(f"reproducer: {d.name}  INVALID: {e}")
     return 0
@@ -398,11 +572,14 @@ def cmd_repro_check(args) -> int:
         print(f"FAIL {e}")
         return 1
     if args.validate_only:
-        print(f"PASS {bug.path / 'bug.json'}: valid ({len(bug.reproducers)} reproducer(s))")
+        extra = f"; status {bug.status}" if bug.status != "fixed" else ""
+        if bug.variant:
+            extra += f"; upstream variant {bug.variant.target}: {len(bug.variant.reproducers)} reproducer(s)"
+        print(f"PASS {bug.path / 'bug.json'}: valid ({len(bug.reproducers)} reproducer(s){extra})")
         return 0
     if not (args.lane and args.mode and args.binary):
         raise UsageError("lifeline repro-check: --lane, --mode and --binary are required unless --validate-only")
-    return 0 if repro.check(bug, args.lane, args.mode, args.binary, args.launcher) else 1
+    return 0 if repro.check(bug, args.lane, args.mode, args.binary, args.launcher, variant=args.variant) else 1
 
 
 def cmd_expect_crash(args) -> int:
@@ -481,15 +658,17 @@ def cmd_triage(args) -> int:
               + (f" (LIFELINE_REINTRODUCE={reintroduce})" if reintroduce else ""), flush=True)
         results.append(triagemod.triage_one(ROOT, binary, f, target, reintroduce))
     triagemod.dedup(results)
-    statuses = [(f"known: {r.known}" if r.known else r.status) + (" (dup)" if r.duplicate_of else "") for r in results]
+    statuses = [r.label + (" (dup)" if r.duplicate_of else "") for r in results]
     width = max([len("status")] + [len(x) for x in statuses])
     print(f"\n{'status':<{width}}  flaky  {'input':<41} signature")
     for r, status in zip(results, statuses):
         print(f"{status:<{width}}  {'yes' if r.flaky else 'no':<6} {Path(r.input).name[:40]:<41} "
               f"{r.signature or '(no crash in 3 replays)'}")
     distinct = {r.signature for r in results if r.signature}
+    upstream_open = sum(1 for r in results if r.status == "upstream-open" and not r.duplicate_of)
     print(f"{len(results)} input(s), {len(distinct)} distinct crash(es), "
-          f"{sum(1 for r in results if r.status == 'new' and not r.duplicate_of)} new")
+          f"{sum(1 for r in results if r.status == 'new' and not r.duplicate_of)} new"
+          + (f", {upstream_open} upstream-open" if upstream_open else ""))
     if args.json:
         out = Path(args.json)
         try:
@@ -497,6 +676,24 @@ def cmd_triage(args) -> int:
         except OSError as e:
             raise UsageError(f"lifeline triage: cannot write {out} ({e.strerror})")
         print(f"triage results: {out}")
+    if args.allow_upstream_open:
+        # A run may stop only on a known upstream-open finding: every input must reproduce one, every time.
+        bad = []
+        for r in results:
+            if r.signature is None:
+                bad.append((r, f"no crash in {triagemod.REPLAYS} replays"))
+            elif r.flaky:
+                bad.append((r, f"flaky: replays gave {r.replays}"))
+            elif r.status != "upstream-open":
+                bad.append((r, f"{r.label}: {r.signature}"))
+        if bad:
+            print(f"lifeline triage: --allow-upstream-open: {len(bad)} of {len(results)} input(s) are not a "
+                  "known upstream-open bug:")
+            for r, why in bad:
+                print(f"  {r.input}: {why}")
+            return 1
+        print("lifeline triage: every input reproduces an upstream-open bug: "
+              + ", ".join(sorted({r.known for r in results})))
     return 0
 
 
@@ -624,6 +821,8 @@ def main(argv: list[str]) -> int:
     tr.add_argument("--reintroduce", help="bug id the crash was found with (default: from the fuzz job)")
     tr.add_argument("--lane", default="fuzz", choices=LANES, help="whose binary replays (default fuzz)")
     tr.add_argument("--json", help="write the results here (input to `lifeline report`)")
+    tr.add_argument("--allow-upstream-open", action="store_true",
+                    help="exit 0 only if every input reproduces a known upstream-open bug, else 1")
     pr = sub.add_parser("promote", help="minimize a crash and write repro/<id>/")
     pr.add_argument("crash")
     pr.add_argument("--id", required=True, help="the bug id (a switch in harness/bugs.h)")
@@ -646,7 +845,11 @@ def main(argv: list[str]) -> int:
     r.add_argument("--repro-dir", required=True)
     r.add_argument("--validate-only", action="store_true")
     r.add_argument("--lane", choices=LANES)
-    r.add_argument("--mode", choices=("fixed", "reintroduced"))
+    r.add_argument("--mode", choices=repro.MODES,
+                   help="fixed, reintroduced, or pinned (status upstream-open: the pinned upstream still fails)")
+    r.add_argument("--variant", choices=repro.VARIANTS,
+                   help="check the bug.json's upstream_variant: --binary is the target built against upstream "
+                        "(fixed: unpatched, reintroduced: with its patch)")
     r.add_argument("--binary")
     e = sub.add_parser("expect-crash", help="run a command that must fail with a given crash type and frame")
     e.add_argument("--type", required=True)

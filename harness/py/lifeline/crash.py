@@ -1,4 +1,4 @@
-"""Turns sanitizer, valgrind, libFuzzer and LIFELINE_CHECK output into crash type + crash state.
+"""Turns sanitizer, valgrind, libFuzzer, LIFELINE_CHECK and upstream assert output into crash type + crash state.
 
 The crash state is the top 3 meaningful frames of the primary stack (ClusterFuzz's convention, matching
 dedup_token_length=3): frames of sanitizer runtimes, libc, the C++ standard library, the check handler and
@@ -17,12 +17,12 @@ STATE_FRAMES = 3
 
 @dataclasses.dataclass
 class Crash:
-    tool: str                 # asan, ubsan, tsan, lsan, valgrind, lifeline, libfuzzer
-    type: str                 # heap-use-after-free, stack-use-after-return, data-race, direct-leak, ...
+    tool: str                 # asan, ubsan, tsan, lsan, valgrind, lifeline, libfuzzer, upstream
+    type: str                 # heap-use-after-free, stack-use-after-return, data-race, direct-leak, assert, ...
     state: list[str]          # top meaningful frames, normalized
     frames: list[str]         # every frame of the primary stack, normalized, in order
     access: Optional[str] = None   # "READ 1", "WRITE 8"
-    message: Optional[str] = None  # LIFELINE_CHECK message, UBSan runtime error text
+    message: Optional[str] = None  # LIFELINE_CHECK message, UBSan runtime error text, assert expression
     location: Optional[str] = None # file:line of the top meaningful frame, when known
 
     @property
@@ -53,6 +53,9 @@ _SKIP_PREFIXES = (
     "memcpy", "memmove", "memset", "memcmp", "strlen", "strcmp", "strncmp",
     "fuzzer::", "lifeline::internal::CheckFailed", "lifeline::internal::PrintStackTrace",
     "testing::", "RUN_ALL_TESTS", "main", "VALGRIND_",
+    # upstream C code's aborts: glibc's assert(), ggml's GGML_ASSERT/GGML_ABORT, and the harness's abort
+    # callback and SIGABRT handler that print them (lifeline::internal::Upstream...)
+    "__assert", "gsignal", "ggml_abort", "ggml_print_backtrace", "lifeline::internal::Upstream",
 )
 _SKIP_MODULES = ("libc.so", "libstdc++", "libgcc_s", "ld-linux", "libpthread", "vgpreload", "libclang_rt")
 
@@ -166,6 +169,18 @@ _UBSAN = re.compile(r"^(?P<loc>\S+:\d+:\d+): runtime error: (?P<msg>.*)$")
 _CHECK = re.compile(r"==lifeline== (LIFELINE_CHECK|LIFELINE_PRECONDITION) failed at (?P<loc>\S+)")
 _VALGRIND = re.compile(r"^==\d+== (?P<what>Invalid (?:read|write) of size (?P<size>\d+)|Invalid free\(\) / delete / delete\[\] / realloc\(\)|Mismatched free\(\) / delete / delete \[\]|Conditional jump or move depends on uninitialised value\(s\)|Use of uninitialised value of size \d+|Syscall param .* points to unaddressable byte\(s\)|Source and destination overlap in \w+|Process terminating with default action of signal \d+ \(\w+\))")
 _VG_LEAK = re.compile(r"^==\d+== \d[\d,]* bytes in [\d,]+ blocks are definitely lost")
+# glibc's assert(): "<prog>: <file>:<line>: <function>: Assertion `<expr>' failed." (<prog>: and <function>:
+# may be absent; the function is __PRETTY_FUNCTION__, with its signature under clang). Found by its literal
+# parts rather than one regex search, so that a long line of program output costs linear time.
+_ASSERTION = "Assertion `"
+_ASSERT_FAILED = re.compile(r"' failed\.?\s*$")
+_ASSERT_WHERE = re.compile(r"(?<!\S)(?P<file>[^\s:]+):(?P<line>\d+): ")
+# ggml's GGML_ASSERT / GGML_ABORT through the harness's abort callback, and ggml's own default print of a
+# GGML_ASSERT: "==lifeline== upstream abort: <file>:<line>: <text>", "<file>:<line>: GGML_ASSERT(<x>) failed"
+_UPSTREAM_ABORT = "==lifeline== upstream abort: "
+_UPSTREAM_WHERE = re.compile(r"(?P<file>\S+?):(?P<line>\d+): (?P<text>.*?)\s*$")
+_GGML_ASSERT = ": GGML_ASSERT("
+_FILE_LINE = re.compile(r"(?P<file>[^\s:]+):(?P<line>\d+)")
 _FUZZER = re.compile(r"==\d+== ERROR: libFuzzer: (?P<what>deadly signal|timeout after \d+ seconds|out-of-memory|fuzz target exited|leak detected)")
 
 _UBSAN_KINDS = [
@@ -174,10 +189,11 @@ _UBSAN_KINDS = [
     (r"shift exponent|left shift", "invalid-shift"),
     (r"division by zero", "divide-by-zero"),
     (r"misaligned address", "misaligned-address"),
+    # before "null pointer": "applying non-zero offset 96 to null pointer" is clang's pointer-overflow check
+    (r"pointer overflow|applying (non-zero )?offset", "pointer-overflow"),
     (r"null pointer", "null-pointer-use"),
     (r"out of bounds for type|index .* out of bounds", "index-out-of-bounds"),
     (r"load of value .* not a valid value for type", "invalid-enum-or-bool-load"),
-    (r"pointer overflow|applying (non-zero )?offset", "pointer-overflow"),
     (r"is outside the range of representable values", "float-cast-overflow"),
     (r"reached unreachable|execution reached the end of a value-returning", "unreachable"),
     (r"member call on|member access within|downcast of", "vptr-or-type-mismatch"),
@@ -200,6 +216,49 @@ def _valgrind_type(what: str) -> str:
     if what.startswith("Source and destination overlap"):
         return "memcpy-overlap"
     return "signal"
+
+
+def _function_name(pretty: str) -> str:
+    """The bare name from an assert's __PRETTY_FUNCTION__: `void f(struct ta *)` -> `f`."""
+    name = normalize_function(pretty)
+    if "<" not in name and re.search(r"[\s*&]", name):
+        name = re.split(r"[\s*&]+", name)[-1] or name
+    return name
+
+
+def _upstream_abort(line: str) -> Optional[tuple[str, str, Optional[str]]]:
+    """(message, file:line, asserting function or None) when `line` starts an upstream abort report."""
+    k = line.find(_UPSTREAM_ABORT)
+    if k >= 0:
+        m = _UPSTREAM_WHERE.match(line, k + len(_UPSTREAM_ABORT))
+        if m:
+            return m.group("text"), f"{m.group('file')}:{m.group('line')}", None
+    k = line.find(_ASSERTION)
+    if k >= 0:
+        end = _ASSERT_FAILED.search(line, k)
+        where = _ASSERT_WHERE.search(line, 0, k)
+        if end and where:
+            func = line[where.end():k]
+            func = func[:-2] if func.endswith(": ") else None
+            return line[k + len(_ASSERTION):end.start()], f"{where.group('file')}:{where.group('line')}", func or None
+    k = line.find(_GGML_ASSERT)
+    if k >= 0:
+        head = line[:k].split()
+        m = _FILE_LINE.fullmatch(head[-1]) if head else None
+        if m:
+            return line[k + 2:].rstrip(), f"{m.group('file')}:{m.group('line')}", None
+    return None
+
+
+def _stack_start(lines: list[str], i: int) -> int:
+    """Where to look for the stack of the report on line i: its "stack:" line when one comes before the first
+    sanitizer or valgrind frame (the harness prints the op trace, whose "#N op" lines are no frames, first)."""
+    for j in range(i + 1, len(lines)):
+        if lines[j].strip() == "stack:":
+            return j
+        if _frame(lines[j], (_SAN_FRAME, _VG_FRAME)):
+            break
+    return i + 1
 
 
 def parse(text: str) -> Optional[Crash]:
@@ -256,6 +315,16 @@ def parse(text: str) -> Optional[Crash]:
         if _VG_LEAK.match(line):
             state, normalized, location = _stack(lines, i + 1, _VG_FRAME)
             return Crash("valgrind", "definite-leak", state, normalized, location=location)
+
+        up = _upstream_abort(line)
+        if up:
+            message, loc, func = up
+            # The stack printed after it: libFuzzer's deadly-signal stack, or the harness's (after "stack:",
+            # below the program's op trace), or a valgrind one; the abort machinery is skipped.
+            state, normalized, location = _stack(lines, _stack_start(lines, i), _SAN_FRAME, _TSAN_FRAME, _VG_FRAME)
+            if not state and func:
+                state = [_function_name(func)]
+            return Crash("upstream", "assert", state, normalized, message=message, location=location or loc)
 
         m = _FUZZER.search(line)
         if m:

@@ -5,11 +5,19 @@ bug.json (see README "Adding a reproducer"):
   title        one line
   upstream     list of references (issues, commits)
   target       the fuzz target whose binary replays the inputs
-  reproducers  list of {"input": FILE, "expect": {LANE: SIGNATURE, ...}, ...}
+  reproducers  list of {"input": FILE, "expect": {LANE: SIGNATURE, ...}, "env": {VAR: VALUE}?, ...}; `env`
+               adds to the environment of the run (e.g. UBSAN_OPTIONS without the upstream suppressions)
+  status       optional: "fixed" (the default: a switch re-introduces the bug into fixed code) or
+               "upstream-open" (a finding in upstream code that upstream has not fixed: no switch, no fixed
+               code; the pinned upstream version must still reproduce it)
+  upstream_variant  optional: the bug forward-ported into upstream code, checked on a separate build of
+               {"target": TARGET, "source": TEXT, "patch": FILE (in the folder), "reproducers": [...]}:
+               the target built against unpatched upstream runs the inputs clean, the patched build fails
 SIGNATURE is {"type": CRASH_TYPE, "frame": FUNCTION} and/or {"type": "lifeline-check", "message": TEXT}.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -21,6 +29,9 @@ from typing import Optional
 from . import crash as crashmod
 
 LANES = ("asan", "tsan", "lsan", "valgrind", "fuzz")
+STATUSES = ("fixed", "upstream-open")
+MODES = ("fixed", "reintroduced", "pinned")
+VARIANTS = ("upstream",)
 RUN_TIMEOUT_S = 300
 
 
@@ -28,6 +39,15 @@ RUN_TIMEOUT_S = 300
 class Reproducer:
     input: Path
     expect: dict  # lane -> signature
+    env: dict = dataclasses.field(default_factory=dict)  # extra environment of the run (e.g. UBSAN_OPTIONS)
+
+
+@dataclass
+class UpstreamVariant:
+    target: str       # the target built against upstream source (unpatched: fixed; patched: reintroduced)
+    source: str       # which upstream source, in words
+    patch: Path       # the patch that re-introduces the bug into that source
+    reproducers: list # Reproducer
 
 
 @dataclass
@@ -37,6 +57,8 @@ class Bug:
     target: str
     reproducers: list
     path: Path
+    status: str = "fixed"                     # one of STATUSES
+    variant: Optional[UpstreamVariant] = None  # "upstream_variant"
 
 
 class BugJsonError(Exception):
@@ -75,41 +97,77 @@ def load(repro_dir: Path) -> Bug:
     target = need(doc, "target", str, "")
     if not re.fullmatch(r"[a-z0-9_]+", target):
         raise BugJsonError(f"{where}: target '{target}' is not a target name (targets/<name>.cc)")
-    items = need(doc, "reproducers", list, "")
-    if not items:
-        raise BugJsonError(f"{where}: 'reproducers' is empty")
-    reproducers = []
-    for i, item in enumerate(items):
-        ctx = f"reproducers[{i}]: "
-        if not isinstance(item, dict):
-            raise BugJsonError(f"{where}: {ctx}must be an object")
-        name = need(item, "input", str, ctx)
-        if "/" in name or name in (".", ".."):
-            raise BugJsonError(f"{where}: {ctx}input '{name}' must be a file name inside {repro_dir}")
-        if not (repro_dir / name).is_file():
-            raise BugJsonError(f"{where}: {ctx}input file '{name}' does not exist")
-        expect = need(item, "expect", dict, ctx)
-        if not expect:
-            raise BugJsonError(f"{where}: {ctx}'expect' lists no lane")
-        for lane, sig in expect.items():
-            lctx = f"{ctx}expect.{lane}: "
-            if lane not in LANES:
-                raise BugJsonError(f"{where}: {lctx}unknown lane (known: {', '.join(LANES)})")
-            if not isinstance(sig, dict):
-                raise BugJsonError(f"{where}: {lctx}must be an object with 'type' and 'frame' or 'message'")
-            need(sig, "type", str, lctx)
-            if "frame" not in sig and "message" not in sig:
-                raise BugJsonError(f"{where}: {lctx}needs 'frame' (a function in the crash state) or 'message'")
-            for key in ("frame", "message"):
-                if key in sig:
-                    need(sig, key, str, lctx)
-        reproducers.append(Reproducer(repro_dir / name, expect))
-    return Bug(bug_id, title, target, reproducers, repro_dir)
+
+    def load_reproducers(obj, prefix):
+        """obj["reproducers"]: [{"input": FILE, "expect": {LANE: SIGNATURE}}]; prefix names where it is."""
+        items = need(obj, "reproducers", list, prefix.rstrip(".") + ": " if prefix else "")
+        if not items:
+            raise BugJsonError(f"{where}: '{prefix}reproducers' is empty")
+        reproducers = []
+        for i, item in enumerate(items):
+            ctx = f"{prefix}reproducers[{i}]: "
+            if not isinstance(item, dict):
+                raise BugJsonError(f"{where}: {ctx}must be an object")
+            name = need(item, "input", str, ctx)
+            if "/" in name or name in (".", ".."):
+                raise BugJsonError(f"{where}: {ctx}input '{name}' must be a file name inside {repro_dir}")
+            if not (repro_dir / name).is_file():
+                raise BugJsonError(f"{where}: {ctx}input file '{name}' does not exist")
+            expect = need(item, "expect", dict, ctx)
+            if not expect:
+                raise BugJsonError(f"{where}: {ctx}'expect' lists no lane")
+            for lane, sig in expect.items():
+                lctx = f"{ctx}expect.{lane}: "
+                if lane not in LANES:
+                    raise BugJsonError(f"{where}: {lctx}unknown lane (known: {', '.join(LANES)})")
+                if not isinstance(sig, dict):
+                    raise BugJsonError(f"{where}: {lctx}must be an object with 'type' and 'frame' or 'message'")
+                need(sig, "type", str, lctx)
+                if "frame" not in sig and "message" not in sig:
+                    raise BugJsonError(f"{where}: {lctx}needs 'frame' (a function in the crash state) or 'message'")
+                for key in ("frame", "message"):
+                    if key in sig:
+                        need(sig, key, str, lctx)
+            env = item.get("env", {})
+            if not isinstance(env, dict) or not all(
+                    isinstance(k, str) and re.fullmatch(r"[A-Z][A-Z0-9_]*", k) and isinstance(v, str)
+                    for k, v in env.items()):
+                raise BugJsonError(f"{where}: {ctx}'env' must map variable names (A-Z, 0-9, _) to strings")
+            if "LIFELINE_REINTRODUCE" in env:
+                raise BugJsonError(f"{where}: {ctx}'env' must not set LIFELINE_REINTRODUCE (the check sets it)")
+            reproducers.append(Reproducer(repro_dir / name, expect, env))
+        return reproducers
+
+    reproducers = load_reproducers(doc, "")
+
+    status = doc.get("status", "fixed")
+    if status not in STATUSES:
+        raise BugJsonError(f"{where}: 'status' must be \"fixed\" or \"upstream-open\", not {json.dumps(status)}")
+
+    variant = None
+    if "upstream_variant" in doc:
+        v = need(doc, "upstream_variant", dict, "")
+        ctx = "upstream_variant: "
+        vtarget = need(v, "target", str, ctx)
+        if not re.fullmatch(r"[a-z0-9_]+", vtarget):
+            raise BugJsonError(f"{where}: {ctx}target '{vtarget}' is not a target name")
+        source = need(v, "source", str, ctx)
+        patch = need(v, "patch", str, ctx)
+        parts = Path(patch).parts
+        if Path(patch).is_absolute() or ".." in parts or patch.startswith("~"):
+            raise BugJsonError(f"{where}: {ctx}patch '{patch}' must be a relative path inside {repro_dir} "
+                               "(no '..')")
+        if not (repro_dir / patch).is_file():
+            raise BugJsonError(f"{where}: {ctx}patch file '{patch}' does not exist")
+        variant = UpstreamVariant(vtarget, source, repro_dir / patch, load_reproducers(v, "upstream_variant."))
+    return Bug(bug_id, title, target, reproducers, repro_dir, status, variant)
 
 
-def run_input(binary: str, input_path: Path, launcher: list, reintroduce: Optional[str]) -> tuple[int, str]:
+def run_input(binary: str, input_path: Path, launcher: list, reintroduce: Optional[str],
+              extra_env: Optional[dict] = None) -> tuple[int, str]:
     env = dict(os.environ)
     env.pop("LIFELINE_REINTRODUCE", None)
+    env.update(extra_env or {})
     if reintroduce:
         env["LIFELINE_REINTRODUCE"] = reintroduce
     try:
@@ -125,39 +183,90 @@ def _tail(text: str, n: int = 60) -> str:
     return "\n".join("    | " + line for line in text.splitlines()[-n:])
 
 
-def check(bug: Bug, lane: str, mode: str, binary: str, launcher: list) -> bool:
-    """The two-way test. fixed: every input exits 0 with no report. reintroduced: every input that lists
-    `lane` fails with its expected signature. Prints one line per input; returns overall success."""
+def check(bug: Bug, lane: str, mode: str, binary: str, launcher: list, variant: Optional[str] = None) -> bool:
+    """The reproducer test, on the bug's own target or (variant="upstream") on its upstream variant.
+
+    fixed:        every input exits 0 with no report (the fixed code; for the variant, the target built
+                  against unpatched upstream).
+    reintroduced: every input that lists `lane` fails with its expected signature: with
+                  LIFELINE_REINTRODUCE=<id>, or for the variant on the patched build, without it.
+    pinned:       (status upstream-open only) every input that lists `lane` still fails with its expected
+                  signature on the pinned upstream version, without LIFELINE_REINTRODUCE.
+    Prints one line per input; returns overall success."""
+    if mode not in MODES:
+        print(f"FAIL {bug.id}: unknown mode '{mode}' (known: {', '.join(MODES)})")
+        return False
+    if variant is not None:
+        if variant not in VARIANTS:
+            print(f"FAIL {bug.id}: unknown variant '{variant}' (known: {', '.join(VARIANTS)})")
+            return False
+        if bug.variant is None:
+            print(f"FAIL {bug.id}: --variant {variant} needs an 'upstream_variant' in {bug.path / 'bug.json'}, "
+                  "which has none")
+            return False
+        if mode == "pinned":
+            print(f"FAIL {bug.id}: --mode pinned checks an upstream-open bug on the pinned upstream; the upstream "
+                  "variant is checked with --mode fixed (unpatched build) or --mode reintroduced (patched build)")
+            return False
+        target, reproducers = bug.variant.target, bug.variant.reproducers
+    else:
+        if bug.status == "upstream-open" and mode != "pinned":
+            print(f"FAIL {bug.id}: status is 'upstream-open' (upstream has not fixed it: there is no switch and no "
+                  f"fixed code), so it has no '{mode}' run; check it with --mode pinned")
+            return False
+        if bug.status != "upstream-open" and mode == "pinned":
+            print(f"FAIL {bug.id}: --mode pinned applies to bugs with status 'upstream-open'; this one is "
+                  f"'{bug.status}' (use --mode fixed or --mode reintroduced)")
+            return False
+        target, reproducers = bug.target, bug.reproducers
     if not Path(binary).is_file():
-        print(f"FAIL {bug.id}: target binary {binary} does not exist; is '{bug.target}' a fuzz target "
-              f"(targets/{bug.target}.cc) registered with lifeline_add_fuzz_target?")
+        if variant is not None:
+            print(f"FAIL {bug.id}: target binary {binary} does not exist; is the upstream variant '{target}' "
+                  "built in this lane?")
+        else:
+            print(f"FAIL {bug.id}: target binary {binary} does not exist; is '{target}' a fuzz target "
+                  f"(targets/{target}.cc) registered with lifeline_add_fuzz_target?")
         return False
     ok_all = True
     ran = 0
-    for rep in bug.reproducers:
-        if mode == "reintroduced" and lane not in rep.expect:
+    for rep in reproducers:
+        if mode != "fixed" and lane not in rep.expect:
             continue
         ran += 1
-        rc, out = run_input(binary, rep.input, launcher, bug.id if mode == "reintroduced" else None)
+        # Only the bug's own target has a switch; the pinned upstream and the patched build run as they are.
+        reintroduce = bug.id if mode == "reintroduced" and variant is None else None
+        rc, out = run_input(binary, rep.input, launcher, reintroduce, rep.env)
         found = crashmod.parse(out)
         if mode == "fixed":
+            code = "the unpatched upstream build" if variant is not None else "fixed code"
             if rc == 0 and found is None:
-                print(f"PASS {rep.input.name}: clean on the fixed code")
+                print(f"PASS {rep.input.name}: clean on {'the ' if variant is None else ''}{code}")
                 continue
             why = f"reported {found.signature}" if found else f"exited with {rc} without a parsable report"
-            print(f"FAIL {rep.input.name}: fixed code {why}\n{_tail(out)}")
+            print(f"FAIL {rep.input.name}: {code} {why}\n{_tail(out)}")
             ok_all = False
+            continue
+        expect = rep.expect[lane]
+        ok, why = crashmod.matches(found, expect)
+        if ok and rc == 0:
+            ok, why = False, "the report was printed but the process exited 0 (findings must be fatal)"
+        if ok:
+            print(f"PASS {rep.input.name}: {found.signature}")
+            continue
+        if mode == "pinned" and rc == 0 and found is None:
+            print(f"FAIL {rep.input.name}: the pinned upstream no longer reproduces it (exit 0, no report; "
+                  f"expected {expect}); a version bump may have fixed it: revisit status 'upstream-open' in "
+                  f"{bug.path / 'bug.json'}\n{_tail(out)}")
+        elif mode == "pinned":
+            print(f"FAIL {rep.input.name}: the pinned upstream must still give {expect}; {why}\n{_tail(out)}")
+        elif variant is not None:
+            print(f"FAIL {rep.input.name}: the patched upstream build ({bug.variant.patch.name}) must give "
+                  f"{expect}; {why}\n{_tail(out)}")
         else:
-            expect = rep.expect[lane]
-            ok, why = crashmod.matches(found, expect)
-            if ok and rc == 0:
-                ok, why = False, "the report was printed but the process exited 0 (findings must be fatal)"
-            if ok:
-                print(f"PASS {rep.input.name}: {found.signature}")
-                continue
             print(f"FAIL {rep.input.name}: LIFELINE_REINTRODUCE={bug.id} must give {expect}; {why}\n{_tail(out)}")
-            ok_all = False
+        ok_all = False
     if ran == 0:
-        print(f"FAIL {bug.id}: no reproducer lists lane '{lane}'")
+        where = "reproducer in upstream_variant" if variant is not None else "reproducer"
+        print(f"FAIL {bug.id}: no {where} lists lane '{lane}'")
         return False
     return ok_all

@@ -2,7 +2,8 @@
 
 triage:   each crash input is replayed REPLAYS times on its target; a crash is flaky unless every replay
           crashes with the same signature (crash type + top-3 frames). Crashes are deduplicated by that
-          signature and matched against the signatures repro/*/bug.json expect ("known: <bug-id>").
+          signature and matched against the signatures repro/*/bug.json expect ("known: <bug-id>", or
+          "upstream-open: <bug-id>" when that bug's status says upstream has not fixed it).
 promote:  a crash that reproduces is minimized with libFuzzer (-minimize_crash=1), kept only if the
           minimized input still gives the same signature, and written to repro/<id>/ with its bug.json.
 report:   triage results as JSON, SARIF 2.1.0 (GitHub code scanning) or Markdown.
@@ -41,12 +42,20 @@ class Result:
     flaky: bool = False
     known: Optional[str] = None        # bug id whose bug.json expects this signature
     duplicate_of: Optional[str] = None # input of the first result with the same signature
+    known_status: Optional[str] = None # that bug's status: "fixed" or "upstream-open"
 
     @property
     def status(self) -> str:
         if self.signature is None:
             return "no-crash"
-        return "known" if self.known else "new"
+        if not self.known:
+            return "new"
+        return "upstream-open" if self.known_status == "upstream-open" else "known"
+
+    @property
+    def label(self) -> str:
+        """"known: <id>", "upstream-open: <id>", "new" or "no-crash"."""
+        return f"{self.status}: {self.known}" if self.known and self.signature else self.status
 
     def to_json(self) -> dict:
         d = dict(self.__dict__)
@@ -68,7 +77,9 @@ def run_once(binary: Path, data_file: Path, reintroduce: Optional[str], extra=()
     return proc.returncode, proc.stdout.decode("utf-8", "replace")
 
 
-def known_signatures(root: Path, target: str) -> list[tuple[str, dict]]:
+def known_signatures(root: Path, target: str) -> list[tuple[str, dict, str]]:
+    """(bug id, expected signature, bug status) of every repro/*/bug.json of `target`, from its fuzz and asan
+    expectations. An upstream_variant's expectations are left out: they hold only on its patched build."""
     out = []
     for d in sorted((root / "repro").iterdir()) if (root / "repro").is_dir() else []:
         if not d.is_dir():
@@ -82,7 +93,7 @@ def known_signatures(root: Path, target: str) -> list[tuple[str, dict]]:
         for rep in bug.reproducers:
             for lane in ("fuzz", "asan"):
                 if lane in rep.expect:
-                    out.append((bug.id, rep.expect[lane]))
+                    out.append((bug.id, rep.expect[lane], bug.status))
     return out
 
 
@@ -117,11 +128,16 @@ def triage_one(root: Path, binary: Path, crash_file: Path, target: str, reintrod
     r.signature = first.signature
     r.crash = first.to_json()
     r.flaky = any(s != first.signature for s in r.replays)
-    for bug_id, expect in known_signatures(root, target):
-        if crashmod.matches(first, expect)[0]:
-            r.known = bug_id
-            break
+    r.known, r.known_status = match_known(first, known_signatures(root, target))
     return r
+
+
+def match_known(c: Optional[crashmod.Crash], known: list) -> tuple[Optional[str], Optional[str]]:
+    """(bug id, status) of the first of known_signatures() that `c` matches, or (None, None)."""
+    for bug_id, expect, status in known:
+        if crashmod.matches(c, expect)[0]:
+            return bug_id, status
+    return None, None
 
 
 def dedup(results: list[Result]) -> None:
@@ -215,10 +231,12 @@ def sarif(results: list[Result], root: Path) -> dict:
         text = f"{c['type']} in {c['state'][0] if c['state'] else '?'}"
         if c.get("message"):
             text += f": {c['message']}"
-        text += f" (target {r.target}, input {Path(r.input).name}" + (f", known bug {r.known}" if r.known else ", new") + ")"
+        known = {"known": f", known bug {r.known}", "upstream-open": f", upstream-open bug {r.known}"}
+        text += f" (target {r.target}, input {Path(r.input).name}" + known.get(r.status, ", new") + ")"
         res = {"ruleId": _rule_id(c["type"]), "level": "error", "message": {"text": text},
                "partialFingerprints": {"crashState": r.signature},
-               "properties": {"target": r.target, "input": r.input, "flaky": r.flaky, "known": r.known}}
+               "properties": {"target": r.target, "input": r.input, "flaky": r.flaky, "known": r.known,
+                              "status": r.status}}
         if location:
             res["locations"] = [location]
         out_results.append(res)
@@ -235,10 +253,11 @@ def markdown(results: list[Result]) -> str:
     lines = ["# lifeline triage", "", "| input | target | status | crash | flaky | duplicate of |",
              "|---|---|---|---|---|---|"]
     for r in results:
-        status = r.status + (f": {r.known}" if r.known else "")
-        lines.append(f"| `{Path(r.input).name}` | {r.target} | {status} | {r.signature or ''} | "
+        lines.append(f"| `{Path(r.input).name}` | {r.target} | {r.label} | {r.signature or ''} | "
                      f"{'yes' if r.flaky else 'no'} | {Path(r.duplicate_of).name if r.duplicate_of else ''} |")
     distinct = sorted({r.signature for r in results if r.signature})
+    upstream_open = sum(1 for r in results if r.status == "upstream-open" and not r.duplicate_of)
     lines += ["", f"{len(results)} input(s), {len(distinct)} distinct crash(es), "
-                  f"{sum(1 for r in results if r.status == 'new' and not r.duplicate_of)} new."]
+                  f"{sum(1 for r in results if r.status == 'new' and not r.duplicate_of)} new"
+                  + (f", {upstream_open} upstream-open." if upstream_open else ".")]
     return "\n".join(lines) + "\n"

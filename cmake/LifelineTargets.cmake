@@ -30,17 +30,12 @@ function(lifeline_add_gtest name)
                        TEST_PREFIX "unit." PROPERTIES LABELS "unit;${ARG_LABELS}")
 endfunction()
 
-# A fuzz target: targets/<name>.cc linked with libFuzzer (fuzz lane), the replay driver (other lanes) or
-# ${LIFELINE_FUZZING_ENGINE} (external engine; built only, nothing registered).
-# Registers corpus.<name> (replays corpus/<name>/ in every lane) and, in the fuzz lane, fuzz-smoke.<name>
-# (a bounded run with a fixed seed from the seed corpus into a scratch corpus).
-function(lifeline_add_fuzz_target name)
-  cmake_parse_arguments(ARG "" "SMOKE_RUNS" "LIBS;LABELS" ${ARGN})
-  if(NOT ARG_SMOKE_RUNS)
-    set(ARG_SMOKE_RUNS 20000)
-  endif()
-  lifeline_add_executable(${name} SOURCES ${PROJECT_SOURCE_DIR}/targets/${name}.cc LIBS ${ARG_LIBS})
-  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/targets)
+# Executable `name` from targets/<source>.cc in `dir`, linked with the lane's engine: libFuzzer (fuzz lane),
+# ${LIFELINE_FUZZING_ENGINE} (external engine) or the replay driver (other lanes). Registers nothing.
+function(lifeline_add_fuzz_executable name source dir)
+  cmake_parse_arguments(ARG "" "" "LIBS" ${ARGN})
+  lifeline_add_executable(${name} SOURCES ${PROJECT_SOURCE_DIR}/targets/${source}.cc LIBS ${ARG_LIBS})
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${dir} OUTPUT_NAME ${source})
   if(LIFELINE_ENGINE STREQUAL "libfuzzer")
     target_link_options(${name} PRIVATE -fsanitize=fuzzer)
     target_compile_definitions(${name} PRIVATE LIFELINE_LIBFUZZER=1)  # libFuzzer flags are valid in argv
@@ -54,6 +49,20 @@ function(lifeline_add_fuzz_target name)
   else()
     target_sources(${name} PRIVATE $<TARGET_OBJECTS:lifeline_replay_main>)
   endif()
+endfunction()
+
+# A fuzz target: targets/<name>.cc linked with libFuzzer (fuzz lane), the replay driver (other lanes) or
+# ${LIFELINE_FUZZING_ENGINE} (external engine; built only, nothing registered).
+# Registers corpus.<name> (replays corpus/<name>/ in every lane) and, in the fuzz lane, fuzz-smoke.<name>
+# (a bounded run with a fixed seed from the seed corpus into a scratch corpus). UPSTREAM: the target fuzzes
+# upstream code, and its smoke run may stop on a known upstream-open finding (cmake/run_fuzz_smoke.cmake).
+function(lifeline_add_fuzz_target name)
+  cmake_parse_arguments(ARG "UPSTREAM" "SMOKE_RUNS" "LIBS;LABELS" ${ARGN})
+  if(NOT ARG_SMOKE_RUNS)
+    set(ARG_SMOKE_RUNS 20000)
+  endif()
+  lifeline_add_fuzz_executable(${name} ${name} ${CMAKE_BINARY_DIR}/targets LIBS ${ARG_LIBS})
+  set_property(GLOBAL PROPERTY LIFELINE_TARGET_LIBS_${name} "${ARG_LIBS}")
   set_property(GLOBAL PROPERTY LIFELINE_TARGET_LABELS_${name} "${ARG_LABELS}")
   set_property(GLOBAL APPEND PROPERTY LIFELINE_FUZZ_TARGETS ${name})
   if(LIFELINE_ENGINE STREQUAL "external")
@@ -70,6 +79,7 @@ function(lifeline_add_fuzz_target name)
              COMMAND ${CMAKE_COMMAND} -DBINARY=$<TARGET_FILE:${name}> -DSEEDS=${corpus}
                      -DWORK=${CMAKE_BINARY_DIR}/fuzz-smoke/${name} -DRUNS=${ARG_SMOKE_RUNS}
                      -DDICT=${PROJECT_SOURCE_DIR}/corpus/${name}.dict
+                     -DALLOW_UPSTREAM_OPEN=$<BOOL:${ARG_UPSTREAM}> "-DCLI=${LIFELINE_CLI}" -DTARGET=${name}
                      -P ${PROJECT_SOURCE_DIR}/cmake/run_fuzz_smoke.cmake)
     set_tests_properties(fuzz-smoke.${name} PROPERTIES LABELS "fuzz-smoke;${ARG_LABELS}" TIMEOUT 300)
   else()
@@ -83,9 +93,59 @@ endfunction()
 #   repro.<id>.<lane>.fixed          every input runs clean on the fixed code
 #   repro.<id>.<lane>.reintroduced   with LIFELINE_REINTRODUCE=<id>, every input listed for the lane fails
 #                                    with its expected crash type and frame
-# plus, in every lane, repro.<id>.bug-json, which validates the file. A missing or corrupt bug.json
+# A finding in upstream code that upstream has not fixed ("status": "upstream-open") has no fixed code and no
+# switch; instead:
+#   repro.<id>.<lane>.pinned         every input still fails with its signature on the pinned upstream
+# A documented bug forward-ported into upstream ("upstream_variant": target, patch, reproducers) adds:
+#   repro.<id>.upstream.<lane>.fixed         the inputs run clean on the target built against upstream
+#   repro.<id>.upstream.<lane>.reintroduced  ... and fail with their signature on the build with the patch
+# Upstream tests of a lane that wants upstream ggml but has no source are registered as skipped, with the
+# reason. Every lane also gets repro.<id>.bug-json, which validates the file. A missing or corrupt bug.json
 # registers only that test, which fails naming the file and the problem; configuration goes on.
 # New folders are picked up without a CMake edit (the glob is re-checked at build time).
+
+# The lanes named in the `expect` objects of `content`'s reproducers at JSON path ARGN.
+function(_lifeline_expect_lanes out_var content)
+  set(lanes "")
+  string(JSON n ERROR_VARIABLE err LENGTH "${content}" ${ARGN} reproducers)
+  if(err OR NOT n GREATER 0)
+    set(${out_var} "" PARENT_SCOPE)
+    return()
+  endif()
+  math(EXPR last "${n} - 1")
+  foreach(i RANGE ${last})
+    string(JSON m ERROR_VARIABLE err LENGTH "${content}" ${ARGN} reproducers ${i} expect)
+    if(err OR m EQUAL 0)
+      continue()
+    endif()
+    math(EXPR mlast "${m} - 1")
+    foreach(j RANGE ${mlast})
+      string(JSON lane MEMBER "${content}" ${ARGN} reproducers ${i} expect ${j})
+      list(APPEND lanes ${lane})
+    endforeach()
+  endforeach()
+  set(${out_var} "${lanes}" PARENT_SCOPE)
+endfunction()
+
+# repro-check tests `names` (one per mode in `modes`), or, when `target` needs upstream ggml that this lane
+# lacks, the same names as skipped tests.
+function(_lifeline_repro_tests id dir target binary labels prefix modes extra)
+  get_property(target_labels GLOBAL PROPERTY LIFELINE_TARGET_LABELS_${target})
+  set(all_labels repro ${labels} ${target_labels})
+  foreach(mode IN LISTS modes)
+    set(test repro.${id}.${prefix}${LIFELINE_LANE}.${mode})
+    if(NOT TARGET ${target} AND LIFELINE_GGML_SKIP_REASON AND target MATCHES "^ggml_")
+      lifeline_add_upstream_skip(${test})
+      continue()
+    endif()
+    string(REPLACE "@MODE@" "${mode}" bin "${binary}")
+    add_test(NAME ${test}
+             COMMAND ${LIFELINE_CLI} repro-check --repro-dir ${dir} --lane ${LIFELINE_LANE} --mode ${mode}
+                     ${extra} --binary ${bin} -- ${LIFELINE_TEST_LAUNCHER})
+    set_tests_properties(${test} PROPERTIES LABELS "${all_labels}" TIMEOUT 600)
+  endforeach()
+endfunction()
+
 function(lifeline_register_reproducers)
   file(GLOB entries LIST_DIRECTORIES true CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/repro/*)
   foreach(dir IN LISTS entries)
@@ -102,39 +162,43 @@ function(lifeline_register_reproducers)
     set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${json})
     file(READ ${json} content)
     string(JSON target ERROR_VARIABLE err GET "${content}" target)
-    string(JSON n ERROR_VARIABLE err2 LENGTH "${content}" reproducers)
-    if(err OR err2 OR NOT n GREATER 0)
+    if(err)
       continue()  # repro.<id>.bug-json says what is wrong
     endif()
-    set(lanes "")
-    math(EXPR last "${n} - 1")
-    foreach(i RANGE ${last})
-      string(JSON m ERROR_VARIABLE err LENGTH "${content}" reproducers ${i} expect)
-      if(err OR m EQUAL 0)
-        continue()
+    string(JSON status ERROR_VARIABLE err GET "${content}" status)
+    if(err)
+      set(status fixed)
+    endif()
+    _lifeline_expect_lanes(lanes "${content}")
+    if(LIFELINE_LANE IN_LIST lanes)
+      set(binary "${CMAKE_BINARY_DIR}/targets/${target}")  # repro-check reports an unknown target
+      if(TARGET ${target})
+        set(binary $<TARGET_FILE:${target}>)
       endif()
-      math(EXPR mlast "${m} - 1")
-      foreach(j RANGE ${mlast})
-        string(JSON lane MEMBER "${content}" reproducers ${i} expect ${j})
-        list(APPEND lanes ${lane})
-      endforeach()
-    endforeach()
-    if(NOT LIFELINE_LANE IN_LIST lanes)
+      if(status STREQUAL "upstream-open")
+        _lifeline_repro_tests(${id} ${dir} ${target} "${binary}" "upstream-open" "" "pinned" "")
+      else()
+        _lifeline_repro_tests(${id} ${dir} ${target} "${binary}" "" "" "fixed;reintroduced" "")
+      endif()
+    endif()
+
+    # The upstream variant: built here when this lane has upstream ggml.
+    string(JSON vtarget ERROR_VARIABLE err GET "${content}" upstream_variant target)
+    if(err)
       continue()
     endif()
-    if(TARGET ${target})
-      set(binary $<TARGET_FILE:${target}>)
-      get_property(target_labels GLOBAL PROPERTY LIFELINE_TARGET_LABELS_${target})
-      set(labels "repro;${target_labels}")
-    else()
-      set(binary "${CMAKE_BINARY_DIR}/targets/${target}")  # repro-check reports the unknown target
-      set(labels "repro")
+    string(JSON vpatch ERROR_VARIABLE err GET "${content}" upstream_variant patch)
+    _lifeline_expect_lanes(vlanes "${content}" upstream_variant)
+    if(err OR NOT LIFELINE_LANE IN_LIST vlanes OR NOT EXISTS ${dir}/${vpatch})
+      continue()  # repro.<id>.bug-json names a missing patch
     endif()
-    foreach(mode fixed reintroduced)
-      add_test(NAME repro.${id}.${LIFELINE_LANE}.${mode}
-               COMMAND ${LIFELINE_CLI} repro-check --repro-dir ${dir} --lane ${LIFELINE_LANE}
-                       --mode ${mode} --binary ${binary} -- ${LIFELINE_TEST_LAUNCHER})
-      set_tests_properties(repro.${id}.${LIFELINE_LANE}.${mode} PROPERTIES LABELS "${labels}" TIMEOUT 600)
-    endforeach()
+    if(TARGET ${vtarget})
+      lifeline_add_upstream_variant(variant ${id} ${vtarget} ${dir}/${vpatch})
+      set(vbinary "$<IF:$<STREQUAL:@MODE@,fixed>,$<TARGET_FILE:${vtarget}>,$<TARGET_FILE:${variant}>>")
+    else()
+      set(vbinary "${CMAKE_BINARY_DIR}/targets/${vtarget}")
+    endif()
+    _lifeline_repro_tests(${id} ${dir} ${vtarget} "${vbinary}" "upstream" "upstream." "fixed;reintroduced"
+                          "--variant;upstream")
   endforeach()
 endfunction()

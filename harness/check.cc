@@ -66,6 +66,10 @@ void PrintStackTrace(std::FILE* out) {
   }
 }
 
+void PrintCurrentTrace(std::FILE* out) {
+  if (g_current_trace != nullptr) g_current_trace->Print(out);
+}
+
 void CheckFailed(CheckKind kind, const char* file, int line, const char* condition,
                  const std::string& message) {
   const char* what = kind == CheckKind::kInvariant ? "LIFELINE_CHECK" : "LIFELINE_PRECONDITION";

@@ -45,6 +45,9 @@ enum class CheckKind { kInvariant, kPrecondition };
                               const std::string& message);
 // Prints the calling thread's stack in the sanitizer format ("#N 0xPC in function file:line").
 void PrintStackTrace(std::FILE* out);
+// The op trace of the innermost OpTraceScope on this thread, if any (as a failing check prints it); for
+// reports of code that cannot call LIFELINE_CHECK, such as upstream's own assertions.
+void PrintCurrentTrace(std::FILE* out);
 }  // namespace internal
 
 }  // namespace lifeline

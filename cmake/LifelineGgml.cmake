@@ -1,0 +1,133 @@
+# Upstream ggml, the code the `upstream` tests fuzz: ggml-alloc's gallocr driven by the same graph programs
+# as layers/alloc, through harness/programs/ggml_adapter.cc.
+#
+#   LIFELINE_GGML_SOURCE_DIR  a ggml source tree (the ggml/ folder of a llama.cpp or whisper.cpp checkout,
+#                             or ggml itself). Empty: the tree scripts/fetch-ggml.sh fetched into
+#                             build/upstream/ (ggml 0.25.1 from node-llama-cpp@3.22.1).
+#
+# Built CPU-only and static, in the lanes where its tools see into it (asan and fuzz: ASan+UBSan, with
+# libFuzzer coverage in the fuzz lane), with the lane's flags and asserts on: ggml's checks in ggml-alloc.c
+# are plain assert(), which NDEBUG would remove. Without a source tree nothing is built and the upstream
+# tests are registered as skipped with the reason (lifeline_add_upstream_skip), never as passed.
+#
+# Sets LIFELINE_GGML (ON when built) and LIFELINE_GGML_SKIP_REASON (why not, in a lane that wants it).
+
+set(LIFELINE_GGML_LANES asan fuzz)
+set(LIFELINE_GGML_SOURCE_DIR "" CACHE PATH
+    "ggml source tree to fuzz (default: build/upstream/llama.cpp/ggml from scripts/fetch-ggml.sh)")
+set(LIFELINE_GGML OFF)
+set(LIFELINE_GGML_SKIP_REASON "")
+set(LIFELINE_GGML_DIR "")
+
+if(LIFELINE_LANE IN_LIST LIFELINE_GGML_LANES AND NOT LIFELINE_ENGINE STREQUAL "external")
+  if(LIFELINE_GGML_SOURCE_DIR)
+    # Asked for by name: a wrong path is an error, not a skip.
+    if(NOT EXISTS "${LIFELINE_GGML_SOURCE_DIR}/src/ggml-alloc.c" OR
+       NOT EXISTS "${LIFELINE_GGML_SOURCE_DIR}/CMakeLists.txt")
+      message(FATAL_ERROR "LIFELINE_GGML_SOURCE_DIR='${LIFELINE_GGML_SOURCE_DIR}' is not a ggml source tree "
+                          "(no src/ggml-alloc.c or CMakeLists.txt there); give the ggml/ folder of a checkout")
+    endif()
+    set(LIFELINE_GGML_DIR "${LIFELINE_GGML_SOURCE_DIR}")
+  elseif(EXISTS "${PROJECT_SOURCE_DIR}/build/upstream/fetched.txt" AND
+         EXISTS "${PROJECT_SOURCE_DIR}/build/upstream/llama.cpp/ggml/src/ggml-alloc.c")
+    set(LIFELINE_GGML_DIR "${PROJECT_SOURCE_DIR}/build/upstream/llama.cpp/ggml")
+  else()
+    set(LIFELINE_GGML_SKIP_REASON
+        "upstream ggml is not fetched: run scripts/fetch-ggml.sh (./lifeline test does) or configure with -DLIFELINE_GGML_SOURCE_DIR=<ggml checkout>")
+  endif()
+endif()
+
+if(LIFELINE_GGML_DIR)
+  # ggml's options, as normal variables so its option() calls take them (policy CMP0077).
+  set(BUILD_SHARED_LIBS OFF)
+  set(GGML_CPU ON)
+  set(GGML_BACKEND_DL OFF)
+  set(GGML_NATIVE OFF)        # the same code on every machine; scalar and SSE paths, no -march=native
+  set(GGML_OPENMP OFF)        # ggml's own thread pool; the adapter computes on one thread anyway
+  set(GGML_LLAMAFILE OFF)
+  set(GGML_CCACHE OFF)
+  set(GGML_BUILD_TESTS OFF)
+  set(GGML_BUILD_EXAMPLES OFF)
+  # ggml sets CMAKE_BUILD_TYPE=Release in the cache when it is empty, which would bring -O3 -DNDEBUG into
+  # every lane target. A build type with no flags of its own, in this scope only: the lane's flags decide.
+  set(CMAKE_BUILD_TYPE lifeline)
+  add_subdirectory("${LIFELINE_GGML_DIR}" "${CMAKE_BINARY_DIR}/ggml" EXCLUDE_FROM_ALL SYSTEM)
+  unset(CMAKE_BUILD_TYPE)
+  # UBSan findings in ggml that are known upstream-open, suppressed by function in
+  # harness/suppressions/ubsan-upstream.supp so fuzzing gets past them. A suppression only works for a
+  # recoverable check, so exactly those checks recover, in ggml's objects only (after the lane's
+  # -fno-sanitize-recover=all, hence a second interface library linked after lifeline_lane).
+  set(LIFELINE_UBSAN_UPSTREAM_SUPP "${PROJECT_SOURCE_DIR}/harness/suppressions/ubsan-upstream.supp")
+  add_library(lifeline_ggml_recover INTERFACE)
+  if("undefined" IN_LIST LIFELINE_SANITIZE)
+    target_compile_options(lifeline_ggml_recover INTERFACE -fsanitize-recover=pointer-overflow)
+    string(APPEND LIFELINE_UBSAN_OPTIONS ":suppressions=${LIFELINE_UBSAN_UPSTREAM_SUPP}")
+  endif()
+  foreach(t ggml-base ggml-cpu ggml)
+    if(NOT TARGET ${t})
+      message(FATAL_ERROR "${LIFELINE_GGML_DIR}: its CMake defines no target '${t}'; "
+                          "lifeline builds ggml trees whose CMake has ggml-base, ggml-cpu and ggml")
+    endif()
+    # Sanitizers, libFuzzer coverage, -O1 -g and -UNDEBUG, as for the project's own code.
+    target_link_libraries(${t} PRIVATE lifeline_lane lifeline_ggml_recover)
+  endforeach()
+  file(STRINGS "${LIFELINE_GGML_DIR}/CMakeLists.txt" _ggml_version_lines REGEX "^set\\(GGML_VERSION_(MAJOR|MINOR|PATCH) ")
+  string(REGEX REPLACE "[^0-9;]" "" _ggml_version "${_ggml_version_lines}")
+  string(REPLACE ";" "." LIFELINE_GGML_VERSION "${_ggml_version}")
+  message(STATUS "lifeline: upstream ggml ${LIFELINE_GGML_VERSION} from ${LIFELINE_GGML_DIR}")
+  set(LIFELINE_GGML ON)
+elseif(LIFELINE_GGML_SKIP_REASON)
+  message(STATUS "lifeline: upstream tests skipped: ${LIFELINE_GGML_SKIP_REASON}")
+endif()
+
+# A test that reports itself skipped, with the reason, in place of an upstream test that cannot be built.
+function(lifeline_add_upstream_skip name)
+  add_test(NAME ${name} COMMAND ${CMAKE_COMMAND} -E env
+           ${Python3_EXECUTABLE} -c "import sys; print('SKIPPED: ' + sys.argv[1]); sys.exit(77)"
+           "${LIFELINE_GGML_SKIP_REASON}")
+  set_tests_properties(${name} PROPERTIES LABELS "upstream" SKIP_RETURN_CODE 77)
+endfunction()
+
+# The documented bug `id`, forward-ported into upstream: executable <target> in build/<lane>/upstream-variants/<id>/,
+# the fuzz target built against ggml with `patch` (a -p1 diff against the ggml tree) applied to a copy of the
+# files it touches, in the build tree. The patched files are compiled with ggml-base's own flags and linked
+# as objects of the executable, so the linker takes their definitions and never pulls the unpatched members
+# of libggml-base.a; everything else is the same ggml. Returns the executable's target name in `out_var`.
+function(lifeline_add_upstream_variant out_var id target patch)
+  set(dir ${CMAKE_BINARY_DIR}/upstream-variants/${id})
+  file(STRINGS ${patch} touched REGEX "^\\+\\+\\+ b/")
+  if(NOT touched)
+    message(FATAL_ERROR "${patch}: no '+++ b/<file>' line; expected a unified diff against the ggml tree (-p1)")
+  endif()
+  set(outputs "")
+  set(originals "")
+  foreach(line IN LISTS touched)
+    string(REGEX REPLACE "^\\+\\+\\+ b/([^\t ]+).*$" "\\1" rel "${line}")
+    if(NOT EXISTS ${LIFELINE_GGML_DIR}/${rel})
+      message(FATAL_ERROR "${patch}: patches ${rel}, which ${LIFELINE_GGML_DIR} does not have")
+    endif()
+    list(APPEND outputs ${dir}/${rel})
+    list(APPEND originals ${LIFELINE_GGML_DIR}/${rel})
+  endforeach()
+  set(copy_cmds "")
+  foreach(src out IN ZIP_LISTS originals outputs)
+    list(APPEND copy_cmds COMMAND ${CMAKE_COMMAND} -E copy ${src} ${out})
+  endforeach()
+  find_program(LIFELINE_PATCH_EXE patch REQUIRED)
+  add_custom_command(OUTPUT ${outputs}
+    ${copy_cmds}
+    COMMAND ${LIFELINE_PATCH_EXE} --quiet --forward -p1 -d ${dir} -i ${patch}
+    DEPENDS ${patch} ${originals}
+    COMMENT "upstream variant ${id}: patching ${LIFELINE_GGML_DIR} with ${patch}")
+  string(MAKE_C_IDENTIFIER "${target}_${id}" name)
+  add_library(${name}_patched OBJECT ${outputs})
+  target_include_directories(${name}_patched PRIVATE $<TARGET_PROPERTY:ggml-base,INCLUDE_DIRECTORIES>)
+  target_compile_definitions(${name}_patched PRIVATE $<TARGET_PROPERTY:ggml-base,COMPILE_DEFINITIONS>)
+  target_compile_options(${name}_patched PRIVATE $<TARGET_PROPERTY:ggml-base,COMPILE_OPTIONS>)
+  set_target_properties(${name}_patched PROPERTIES C_STANDARD 11 CXX_STANDARD 17)
+  target_link_libraries(${name}_patched PRIVATE lifeline_lane lifeline_ggml_recover)
+  get_property(libs GLOBAL PROPERTY LIFELINE_TARGET_LIBS_${target})
+  lifeline_add_fuzz_executable(${name} ${target} ${dir} LIBS ${libs})
+  target_sources(${name} PRIVATE $<TARGET_OBJECTS:${name}_patched>)
+  set(${out_var} ${name} PARENT_SCOPE)
+endfunction()

@@ -3,6 +3,8 @@
 
   bench/tte.py [BUG_ID...] [--trials 10] [--budget 60] [--step-mutator]   every bug in repro/ by default
   bench/tte.py BUG_ID --fixed --trials 1 --budget 600     the same job on the fixed code: expect no crash
+  bench/tte.py BUG_ID --upstream                          the bug's upstream variant (repro upstream_variant)
+  bench/tte.py UPSTREAM_OPEN_ID                           an upstream-open finding, on the pinned upstream
 
 Each trial runs the bug's fuzz target (fuzz lane, libFuzzer + ASan) with LIFELINE_REINTRODUCE=BUG_ID and
 its own -seed, from a fresh scratch corpus plus the read-only seeds in corpus/<target>/, bounded by the
@@ -15,6 +17,12 @@ the area under the Kaplan-Meier survival curve up to the budget — the expected
 unfound trials counted at the budget), a Kaplan-Meier plot (bench/results/tte-<bug>.png) and
 bench/results/tte-<bug>-<mode>.json; for several bugs also bench/results/tte.md and tte-survival.png
 (all curves). A benchmark, not a test: nothing here passes or fails.
+
+Upstream code (--upstream: the bug forward-ported into upstream by a patch, fuzzed with the patched build of
+the upstream variant; or a bug whose status is upstream-open, fuzzed on the pinned upstream; neither has a
+switch) holds other findings that would end a trial at once, so those trials run libFuzzer in fork mode with
+crashes ignored, and the time to exposure is when the first artifact whose replay matches the bug's signature
+was written. The default list leaves upstream-open bugs out.
 """
 import argparse
 import json
@@ -88,13 +96,16 @@ def main() -> int:
     ap.add_argument("--budget", type=int, default=60, help="seconds per trial")
     ap.add_argument("--fixed", action="store_true", help="run on the fixed code (no LIFELINE_REINTRODUCE)")
     ap.add_argument("--build", default=str(ROOT / "build" / "fuzz"))
+    ap.add_argument("--upstream", action="store_true",
+                    help="fuzz the bug's upstream variant (the target built against the patched upstream)")
     ap.add_argument("--step-mutator", action="store_true",
                     help="turn on a target's op-level LLVMFuzzerCustomMutator (LIFELINE_STEP_MUTATOR=1)")
     args = ap.parse_args()
     if args.trials < 1 or args.budget < 1:
         print("tte: --trials and --budget must be positive", file=sys.stderr)
         return 2
-    bugs = args.bugs or sorted(d.name for d in (ROOT / "repro").iterdir() if (d / "bug.json").is_file())
+    bugs = args.bugs or sorted(d.name for d in (ROOT / "repro").iterdir() if (d / "bug.json").is_file()
+                               and _status(d) != "upstream-open")
     summaries = []
     for bug_id in bugs:
         if not (ROOT / "repro" / bug_id).is_dir():
@@ -125,21 +136,53 @@ def main() -> int:
     return 0
 
 
+def _status(d: Path) -> str:
+    try:
+        return repro.load(d).status
+    except repro.BugJsonError:
+        return "fixed"  # run_bug reports the problem
+
+
+def _first_match(binary: Path, work: Path, t0_wall: float, expected: list, env: dict):
+    """Scan mode: the artifacts a fork-mode job wrote, oldest first; (seconds, signature, others) of the first
+    whose replay matches, or (None, None, others)."""
+    others = 0
+    for a in sorted(work.glob("crash-*"), key=lambda p: p.stat().st_mtime):
+        try:
+            proc = subprocess.run([str(binary), str(a)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  timeout=60)
+            found = crashmod.parse(proc.stdout.decode("utf-8", "replace"))
+        except subprocess.TimeoutExpired:
+            found = None
+        if found is not None and any(crashmod.matches(found, e)[0] for e in expected):
+            return max(0.0, a.stat().st_mtime - t0_wall), found.signature, others
+        others += 1
+    return None, None, others
+
+
 def run_bug(args, bug_id: str):
     try:
         bug = repro.load(ROOT / "repro" / bug_id)
     except repro.BugJsonError as e:
         print(f"tte: {e}", file=sys.stderr)
         return None
+    scan = args.upstream or bug.status == "upstream-open"
+    target, reproducers = bug.target, bug.reproducers
     binary = Path(args.build) / "targets" / bug.target
+    if args.upstream:
+        if bug.variant is None:
+            print(f"tte: {bug.id} has no upstream_variant in its bug.json", file=sys.stderr)
+            return None
+        target, reproducers = bug.variant.target, bug.variant.reproducers
+        binary = Path(args.build) / "upstream-variants" / bug.id / target
     if not binary.is_file():
         print(f"tte: {binary} is not built; run `cmake --preset fuzz && cmake --build --preset fuzz`", file=sys.stderr)
         return None
-    expected = [r.expect[l] for r in bug.reproducers for l in ("fuzz", "asan") if l in r.expect]
-    seeds = ROOT / "corpus" / bug.target
+    expected = [r.expect[l] for r in reproducers for l in ("fuzz", "asan") if l in r.expect]
+    seeds = ROOT / "corpus" / target
     env = dict(os.environ)
     env.pop("LIFELINE_REINTRODUCE", None)
-    if not args.fixed:
+    if not args.fixed and not scan:
         env["LIFELINE_REINTRODUCE"] = bug.id
     if args.step_mutator:
         env["LIFELINE_STEP_MUTATOR"] = "1"
@@ -152,18 +195,30 @@ def run_bug(args, bug_id: str):
         (work / "corpus").mkdir()
         cmd = [str(binary), f"-seed={seed}", f"-max_total_time={args.budget}", "-print_final_stats=1",
                f"-artifact_prefix={work}/", str(work / "corpus"), str(seeds)]
-        dict_file = ROOT / "corpus" / f"{bug.target}.dict"
+        if scan:
+            cmd[1:1] = ["-fork=1", "-ignore_crashes=1", "-ignore_timeouts=1", "-ignore_ooms=1"]
+        dict_file = ROOT / "corpus" / f"{target}.dict"
         if dict_file.is_file():
             cmd.insert(1, f"-dict={dict_file}")
-        t0 = time.monotonic()
+        t0, t0_wall = time.monotonic(), time.time()
         proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=args.budget + 120)
         elapsed = time.monotonic() - t0
         out = proc.stdout.decode("utf-8", "replace")
-        found = crashmod.parse(out)
         execs = 0
         for line in out.splitlines():
             if line.startswith("stat::number_of_executed_units:"):
                 execs = int(line.split()[-1])
+        if scan:
+            at, signature, others = _first_match(binary, work, t0_wall, expected, env)
+            result = "found" if at is not None else "censored"
+            elapsed = at if at is not None else float(args.budget)
+            rows.append({"trial": trial, "seed": seed, "result": result, "seconds": round(elapsed, 2), "execs": execs,
+                         "signature": signature, "ignored_crashes": others})
+            print(f"{trial:>5} {seed:>5} {result:<10} {elapsed:>8.1f} {execs:>9}  {signature or ''}"
+                  f"  ({others} other crash(es) ignored before)", flush=True)
+            shutil.rmtree(work, ignore_errors=True)
+            continue
+        found = crashmod.parse(out)
         if found is None:
             result = "censored" if proc.returncode == 0 else "no-report"
         else:
@@ -185,7 +240,8 @@ def run_bug(args, bug_id: str):
     times = [r["seconds"] for r in rows if r["result"] == "found"]
     km = kaplan_meier(rows, args.budget)
     summary = {
-        "bug": bug.id, "target": bug.target, "fixed_code": args.fixed, "trials": args.trials,
+        "bug": bug.id, "target": target, "fixed_code": args.fixed, "upstream_variant": args.upstream,
+        "trials": args.trials,
         "step_mutator": args.step_mutator,
         "budget_s": args.budget, "found": len(times),
         "median_s": round(statistics.median(times), 2) if times else None,
@@ -194,7 +250,9 @@ def run_bug(args, bug_id: str):
         "km": km,
         "rows": rows,
     }
-    mode = ("fixed" if args.fixed else "reintroduced") + ("-step-mutator" if args.step_mutator else "")
+    mode = ("fixed" if args.fixed else "upstream-variant" if args.upstream else
+            "pinned-upstream" if bug.status == "upstream-open" else "reintroduced") + \
+        ("-step-mutator" if args.step_mutator else "")
     print(f"\n{bug.id} ({mode}): found {len(times)}/{args.trials}"
           + (f", median {summary['median_s']} s" if times else "")
           + f", RMST {summary['rmst_s']} s, other crashes {summary['other_crashes']}, budget {args.budget} s per trial")

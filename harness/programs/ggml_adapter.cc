@@ -158,7 +158,6 @@ struct Instance {
   ggml_context* ctx = nullptr;
   ggml_cgraph* graph = nullptr;
   std::vector<ggml_tensor*> t;  // per program tensor; null when not reachable from the outputs
-  int version = -1;
   ~Instance() {
     if (ctx != nullptr) ggml_free(ctx);
   }
@@ -318,7 +317,6 @@ class GgmlAdapter final : public AllocatorAdapter {
     inst->ctx = ggml_init(params);
     LIFELINE_CHECK(inst->ctx != nullptr, "ggml_init failed");
     inst->t.assign(book_.size(g), nullptr);
-    inst->version = book_.version(g);
     inst->graph = ggml_new_graph_custom(inst->ctx, kGraphSize, false);
     for (Tensor* out : book_.Outputs(g)) ggml_build_forward_expand(inst->graph, Make(*inst, g, book_.IndexOf(g, out)));
     instances_.push_back(std::move(inst));

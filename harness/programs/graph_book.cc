@@ -61,7 +61,6 @@ Status GraphBook::AddTensor(int g, const TensorSpec& spec) {
   gr.spec.push_back(spec);
   gr.spec.back().preallocated = false;  // until SetPreallocated gives it memory
   gr.external.emplace_back();
-  gr.version += 1;
   if (spec.preallocated) return SetPreallocated(g, static_cast<int>(gr.t.size()) - 1, true);
   return Status::Ok();
 }
@@ -70,7 +69,6 @@ Status GraphBook::SetOutput(int g, int t) {
   Graph& gr = Get(g);
   gr.t[t]->output = true;
   gr.spec[t].output = true;
-  gr.version += 1;
   return Status::Ok();
 }
 
@@ -85,7 +83,6 @@ Status GraphBook::Rewire(int g, int node, int slot, int new_src) {
     return built.status();
   }
   gr.spec[node].src[slot] = new_src;
-  gr.version += 1;
   return Status::Ok();
 }
 
@@ -96,7 +93,6 @@ Status GraphBook::SetPreallocated(int g, int t, bool on) {
   if (Status s = ctx_.SetExternalData(tensor, block.get()); !s.ok()) return s;
   gr.external[t] = std::move(block);  // the old block goes only now that nothing points at it
   gr.spec[t].preallocated = on;
-  gr.version += 1;
   if (on) FillLeaf(tensor, g, t);
   return Status::Ok();
 }

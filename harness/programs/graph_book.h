@@ -40,8 +40,6 @@ class GraphBook {
   // The graph's outputs in tensor order (the order graphs are built from).
   std::vector<alloc::Tensor*> Outputs(int g) const;
   int IndexOf(int g, const alloc::Tensor* t) const;
-  // Bumped by every edit of graph g: an adapter that caches something built from g compares it.
-  int version(int g) const { return g < static_cast<int>(graphs_.size()) ? graphs_[g].version : 0; }
   void Clear() { graphs_.clear(); }
 
  private:
@@ -49,7 +47,6 @@ class GraphBook {
     std::vector<alloc::Tensor*> t;
     std::vector<TensorSpec> spec;
     std::vector<std::unique_ptr<uint8_t[]>> external;  // pre-allocated leaf memory, per tensor
-    int version = 0;
   };
   Graph& Get(int g);
 

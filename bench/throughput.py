@@ -1,15 +1,20 @@
 #!/usr/bin/python3
 """Throughput of the fuzz targets: exec/s against the ceiling, and what each sanitizer costs.
 
-  bench/throughput.py [TARGET...] [--seconds 10] [--rounds 2] [--max-len 256] [--sanitizers]
+  bench/throughput.py [TARGET...] [--seconds 10] [--rounds 2] [--max-len 256] [--sanitizers] [--name NAME]
+  bench/throughput.py TARGET... --replay DIR [--rounds 3] --name NAME   replay rate over the same inputs
 
 Ceiling: each target and the empty target (bench/empty_target.cc, same lane, same -max_len and -seed) run in
 turns (target, empty, target, empty, ...) so machine noise hits both alike; the ratio is target/empty.
 --sanitizers also builds every target through .clusterfuzzlite/build.sh with libFuzzer and no sanitizer,
 ASan, ASan+UBSan (the fuzz lane's set), LSan and TSan (build/bench/<variant>/), and runs each sanitizer
 build in turns with the no-sanitizer build: the overhead is exec/s(none) / exec/s(sanitizer).
-Prints progress and tables; writes bench/results/throughput.json, throughput.md and, per target,
-throughput-<target>.json. A benchmark, not a test.
+A fuzzing run that crashes ends there (libFuzzer still prints its rate); such runs are counted in the table,
+since a target that keeps finding known upstream bugs (ggml_graph_topology) is measured over short runs.
+--replay DIR: instead, every input of DIR runs once (-runs=0) on each target in turns, and exec/s is inputs per
+second of wall time (start-up included): the same inputs on every target, no mutation, no crash.
+Prints progress and tables; writes bench/results/<NAME>.json, <NAME>.md (NAME: throughput by default) and,
+per target, <NAME>-<target>.json (not with --replay). A benchmark, not a test.
 """
 import argparse
 import json
@@ -19,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,6 +38,22 @@ VARIANTS = {  # name -> extra compile flags (all link -fsanitize=fuzzer plus the
 }
 
 
+CRASHED = {}  # binary -> runs that ended in a crash
+
+
+def replay(binary: Path, inputs: Path) -> float:
+    """Inputs per second: every file of `inputs` executed once."""
+    n = sum(1 for p in inputs.iterdir() if p.is_file())
+    t0 = time.monotonic()
+    proc = subprocess.run([str(binary), "-runs=0", str(inputs)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    elapsed = time.monotonic() - t0
+    if proc.returncode != 0:
+        print(f"throughput: {binary} did not replay {inputs} cleanly (exit {proc.returncode}):\n"
+              f"{proc.stdout.decode('utf-8', 'replace')[-1500:]}", file=sys.stderr)
+        return 0.0
+    return n / elapsed
+
+
 def run(binary: Path, seeds: Path, seconds: int, max_len: int) -> int:
     work = Path(tempfile.mkdtemp(prefix="throughput-"))
     try:
@@ -41,6 +63,8 @@ def run(binary: Path, seeds: Path, seconds: int, max_len: int) -> int:
         env.pop("LIFELINE_REINTRODUCE", None)
         out = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              timeout=seconds + 120).stdout.decode("utf-8", "replace")
+        if "ERROR: libFuzzer: deadly signal" in out or "==ERROR:" in out or "SUMMARY:" in out:
+            CRASHED[str(binary)] = CRASHED.get(str(binary), 0) + 1
         for line in out.splitlines():
             if line.startswith("stat::average_exec_per_sec:"):
                 return int(line.split()[-1])
@@ -56,7 +80,7 @@ def alternate(a: tuple, b: tuple, seeds: Path, args, label: str) -> tuple:
     got = {a[0]: [], b[0]: []}
     for r in range(args.rounds):
         for name, binary in (a, b):
-            eps = run(binary, seeds, args.seconds, args.max_len)
+            eps = replay(binary, seeds) if args.replay else run(binary, seeds, args.seconds, args.max_len)
             got[name].append(eps)
             print(f"  {label} round {r}: {name:<28} {eps:>9} exec/s", flush=True)
     return statistics.mean(got[a[0]]), statistics.mean(got[b[0]]), got
@@ -85,7 +109,11 @@ def main() -> int:
     ap.add_argument("--max-len", type=int, default=256)
     ap.add_argument("--build", default=str(ROOT / "build" / "fuzz"))
     ap.add_argument("--sanitizers", action="store_true", help="also measure each sanitizer's overhead")
+    ap.add_argument("--name", default="throughput", help="results file name in bench/results (default throughput)")
+    ap.add_argument("--replay", help="replay rate: every input of this directory once per run, targets in turns")
     args = ap.parse_args()
+    if args.replay:
+        return main_replay(args)
     if args.seconds < 1 or args.rounds < 1:
         print("throughput: --seconds and --rounds must be positive", file=sys.stderr)
         return 2
@@ -109,7 +137,7 @@ def main() -> int:
         te, ce, rows = alternate((t, build / "targets" / t), ("empty_target", empty), seeds, args, "ceiling")
         res = {"target": t, "exec_s": round(te), "ceiling_exec_s": round(ce), "ratio": round(te / ce, 4) if ce else 0,
                "seconds": args.seconds, "rounds": args.rounds, "max_len": args.max_len, "rows": rows,
-               "overhead": {}}
+               "runs_ended_by_crash": CRASHED.get(str(build / "targets" / t), 0), "overhead": {}}
         none = variants.get("none")
         for name, out in variants.items():
             if name == "none":
@@ -122,22 +150,58 @@ def main() -> int:
             res["overhead"][name] = {"none_exec_s": round(ne), "exec_s": round(ve),
                                      "slowdown": round(ne / ve, 2) if ve else None}
         results.append(res)
-        (ROOT / "bench" / "results" / f"throughput-{t}.json").write_text(json.dumps(res, indent=2) + "\n")
+        (ROOT / "bench" / "results" / f"{args.name}-{t}.json").write_text(json.dumps(res, indent=2) + "\n")
     out_dir = ROOT / "bench" / "results"
-    (out_dir / "throughput.json").write_text(json.dumps(results, indent=2) + "\n")
+    (out_dir / f"{args.name}.json").write_text(json.dumps(results, indent=2) + "\n")
     names = [n for n in VARIANTS if n != "none" and variants]
-    head = "| target | exec/s | empty target | ratio |" + "".join(f" {n} slowdown |" for n in names)
+    head = "| target | exec/s | empty target | ratio | runs ended by a crash |" + "".join(f" {n} slowdown |" for n in names)
     lines = [f"# Throughput ({args.rounds} alternating rounds of {args.seconds} s, -max_len={args.max_len})", "",
              "Command: `bench/throughput.py " + " ".join(sys.argv[1:]) + "`", "", head,
-             "|---|---|---|---|" + "---|" * len(names)]
+             "|---|---|---|---|---|" + "---|" * len(names)]
     for r in results:
         cells = "".join(f" {r['overhead'][n]['slowdown']}x |" if r["overhead"].get(n) and r["overhead"][n]["slowdown"]
                         else " n/a |" for n in names)
-        lines.append(f"| {r['target']} | {r['exec_s']} | {r['ceiling_exec_s']} | {r['ratio']:.2%} |{cells}")
+        lines.append(f"| {r['target']} | {r['exec_s']} | {r['ceiling_exec_s']} | {r['ratio']:.2%} | "
+                     f"{r['runs_ended_by_crash']}/{args.rounds} |{cells}")
     if names:
         lines += ["", "slowdown = exec/s without sanitizers / exec/s with the sanitizer, both libFuzzer builds of "
                       ".clusterfuzzlite/build.sh, measured in turns."]
-    (out_dir / "throughput.md").write_text("\n".join(lines) + "\n")
+    (out_dir / f"{args.name}.md").write_text("\n".join(lines) + "\n")
+    print("\n" + "\n".join(lines[4:]))
+    return 0
+
+
+def main_replay(args) -> int:
+    build, inputs = Path(args.build), Path(args.replay)
+    if not inputs.is_dir() or not any(p.is_file() for p in inputs.iterdir()):
+        print(f"throughput: --replay {inputs} is not a directory of inputs", file=sys.stderr)
+        return 2
+    if len(args.targets) < 1:
+        print("throughput: --replay needs the targets to compare", file=sys.stderr)
+        return 2
+    for t in args.targets:
+        if not (build / "targets" / t).is_file():
+            print(f"throughput: {build / 'targets' / t} is not built", file=sys.stderr)
+            return 2
+    n = sum(1 for p in inputs.iterdir() if p.is_file())
+    got = {t: [] for t in args.targets}
+    for r in range(args.rounds):
+        for t in args.targets:
+            eps = replay(build / "targets" / t, inputs)
+            got[t].append(eps)
+            print(f"  replay round {r}: {t:<28} {eps:>9.1f} inputs/s", flush=True)
+    results = [{"target": t, "replay_exec_s": round(statistics.mean(v), 1), "rows": v, "inputs": n,
+                "rounds": args.rounds, "corpus": str(inputs)} for t, v in got.items()]
+    base = results[0]["replay_exec_s"]
+    lines = [f"# Replay rate ({args.rounds} alternating rounds, {n} inputs of {inputs.name}, each once per run)", "",
+             "Command: `bench/throughput.py " + " ".join(sys.argv[1:]) + "`", "",
+             f"| target | inputs/s | vs {results[0]['target']} |", "|---|---|---|"]
+    for r in results:
+        lines.append(f"| {r['target']} | {r['replay_exec_s']} | {r['replay_exec_s'] / base:.2f}x |" if base else
+                     f"| {r['target']} | {r['replay_exec_s']} | n/a |")
+    out_dir = ROOT / "bench" / "results"
+    (out_dir / f"{args.name}.json").write_text(json.dumps(results, indent=2) + "\n")
+    (out_dir / f"{args.name}.md").write_text("\n".join(lines) + "\n")
     print("\n" + "\n".join(lines[4:]))
     return 0
 

@@ -5,6 +5,7 @@
   bench/tte.py BUG_ID --fixed --trials 1 --budget 600     the same job on the fixed code: expect no crash
   bench/tte.py BUG_ID --upstream                          the bug's upstream variant (repro upstream_variant)
   bench/tte.py UPSTREAM_OPEN_ID                           an upstream-open finding, on the pinned upstream
+  bench/tte.py BUG_ID --seeds DIR                         from other seeds than corpus/<target>/
 
 Each trial runs the bug's fuzz target (fuzz lane, libFuzzer + ASan) with LIFELINE_REINTRODUCE=BUG_ID and
 its own -seed, from a fresh scratch corpus plus the read-only seeds in corpus/<target>/, bounded by the
@@ -96,6 +97,7 @@ def main() -> int:
     ap.add_argument("--budget", type=int, default=60, help="seconds per trial")
     ap.add_argument("--fixed", action="store_true", help="run on the fixed code (no LIFELINE_REINTRODUCE)")
     ap.add_argument("--build", default=str(ROOT / "build" / "fuzz"))
+    ap.add_argument("--seeds", help="seed directory (default: corpus/<target>)")
     ap.add_argument("--upstream", action="store_true",
                     help="fuzz the bug's upstream variant (the target built against the patched upstream)")
     ap.add_argument("--step-mutator", action="store_true",
@@ -179,7 +181,7 @@ def run_bug(args, bug_id: str):
         print(f"tte: {binary} is not built; run `cmake --preset fuzz && cmake --build --preset fuzz`", file=sys.stderr)
         return None
     expected = [r.expect[l] for r in reproducers for l in ("fuzz", "asan") if l in r.expect]
-    seeds = ROOT / "corpus" / target
+    seeds = Path(args.seeds) if args.seeds else ROOT / "corpus" / target
     env = dict(os.environ)
     env.pop("LIFELINE_REINTRODUCE", None)
     if not args.fixed and not scan:
@@ -241,6 +243,7 @@ def run_bug(args, bug_id: str):
     km = kaplan_meier(rows, args.budget)
     summary = {
         "bug": bug.id, "target": target, "fixed_code": args.fixed, "upstream_variant": args.upstream,
+        "seeds": str(seeds),
         "trials": args.trials,
         "step_mutator": args.step_mutator,
         "budget_s": args.budget, "found": len(times),
@@ -260,7 +263,8 @@ def run_bug(args, bug_id: str):
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"tte-{bug.id}-{mode}.json").write_text(json.dumps(summary, indent=2) + "\n")
     if not args.fixed:
-        plot({bug.id: km}, args.budget, out_dir / f"tte-{bug.id}.png", f"{bug.id}: time to exposure")
+        png = f"tte-{bug.id}.png" if mode == "reintroduced" else f"tte-{bug.id}-{mode}.png"
+        plot({bug.id: km}, args.budget, out_dir / png, f"{bug.id} ({mode}): time to exposure")
     return summary
 
 

@@ -6,9 +6,11 @@
 #                             build/upstream/ (ggml 0.25.1 from node-llama-cpp@3.22.1).
 #
 # Built CPU-only and static, in the lanes where its tools see into it (asan and fuzz: ASan+UBSan, with
-# libFuzzer coverage in the fuzz lane), with the lane's flags and asserts on: ggml's checks in ggml-alloc.c
-# are plain assert(), which NDEBUG would remove. Without a source tree nothing is built and the upstream
-# tests are registered as skipped with the reason (lifeline_add_upstream_skip), never as passed.
+# libFuzzer coverage in the fuzz lane) and by the external engine (the OSS-Fuzz build contract: its CFLAGS
+# reach ggml like every other file), with the lane's flags and asserts on: ggml's checks in ggml-alloc.c
+# are plain assert(), which NDEBUG would remove. Without a source tree nothing is built: the upstream tests
+# are registered as skipped with the reason (lifeline_add_upstream_skip), never as passed, and the external
+# engine lists ggml_graph_topology among its skipped targets.
 #
 # Sets LIFELINE_GGML (ON when built) and LIFELINE_GGML_SKIP_REASON (why not, in a lane that wants it).
 
@@ -19,7 +21,7 @@ set(LIFELINE_GGML OFF)
 set(LIFELINE_GGML_SKIP_REASON "")
 set(LIFELINE_GGML_DIR "")
 
-if(LIFELINE_LANE IN_LIST LIFELINE_GGML_LANES AND NOT LIFELINE_ENGINE STREQUAL "external")
+if(LIFELINE_LANE IN_LIST LIFELINE_GGML_LANES OR LIFELINE_ENGINE STREQUAL "external")
   if(LIFELINE_GGML_SOURCE_DIR)
     # Asked for by name: a wrong path is an error, not a skip.
     if(NOT EXISTS "${LIFELINE_GGML_SOURCE_DIR}/src/ggml-alloc.c" OR
@@ -78,6 +80,7 @@ if(LIFELINE_GGML_DIR)
   set(LIFELINE_GGML ON)
 elseif(LIFELINE_GGML_SKIP_REASON)
   message(STATUS "lifeline: upstream tests skipped: ${LIFELINE_GGML_SKIP_REASON}")
+  list(APPEND LIFELINE_SKIPPED_TARGETS "ggml_graph_topology: ${LIFELINE_GGML_SKIP_REASON}")
 endif()
 
 # A test that reports itself skipped, with the reason, in place of an upstream test that cannot be built.

@@ -216,7 +216,9 @@ def crash(report):
 args = sys.argv[1:]
 prefix = next((a.split("=", 1)[1] for a in args if a.startswith("-artifact_prefix=")), None)
 if prefix is not None:
-    arts = json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake-artifacts.json")))
+    here = os.path.dirname(os.path.abspath(__file__))
+    json.dump(args, open(os.path.join(here, "fake-argv.json"), "w"))
+    arts = json.load(open(os.path.join(here, "fake-artifacts.json")))
     print("#2\tINITED cov: 3 ft: 3 corp: 1/1b exec/s: 0 rss: 30Mb", flush=True)
     for name, word in arts.items():
         with open(prefix + name, "w") as f:
@@ -526,6 +528,18 @@ class ScratchProject(unittest.TestCase):
         self.assertEqual((summary["crashes"], summary["upstream_open"]), (0, 1))
         self.assertNotIn("signature", summary)
         self.assertNotIn("  crash: ", text)
+
+    def test_fuzz_goes_on_past_upstream_open_bugs_in_fork_mode(self):
+        rc, text, _ = self.fuzz()  # fake_target has an upstream-open bug in repro/
+        self.assertEqual(rc, 0, text)
+        argv = json.loads((self.fake.parent / "fake-argv.json").read_text())
+        self.assertIn("-fork=1", argv)
+        self.assertIn("-ignore_crashes=1", argv)
+        out = self.tmp / "fuzz-out-switch"
+        rc, text = self.cli("fuzz", "fake_target", "--time", "1", "--no-build", "--out", out,
+                            "--reintroduce", "fake-fixed-bug")
+        argv = json.loads((self.fake.parent / "fake-argv.json").read_text())
+        self.assertFalse(any(a.startswith("-fork") for a in argv), argv)  # a switch: stop at the first crash
 
     def test_fuzz_without_findings(self):
         rc, text, summary = self.fuzz()

@@ -257,7 +257,11 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
         cmd.insert(1, f"-dict={dict_file}")
     if seeds.is_dir():
         cmd.append(str(seeds))
-    if jobs > 1:
+    # A target with upstream-open findings hits them within seconds; without a switch there is no fixed code to
+    # fall back on, so its job runs in fork mode too and goes on past them (each is counted apart below).
+    known_upstream = not reintroduce and any(
+        status == "upstream-open" for _, _, status in triagemod.known_signatures(ROOT, target))
+    if jobs > 1 or known_upstream:
         # Fork mode: `jobs` child processes share the corpus; a crash is kept and the job goes on.
         cmd[1:1] = [f"-fork={jobs}", "-ignore_crashes=1"]
     env = dict(os.environ)

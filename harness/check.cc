@@ -75,7 +75,7 @@ void CheckFailed(CheckKind kind, const char* file, int line, const char* conditi
   const char* what = kind == CheckKind::kInvariant ? "LIFELINE_CHECK" : "LIFELINE_PRECONDITION";
   std::fprintf(stderr, "\n==lifeline== %s failed at %s:%d\n  condition: %s\n  message: %s\n", what, file,
                line, condition, message.c_str());
-  if (g_current_trace != nullptr) g_current_trace->Print(stderr);
+  PrintCurrentTrace(stderr);
   std::fprintf(stderr, "  stack:\n");
   PrintStackTrace(stderr);
   std::fprintf(stderr, "==lifeline== end of report\n");

@@ -28,12 +28,17 @@
 // report carries a stack and the program's op trace. Both then abort, as upstream does.
 namespace lifeline::internal {
 
-void UpstreamAbort(const char* message) {
-  std::fprintf(stderr, "\n==lifeline== upstream abort: %s\n", message);
+// What follows upstream's own failure line: the op trace and the stack.
+void UpstreamContext() {
   PrintCurrentTrace(stderr);
   std::fprintf(stderr, "stack:\n");
   PrintStackTrace(stderr);
   std::fflush(stderr);
+}
+
+void UpstreamAbort(const char* message) {
+  std::fprintf(stderr, "\n==lifeline== upstream abort: %s\n", message);
+  UpstreamContext();
 }
 
 }  // namespace lifeline::internal
@@ -42,10 +47,7 @@ extern "C" [[noreturn]] void __assert_fail(const char* assertion, const char* fi
                                            const char* function) noexcept {
   // glibc's wording, so the line reads the same as an assert from any other build.
   std::fprintf(stderr, "\n%s:%u: %s: Assertion `%s' failed.\n", file, line, function, assertion);
-  lifeline::internal::PrintCurrentTrace(stderr);
-  std::fprintf(stderr, "stack:\n");
-  lifeline::internal::PrintStackTrace(stderr);
-  std::fflush(stderr);
+  lifeline::internal::UpstreamContext();
   std::abort();
 }
 
@@ -246,16 +248,11 @@ class GgmlAdapter final : public AllocatorAdapter {
       BufferType* type = TypeOf(b->buft);
       if (type->allocator == k && b->size > 0) extents.push_back({BlockOf(b)->base, b->size, type->alignment});
     }
-    Expect(oracles::CheckPlacedInsideBuffers(placed, owner, extents));
-    Expect(oracles::CheckViewsInsideSources(placed));
-    Expect(oracles::CheckNoLiveOverlap(placed, owner));
-    oracles::Canary canary(placed, owner);
-    oracles::Differential differential(placed, owner, outputs);
-    ggml_status st = ggml_backend_graph_compute(Cpu(), inst->graph);
-    LIFELINE_CHECK(st == GGML_STATUS_SUCCESS, "ggml_backend_graph_compute of g" + std::to_string(g) + " returned " +
-                                                  std::string(ggml_status_to_string(st)));
-    Expect(canary.Check());
-    Expect(differential.Check());
+    ComputeUnderOracles(placed, owner, extents, outputs, [&] {
+      ggml_status st = ggml_backend_graph_compute(Cpu(), inst->graph);
+      LIFELINE_CHECK(st == GGML_STATUS_SUCCESS, "ggml_backend_graph_compute of g" + std::to_string(g) + " returned " +
+                                                    std::string(ggml_status_to_string(st)));
+    });
     Expect(CompareWithFreshAllocator(g, *inst));
     for (int i = 0; i < book_.size(g); ++i) {
       if (inst->t[i] != nullptr) placed_[{g, i}] = inst->t[i];

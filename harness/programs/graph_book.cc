@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "harness/check.h"
 #include "layers/alloc/eval.h"
 
 namespace lifeline::graphs {
@@ -14,6 +15,19 @@ float LeafValue(int graph, int tensor, int64_t i) {
 
 void FillLeaf(Tensor* t, int graph, int index) {
   for (int64_t i = 0; i < t->nelements(); ++i) alloc::StoreElement(t->type, t->data, i, LeafValue(graph, index, i));
+}
+
+void ComputeUnderOracles(const alloc::Graph& graph, const void* owner, const std::vector<oracles::BufferExtent>& buffers,
+                         const std::vector<Tensor*>& outputs, const std::function<void()>& compute) {
+  auto expect = [](const std::string& violation) { LIFELINE_CHECK(violation.empty(), violation); };
+  expect(oracles::CheckPlacedInsideBuffers(graph, owner, buffers));
+  expect(oracles::CheckViewsInsideSources(graph));
+  expect(oracles::CheckNoLiveOverlap(graph, owner));
+  oracles::Canary canary(graph, owner);
+  oracles::Differential differential(graph, owner, outputs);
+  compute();
+  expect(canary.Check());
+  expect(differential.Check());
 }
 
 GraphBook::Graph& GraphBook::Get(int g) {

@@ -9,8 +9,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
+
+#include "harness/oracles/alloc_oracles.h"
 
 #include "harness/programs/graph_program.h"
 #include "harness/status.h"
@@ -22,6 +25,13 @@ namespace lifeline::graphs {
 float LeafValue(int graph, int tensor, int64_t i);
 // Writes LeafValue(graph, index, i) into every element of `t` (at t->data).
 void FillLeaf(alloc::Tensor* t, int graph, int index);
+
+// The oracles of one placement, shared by every adapter: no tensor outside `buffers`, views inside their
+// sources, no live overlap; then `compute` runs the graph on the placed memory, and external memory must be
+// unchanged and the outputs equal to the reference run on separate memory. Fails a LIFELINE_CHECK naming
+// the violation. `owner`: what the placed tensors' `owner` is (the allocator).
+void ComputeUnderOracles(const alloc::Graph& graph, const void* owner, const std::vector<oracles::BufferExtent>& buffers,
+                         const std::vector<alloc::Tensor*>& outputs, const std::function<void()>& compute);
 
 class GraphBook {
  public:

@@ -58,15 +58,10 @@ class LayerAdapter final : public AllocatorAdapter {
     for (size_t b = 0; b < a.buffer_count(); ++b) {
       extents.push_back({a.buffer_base(static_cast<int>(b)), a.buffer_size(static_cast<int>(b)), BufferAlignment(k, b)});
     }
-    Expect(oracles::CheckPlacedInsideBuffers(graph, &a, extents));
-    Expect(oracles::CheckViewsInsideSources(graph));
-    Expect(oracles::CheckNoLiveOverlap(graph, &a));
-    oracles::Canary canary(graph, &a);
-    oracles::Differential differential(graph, &a, outputs);
-    Status eval = alloc::Evaluate(graph);
-    LIFELINE_CHECK(eval.ok(), "evaluating g" + std::to_string(g) + " on placed memory failed: " + eval.ToString());
-    Expect(canary.Check());
-    Expect(differential.Check());
+    ComputeUnderOracles(graph, &a, extents, outputs, [&] {
+      Status eval = alloc::Evaluate(graph);
+      LIFELINE_CHECK(eval.ok(), "evaluating g" + std::to_string(g) + " on placed memory failed: " + eval.ToString());
+    });
     return Status::Ok();
   }
 
@@ -79,8 +74,6 @@ class LayerAdapter final : public AllocatorAdapter {
   }
 
  private:
-  static void Expect(const std::string& violation) { LIFELINE_CHECK(violation.empty(), violation); }
-
   size_t BufferAlignment(int k, size_t b) const { return specs_[k].buffers[b].alignment; }
 
   int64_t baseline_;

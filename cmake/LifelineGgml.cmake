@@ -56,10 +56,10 @@ if(LIFELINE_GGML_DIR)
   add_subdirectory("${LIFELINE_GGML_DIR}" "${CMAKE_BINARY_DIR}/ggml" EXCLUDE_FROM_ALL SYSTEM)
   unset(CMAKE_BUILD_TYPE)
   # UBSan findings in ggml that are known upstream-open, suppressed by function in
-  # harness/suppressions/ubsan-upstream.supp so fuzzing gets past them. A suppression only works for a
+  # core/suppressions/ubsan-upstream.supp so fuzzing gets past them. A suppression only works for a
   # recoverable check, so exactly those checks recover, in ggml's objects only (after the lane's
   # -fno-sanitize-recover=all, hence a second interface library linked after lifeline_lane).
-  set(LIFELINE_UBSAN_UPSTREAM_SUPP "${PROJECT_SOURCE_DIR}/harness/suppressions/ubsan-upstream.supp")
+  set(LIFELINE_UBSAN_UPSTREAM_SUPP "${PROJECT_SOURCE_DIR}/core/suppressions/ubsan-upstream.supp")
   add_library(lifeline_ggml_recover INTERFACE)
   if("undefined" IN_LIST LIFELINE_SANITIZE)
     target_compile_options(lifeline_ggml_recover INTERFACE -fsanitize-recover=pointer-overflow)

@@ -138,7 +138,7 @@ set(_sym "")
 if(LIFELINE_SYMBOLIZER AND NOT LIFELINE_ENGINE STREQUAL "external")
   set(_sym ":external_symbolizer_path=${LIFELINE_SYMBOLIZER}")
 endif()
-# Compiled into every executable by harness/sanitizer_defaults.cc. Findings are fatal
+# Compiled into every executable by core/sanitizer_defaults.cc. Findings are fatal
 # (halt/abort_on_error); dedup_token_length=3 matches the crash-state convention.
 set(LIFELINE_ASAN_OPTIONS "detect_stack_use_after_return=1:halt_on_error=1:abort_on_error=1:detect_leaks=1:strict_string_checks=1:dedup_token_length=3:print_summary=1${_sym}")
 set(LIFELINE_UBSAN_OPTIONS "halt_on_error=1:abort_on_error=1:print_stacktrace=1:dedup_token_length=3${_sym}")

@@ -14,7 +14,7 @@
 
 #include "harness/oracles/alloc_oracles.h"
 #include "tests/alloc_test_util.h"
-#include "harness/status.h"
+#include "core/status.h"
 #include "layers/alloc/eval.h"
 #include "layers/alloc/gallocr.h"
 #include "layers/alloc/tensor.h"

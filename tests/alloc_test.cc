@@ -15,7 +15,7 @@
 
 #include "tests/status_matchers.h"
 #include "harness/oracles/alloc_oracles.h"
-#include "harness/status.h"
+#include "core/status.h"
 #include "layers/alloc/eval.h"
 #include "layers/alloc/gallocr.h"
 #include "layers/alloc/tensor.h"

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "harness/status.h"
+#include "core/status.h"
 #include "layers/alloc/eval.h"
 #include "layers/alloc/tensor.h"
 

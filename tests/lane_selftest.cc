@@ -9,7 +9,7 @@
 #include <string>
 #include <thread>
 
-#include "harness/check.h"
+#include "core/check.h"
 
 namespace {
 

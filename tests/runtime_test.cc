@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "tests/status_matchers.h"
-#include "harness/status.h"
+#include "core/status.h"
 #include "layers/runtime/buffer.h"
 #include "layers/runtime/device.h"
 #include "layers/runtime/encoder.h"

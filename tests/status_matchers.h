@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "harness/status.h"
+#include "core/status.h"
 
 namespace lifeline::testing_util {
 

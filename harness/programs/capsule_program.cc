@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/check.h"
+#include "core/check.h"
 #include "harness/programs/op_trace.h"
 #include "layers/interop/dlpack_consumer.h"
 #include "layers/interop/python_runtime.h"

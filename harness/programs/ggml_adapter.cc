@@ -16,40 +16,12 @@
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "ggml.h"
-#include "harness/check.h"
+#include "core/check.h"
+#include "core/upstream_hooks.h"
 #include "harness/oracles/alloc_oracles.h"
 #include "harness/programs/graph_book.h"
 #include "harness/programs/op_trace.h"
 #include "layers/alloc/eval.h"
-
-// ---- upstream's failure reports --------------------------------------------------------------------
-// ggml's GGML_ASSERT/GGML_ABORT go through its abort callback; its plain assert() (ggml-alloc.c's checks,
-// compiled in because no lane defines NDEBUG) through __assert_fail, which this executable defines so the
-// report carries a stack and the program's op trace. Both then abort, as upstream does.
-namespace lifeline::internal {
-
-// What follows upstream's own failure line: the op trace and the stack.
-void UpstreamContext() {
-  PrintCurrentTrace(stderr);
-  std::fprintf(stderr, "stack:\n");
-  PrintStackTrace(stderr);
-  std::fflush(stderr);
-}
-
-void UpstreamAbort(const char* message) {
-  std::fprintf(stderr, "\n==lifeline== upstream abort: %s\n", message);
-  UpstreamContext();
-}
-
-}  // namespace lifeline::internal
-
-extern "C" [[noreturn]] void __assert_fail(const char* assertion, const char* file, unsigned int line,
-                                           const char* function) noexcept {
-  // glibc's wording, so the line reads the same as an assert from any other build.
-  std::fprintf(stderr, "\n%s:%u: %s: Assertion `%s' failed.\n", file, line, function, assertion);
-  lifeline::internal::UpstreamContext();
-  std::abort();
-}
 
 namespace lifeline::graphs {
 namespace {

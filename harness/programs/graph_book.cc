@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "harness/check.h"
+#include "core/check.h"
 #include "layers/alloc/eval.h"
 
 namespace lifeline::graphs {
@@ -90,7 +90,7 @@ Status GraphBook::Rewire(int g, int node, int slot, int new_src) {
   Graph& gr = Get(g);
   Tensor* n = gr.t[node];
   Tensor* old = n->src[slot];
-  if (Status s = ctx_.SetSource(n, slot, gr.t[new_src]); !s.ok()) return s;
+  LIFELINE_RETURN_IF_ERROR(ctx_.SetSource(n, slot, gr.t[new_src]));
   StatusOr<alloc::Graph> built = alloc::BuildGraph(Outputs(g));
   if (!built.ok()) {
     n->src[slot] = old;  // leave the graph as it was
@@ -104,7 +104,7 @@ Status GraphBook::SetPreallocated(int g, int t, bool on) {
   Graph& gr = Get(g);
   Tensor* tensor = gr.t[t];
   std::unique_ptr<uint8_t[]> block = on ? std::make_unique<uint8_t[]>(tensor->nbytes()) : nullptr;
-  if (Status s = ctx_.SetExternalData(tensor, block.get()); !s.ok()) return s;
+  LIFELINE_RETURN_IF_ERROR(ctx_.SetExternalData(tensor, block.get()));
   gr.external[t] = std::move(block);  // the old block goes only now that nothing points at it
   gr.spec[t].preallocated = on;
   if (on) FillLeaf(tensor, g, t);

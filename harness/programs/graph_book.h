@@ -16,7 +16,7 @@
 #include "harness/oracles/alloc_oracles.h"
 
 #include "harness/programs/graph_program.h"
-#include "harness/status.h"
+#include "core/status.h"
 #include "layers/alloc/tensor.h"
 
 namespace lifeline::graphs {

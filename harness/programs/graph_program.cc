@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "harness/check.h"
+#include "core/check.h"
 #include "harness/programs/op_trace.h"
 
 namespace lifeline::graphs {

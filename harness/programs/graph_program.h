@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/status.h"
+#include "core/status.h"
 #include "layers/alloc/gallocr.h"
 #include "layers/alloc/tensor.h"
 

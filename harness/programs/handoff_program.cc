@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <map>
 
-#include "harness/check.h"
+#include "core/check.h"
 #include "harness/programs/op_trace.h"
 #include "layers/interop/job_api.h"
 

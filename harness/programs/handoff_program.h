@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/status.h"
+#include "core/status.h"
 
 namespace lifeline::handoff {
 

@@ -4,7 +4,7 @@
 #include <memory>
 #include <vector>
 
-#include "harness/check.h"
+#include "core/check.h"
 #include "harness/oracles/alloc_oracles.h"
 #include "harness/programs/graph_book.h"
 #include "harness/programs/graph_program.h"
@@ -48,7 +48,7 @@ class LayerAdapter final : public AllocatorAdapter {
     if (!built.ok()) return built.status();
     const alloc::Graph& graph = built.value();
     alloc::GraphAllocator& a = *allocators_[k];
-    if (Status s = a.AllocGraph(graph); !s.ok()) return s;
+    LIFELINE_RETURN_IF_ERROR(a.AllocGraph(graph));
 
     // The allocator's leafs get their contents now, as a caller sets inputs after alloc_graph.
     for (Tensor* leaf : graph.leafs) {

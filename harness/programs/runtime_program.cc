@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <memory>
 
-#include "harness/check.h"
+#include "core/check.h"
 #include "harness/programs/op_trace.h"
 #include "layers/runtime/buffer.h"
 #include "layers/runtime/encoder.h"

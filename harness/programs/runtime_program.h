@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/status.h"
+#include "core/status.h"
 #include "layers/runtime/device.h"
 
 namespace lifeline::rtprog {

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <functional>
 
-#include "harness/half.h"
-#include "harness/status.h"
+#include "core/half.h"
+#include "core/status.h"
 #include "layers/alloc/tensor.h"
 
 namespace lifeline::alloc {

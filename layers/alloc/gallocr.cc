@@ -4,9 +4,9 @@
 #include <array>
 #include <atomic>
 
-#include "harness/bugs.h"
-#include "harness/check.h"
-#include "harness/sanitizer.h"
+#include "core/bugs.h"
+#include "core/check.h"
+#include "core/sanitizer.h"
 
 namespace lifeline::alloc {
 namespace {
@@ -310,7 +310,7 @@ Status GraphAllocator::PlanGraph(const Graph& graph, const std::vector<int>& nod
 Status GraphAllocator::Reserve(const Graph& graph, const std::vector<int>& node_buffer_ids,
                                const std::vector<int>& leaf_buffer_ids) {
   std::unique_ptr<Plan> plan;
-  if (Status s = PlanGraph(graph, node_buffer_ids, leaf_buffer_ids, &plan); !s.ok()) return s;
+  LIFELINE_RETURN_IF_ERROR(PlanGraph(graph, node_buffer_ids, leaf_buffer_ids, &plan));
   for (size_t i = 0; i < buffers_.size(); ++i) {
     Buffer& b = buffers_[i];
     if (plan->needed[i] <= b.size) continue;
@@ -367,7 +367,7 @@ Status GraphAllocator::AllocGraph(const Graph& graph) {
                                 std::to_string(buffers_.size()) + " buffers; reserve it first");
     }
     ++replans_;
-    if (Status s = Reserve(graph); !s.ok()) return s;
+    LIFELINE_RETURN_IF_ERROR(Reserve(graph));
   }
   // Everything dead, then what this graph places comes alive (bytes shared by tensors that reuse each
   // other's memory are alive for both).
@@ -388,13 +388,13 @@ Status GraphAllocator::AllocGraph(const Graph& graph) {
       deferred.push_back(i);
       continue;
     }
-    if (Status s = InitTensor(graph.leafs[i], plan_->leafs[i], "leaf"); !s.ok()) return s;
+    LIFELINE_RETURN_IF_ERROR(InitTensor(graph.leafs[i], plan_->leafs[i], "leaf"));
   }
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    if (Status s = InitTensor(graph.nodes[i], plan_->nodes[i], "node"); !s.ok()) return s;
+    LIFELINE_RETURN_IF_ERROR(InitTensor(graph.nodes[i], plan_->nodes[i], "node"));
   }
   for (size_t i : deferred) {
-    if (Status s = InitTensor(graph.leafs[i], plan_->leafs[i], "leaf"); !s.ok()) return s;
+    LIFELINE_RETURN_IF_ERROR(InitTensor(graph.leafs[i], plan_->leafs[i], "leaf"));
   }
   return Status::Ok();
 }

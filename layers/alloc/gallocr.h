@@ -25,7 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "harness/status.h"
+#include "core/status.h"
 #include "layers/alloc/tensor.h"
 
 namespace lifeline::alloc {

@@ -80,12 +80,12 @@ Tensor* Context::Add(std::unique_ptr<Tensor> t) {
 StatusOr<Tensor*> Context::NewTensor(DType type, const int64_t* ne, int ndims) {
   auto t = std::make_unique<Tensor>();
   t->type = type;
-  if (Status s = FillShape(ne, ndims, type, t->ne); !s.ok()) return s;
+  LIFELINE_RETURN_IF_ERROR(FillShape(ne, ndims, type, t->ne));
   return Add(std::move(t));
 }
 
 StatusOr<Tensor*> Context::Unary(Op op, Tensor* a, float param, bool inplace) {
-  if (Status s = Check(a, "source"); !s.ok()) return s;
+  LIFELINE_RETURN_IF_ERROR(Check(a, "source"));
   if (op != Op::kScale && op != Op::kNeg) return InvalidArgument(std::string(OpName(op)) + " is not a unary op");
   auto t = std::make_unique<Tensor>(*a);
   t->op = op;
@@ -102,8 +102,8 @@ StatusOr<Tensor*> Context::Unary(Op op, Tensor* a, float param, bool inplace) {
 }
 
 StatusOr<Tensor*> Context::Binary(Op op, Tensor* a, Tensor* b, bool inplace) {
-  if (Status s = Check(a, "first source"); !s.ok()) return s;
-  if (Status s = Check(b, "second source"); !s.ok()) return s;
+  LIFELINE_RETURN_IF_ERROR(Check(a, "first source"));
+  LIFELINE_RETURN_IF_ERROR(Check(b, "second source"));
   if (op != Op::kAdd && op != Op::kMul) return InvalidArgument(std::string(OpName(op)) + " is not a binary op");
   if (!SameShape(a, b)) return InvalidArgument("shapes " + Shape(a->ne) + " and " + Shape(b->ne) + " differ");
   if (a->type != b->type) return InvalidArgument("element types of " + a->name + " and " + b->name + " differ");
@@ -114,35 +114,33 @@ StatusOr<Tensor*> Context::Binary(Op op, Tensor* a, Tensor* b, bool inplace) {
 }
 
 StatusOr<Tensor*> Context::Copy(Tensor* a, DType type) {
-  if (Status s = Check(a, "source"); !s.ok()) return s;
+  LIFELINE_RETURN_IF_ERROR(Check(a, "source"));
   int64_t ne[kMaxDims] = {a->ne[0], a->ne[1], a->ne[2], a->ne[3]};
-  StatusOr<Tensor*> t = NewTensor(type, ne, kMaxDims);
-  if (!t.ok()) return t;
-  t.value()->op = Op::kCopy;
-  t.value()->src[0] = a;
+  LIFELINE_ASSIGN_OR_RETURN(Tensor* t, NewTensor(type, ne, kMaxDims));
+  t->op = Op::kCopy;
+  t->src[0] = a;
   return t;
 }
 
 StatusOr<Tensor*> Context::Concat(Tensor* a, Tensor* b) {
-  if (Status s = Check(a, "first source"); !s.ok()) return s;
-  if (Status s = Check(b, "second source"); !s.ok()) return s;
+  LIFELINE_RETURN_IF_ERROR(Check(a, "first source"));
+  LIFELINE_RETURN_IF_ERROR(Check(b, "second source"));
   if (a->type != b->type || a->ne[0] != b->ne[0] || a->ne[1] != b->ne[1] || a->ne[2] != b->ne[2]) {
     return InvalidArgument("concat needs equal types and inner dimensions, got " + Shape(a->ne) + " and " + Shape(b->ne));
   }
   int64_t ne[kMaxDims] = {a->ne[0], a->ne[1], a->ne[2], a->ne[3] + b->ne[3]};
-  StatusOr<Tensor*> t = NewTensor(a->type, ne, kMaxDims);
-  if (!t.ok()) return t;
-  t.value()->op = Op::kConcat;
-  t.value()->src[0] = a;
-  t.value()->src[1] = b;
+  LIFELINE_ASSIGN_OR_RETURN(Tensor* t, NewTensor(a->type, ne, kMaxDims));
+  t->op = Op::kConcat;
+  t->src[0] = a;
+  t->src[1] = b;
   return t;
 }
 
 StatusOr<Tensor*> Context::View(Tensor* a, const int64_t* ne, int ndims, size_t offset) {
-  if (Status s = Check(a, "view source"); !s.ok()) return s;
+  LIFELINE_RETURN_IF_ERROR(Check(a, "view source"));
   auto t = std::make_unique<Tensor>();
   t->type = a->type;
-  if (Status s = FillShape(ne, ndims, a->type, t->ne); !s.ok()) return s;
+  LIFELINE_RETURN_IF_ERROR(FillShape(ne, ndims, a->type, t->ne));
   if (offset % DTypeSize(a->type) != 0) {
     return InvalidArgument("view offset " + std::to_string(offset) + " is not a multiple of the element size");
   }
@@ -158,9 +156,9 @@ StatusOr<Tensor*> Context::View(Tensor* a, const int64_t* ne, int ndims, size_t 
 }
 
 StatusOr<Tensor*> Context::Reshape(Tensor* a, const int64_t* ne, int ndims) {
-  if (Status s = Check(a, "reshape source"); !s.ok()) return s;
+  LIFELINE_RETURN_IF_ERROR(Check(a, "reshape source"));
   int64_t shape[kMaxDims] = {1, 1, 1, 1};
-  if (Status s = FillShape(ne, ndims, a->type, shape); !s.ok()) return s;
+  LIFELINE_RETURN_IF_ERROR(FillShape(ne, ndims, a->type, shape));
   if (shape[0] * shape[1] * shape[2] * shape[3] != a->nelements()) {
     return InvalidArgument("reshape to " + Shape(shape) + " changes the element count of " + a->name);
   }
@@ -170,7 +168,7 @@ StatusOr<Tensor*> Context::Reshape(Tensor* a, const int64_t* ne, int ndims) {
 }
 
 StatusOr<Tensor*> Context::ViewTensor(Tensor* a) {
-  if (Status s = Check(a, "view source"); !s.ok()) return s;
+  LIFELINE_RETURN_IF_ERROR(Check(a, "view source"));
   auto t = std::make_unique<Tensor>();
   t->type = a->type;
   for (int d = 0; d < kMaxDims; ++d) t->ne[d] = a->ne[d];
@@ -179,8 +177,8 @@ StatusOr<Tensor*> Context::ViewTensor(Tensor* a) {
 }
 
 Status Context::SetSource(Tensor* node, int i, Tensor* src) {
-  if (Status s = Check(node, "node"); !s.ok()) return s;
-  if (Status s = Check(src, "new source"); !s.ok()) return s;
+  LIFELINE_RETURN_IF_ERROR(Check(node, "node"));
+  LIFELINE_RETURN_IF_ERROR(Check(src, "new source"));
   if (i < 0 || i >= kMaxSrc || node->src[i] == nullptr) {
     return InvalidArgument(node->name + " has no source " + std::to_string(i));
   }
@@ -196,7 +194,7 @@ Status Context::SetSource(Tensor* node, int i, Tensor* src) {
 }
 
 Status Context::SetExternalData(Tensor* leaf, void* data) {
-  if (Status s = Check(leaf, "leaf"); !s.ok()) return s;
+  LIFELINE_RETURN_IF_ERROR(Check(leaf, "leaf"));
   if (leaf->op != Op::kNone || leaf->is_view()) return InvalidArgument(leaf->name + " is not a plain leaf");
   for (const auto& t : tensors_) {
     if (t.get() != leaf && t->is_view() && t->root() == leaf) {

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/status.h"
+#include "core/status.h"
 
 namespace lifeline::alloc {
 

@@ -2,8 +2,8 @@
 
 #include <utility>
 
-#include "harness/bugs.h"
-#include "harness/check.h"
+#include "core/bugs.h"
+#include "core/check.h"
 #include "layers/interop/python_runtime.h"
 
 namespace lifeline::interop {

@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/status.h"
+#include "core/status.h"
 #include "layers/interop/dlpack_types.h"
 
 namespace lifeline::interop {

@@ -5,8 +5,8 @@
 #include <deque>
 #include <unordered_map>
 
-#include "harness/check.h"
-#include "harness/sanitizer.h"
+#include "core/check.h"
+#include "core/sanitizer.h"
 
 namespace lifeline::interop {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "harness/half.h"
+#include "core/half.h"
 
 namespace lifeline::interop {
 namespace {

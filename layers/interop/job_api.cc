@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "harness/bugs.h"
-#include "harness/check.h"
+#include "core/bugs.h"
+#include "core/check.h"
 
 namespace lifeline::interop {
 namespace {
@@ -142,7 +142,7 @@ StatusOr<size_t> JobApi::Init(bool multilingual) {
 }
 
 Status JobApi::Free(size_t slot) {
-  if (Status s = CheckSlot(slot); !s.ok()) return s;
+  LIFELINE_RETURN_IF_ERROR(CheckSlot(slot));
   for (auto it = jobs_.begin(); it != jobs_.end();) {
     if ((*it)->slot != slot) {
       ++it;
@@ -158,8 +158,8 @@ Status JobApi::Free(size_t slot) {
 
 StatusOr<JobId> JobApi::FullDefault(size_t slot, std::vector<float> audio, const std::string& lang,
                                     int n_threads, bool translate) {
-  if (Status s = CheckSlot(slot); !s.ok()) return s;
-  if (Status s = CheckThreads(n_threads); !s.ok()) return s;
+  LIFELINE_RETURN_IF_ERROR(CheckSlot(slot));
+  LIFELINE_RETURN_IF_ERROR(CheckThreads(n_threads));
   if (jobs_.size() >= kMaxJobs) {
     return ResourceExhausted(std::to_string(kMaxJobs) + " jobs are already in flight");
   }
@@ -194,8 +194,8 @@ StatusOr<JobId> JobApi::FullDefault(size_t slot, std::vector<float> audio, const
 
 StatusOr<JobResult> JobApi::FullSync(size_t slot, const std::vector<float>& audio,
                                      const std::string& lang, int n_threads, bool translate) {
-  if (Status s = CheckSlot(slot); !s.ok()) return s;
-  if (Status s = CheckThreads(n_threads); !s.ok()) return s;
+  LIFELINE_RETURN_IF_ERROR(CheckSlot(slot));
+  LIFELINE_RETURN_IF_ERROR(CheckThreads(n_threads));
   FullParams params;
   params.n_threads = n_threads;
   params.translate = translate;

@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "harness/status.h"
+#include "core/status.h"
 
 namespace lifeline::interop {
 

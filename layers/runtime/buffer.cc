@@ -4,7 +4,7 @@
 #include <atomic>
 #include <cstring>
 
-#include "harness/bugs.h"
+#include "core/bugs.h"
 
 namespace lifeline::runtime {
 namespace {

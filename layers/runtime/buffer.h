@@ -24,7 +24,7 @@
 #include <mutex>
 #include <vector>
 
-#include "harness/status.h"
+#include "core/status.h"
 #include "layers/runtime/device.h"
 
 namespace lifeline::runtime {

@@ -4,8 +4,8 @@
 #include <atomic>
 #include <thread>
 
-#include "harness/bugs.h"
-#include "harness/check.h"
+#include "core/bugs.h"
+#include "core/check.h"
 
 namespace lifeline::runtime {
 namespace {
@@ -92,7 +92,7 @@ StatusOr<std::unique_ptr<Context>> Context::Create(Device* device, int n_cb, Des
   } else {
     ctx->descriptor_ = PassDescriptor::New(DispatchType::kSerial);  // fix (llama.cpp #9718): owned
   }
-  if (Status s = ctx->SetEncodeThreads(n_cb); !s.ok()) return s;
+  LIFELINE_RETURN_IF_ERROR(ctx->SetEncodeThreads(n_cb));
   return ctx;
 }
 

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/status.h"
+#include "core/status.h"
 #include "layers/runtime/buffer.h"
 #include "layers/runtime/device.h"
 

@@ -274,8 +274,8 @@ class ScratchProject(unittest.TestCase):
         self.root = self.tmp / "root"
         shutil.copytree(ROOT / "harness" / "py", self.root / "harness" / "py",
                         ignore=shutil.ignore_patterns("__pycache__"))
-        (self.root / "harness" / "bugs.cc").write_text(
-            'constexpr std::string_view kIds[kBugCount] = {\n    "fake-fixed-bug",\n};\n')
+        (self.root / "core").mkdir()
+        (self.root / "core" / "bug_list.def").write_text('LIFELINE_BUG(kFakeFixedBug, "fake-fixed-bug")\n')
         (self.root / "targets").mkdir()
         (self.root / "targets" / "fake_target.cc").write_text("")
         self.fake = self.install_fake(self.root / "build" / "fuzz" / "targets" / "fake_target")

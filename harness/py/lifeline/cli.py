@@ -620,8 +620,9 @@ _BUG_ID = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)+")
 
 
 def known_bug_ids() -> list[str]:
-    src = (ROOT / "harness" / "bugs.cc").read_text()
-    return re.findall(r'"([a-z0-9]+(?:-[a-z0-9]+)+)"', src.split("kIds")[1].split("};")[0])
+    """The ids of core/bug_list.def, the one list of bug switches (lines `LIFELINE_BUG(kName, "id")`)."""
+    src = (ROOT / "core" / "bug_list.def").read_text()
+    return re.findall(r'^LIFELINE_BUG\(\w+, "([a-z0-9]+(?:-[a-z0-9]+)+)"\)', src, re.M)
 
 
 def _crash_file(cmd: str, f: str) -> Path:
@@ -706,7 +707,7 @@ def cmd_promote(args) -> int:
     if not _BUG_ID.fullmatch(args.id):
         raise UsageError(f"lifeline promote: '{args.id}' is not a bug id (kebab-case, led by the upstream component)")
     if args.id not in known_bug_ids():
-        raise UsageError(f"lifeline promote: no switch named '{args.id}' in harness/bugs.h; a reproducer must run "
+        raise UsageError(f"lifeline promote: no switch named '{args.id}' in core/bug_list.def; a reproducer must run "
                          "clean with its switch off, so add the switch (beside the fix) first")
     dest = ROOT / "repro" / args.id
     if dest.exists():
@@ -829,7 +830,7 @@ def main(argv: list[str]) -> int:
                     help="exit 0 only if every input reproduces a known upstream-open bug, else 1")
     pr = sub.add_parser("promote", help="minimize a crash and write repro/<id>/")
     pr.add_argument("crash")
-    pr.add_argument("--id", required=True, help="the bug id (a switch in harness/bugs.h)")
+    pr.add_argument("--id", required=True, help="the bug id (a switch in core/bug_list.def)")
     pr.add_argument("--target")
     pr.add_argument("--lanes", default="asan", help="lanes the reproducer runs in (default asan)")
     pr.add_argument("--title")

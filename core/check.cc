@@ -1,4 +1,4 @@
-#include "harness/check.h"
+#include "core/check.h"
 
 #include <cxxabi.h>
 #include <dlfcn.h>

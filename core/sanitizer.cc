@@ -1,4 +1,4 @@
-#include "harness/sanitizer.h"
+#include "core/sanitizer.h"
 
 #if !defined(LIFELINE_VALGRIND)
 #define NVALGRIND 1  // compiles every client request below to nothing
@@ -10,9 +10,6 @@
 #if __has_feature(address_sanitizer)
 #define LIFELINE_HAS_ASAN 1
 #endif
-#if __has_feature(thread_sanitizer)
-#define LIFELINE_HAS_TSAN 1
-#endif
 #endif
 
 #if defined(LIFELINE_HAS_ASAN)
@@ -23,14 +20,6 @@ namespace lifeline::san {
 
 bool AsanEnabled() {
 #if defined(LIFELINE_HAS_ASAN)
-  return true;
-#else
-  return false;
-#endif
-}
-
-bool TsanEnabled() {
-#if defined(LIFELINE_HAS_TSAN)
   return true;
 #else
   return false;
@@ -83,13 +72,5 @@ bool IsDead(const void* p) {
   (void)p;
   return false;
 }
-
-void PoolCreate(const void* pool) { VALGRIND_CREATE_MEMPOOL(pool, 0, 0); (void)pool; }
-void PoolAlloc(const void* pool, const void* chunk, size_t n) {
-  VALGRIND_MEMPOOL_ALLOC(pool, chunk, n);
-  (void)pool; (void)chunk; (void)n;
-}
-void PoolFree(const void* pool, const void* chunk) { VALGRIND_MEMPOOL_FREE(pool, chunk); (void)pool; (void)chunk; }
-void PoolDestroy(const void* pool) { VALGRIND_DESTROY_MEMPOOL(pool); (void)pool; }
 
 }  // namespace lifeline::san

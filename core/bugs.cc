@@ -1,4 +1,4 @@
-#include "harness/bugs.h"
+#include "core/bugs.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -7,9 +7,9 @@ namespace lifeline {
 namespace {
 
 constexpr std::string_view kIds[kBugCount] = {
-    "metal-edesc-autorelease",    "metal-encode-async-block",    "gallocr-view-leaf-offset",
-    "igl-capture-retains-buffers", "wasm-lang-dangling",          "iree-dlpack-import-leak",
-    "turbine-capsule-rename-back", "injected-dlpack-byte-offset",
+#define LIFELINE_BUG(enumerator, id) id,
+#include "core/bug_list.def"
+#undef LIFELINE_BUG
 };
 
 std::string_view Trim(std::string_view s) {

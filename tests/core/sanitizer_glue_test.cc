@@ -1,6 +1,6 @@
 // The sanitizer glue: a region marked dead is seen as dead by the tool this lane runs with, and an access
 // to it is a report. Tests exist only in lanes whose tool can observe them, so none is skipped-green.
-#include "harness/sanitizer.h"
+#include "core/sanitizer.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "harness/status.h"
+#include "core/status.h"
 
 namespace lifeline {
 

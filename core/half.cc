@@ -1,4 +1,4 @@
-#include "harness/half.h"
+#include "core/half.h"
 
 #include <cstring>
 

@@ -7,7 +7,7 @@
 //
 // Both print file, line, condition and `msg` (evaluated only on failure), then — when an OpTraceScope is
 // active on the failing thread — the op index and the decoded op trace, then a stack trace, and abort.
-// The report format is parsed by harness/lifeline/crash.py; keep them in step.
+// The report format is parsed by cli/lifeline/crash.py; keep them in step.
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,6 @@
 // LIFELINE_CHECK: always on, and its report carries the op index and decoded trace of the program that
 // was running.
-#include "harness/check.h"
+#include "core/check.h"
 
 #include <gtest/gtest.h>
 
@@ -45,14 +45,23 @@ TEST(Check, PassingCheckDoesNotEvaluateMessage) {
   EXPECT_EQ(evaluated, 0);
 }
 
-TEST(Check, TraceScopeIsRestoredAfterNestedScopeEnds) {
-  int a = 0;
-  int b = 0;
-  OpTraceScope outer(&a, 1, RenderTwoOps);
-  { OpTraceScope inner(&b, 1, RenderTwoOps); }
-  // Nothing observable without failing; the death tests above cover printing. This checks the scopes
-  // unwind without touching freed state (ASan/valgrind would report it).
-  SUCCEED();
+TEST(CheckDeathTest, OuterTraceIsPrintedAgainAfterANestedScopeEnds) {
+  // A test that runs a program inside another program's scope (a nested executor): once the inner scope
+  // ends, a failure reports the outer program, not the inner one nor freed state.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        int outer_program = 0;
+        int inner_program = 0;
+        OpTraceScope outer(&outer_program, 2, RenderTwoOps);
+        outer.set_op(0);
+        {
+          OpTraceScope inner(&inner_program, 7, RenderTwoOps);
+          inner.set_op(5);
+        }
+        LIFELINE_CHECK(false, "after the inner program");
+      },
+      "op: #0 of 2\n  trace:\n    #0 first-op <=");
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // The bug-switch registry: LIFELINE_REINTRODUCE parsing, and the refusal of unknown ids.
-#include "harness/bugs.h"
+#include "core/bugs.h"
 
 #include <gtest/gtest.h>
 

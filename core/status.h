@@ -1,5 +1,6 @@
 // Status and StatusOr: how the layers report bad input. Layers never abort on input they were given;
-// they return a status whose message names what was wrong. Internal invariants use LIFELINE_CHECK.
+// they return a status whose message names what was wrong. Internal invariants use LIFELINE_CHECK
+// (core/check.h). LIFELINE_RETURN_IF_ERROR and LIFELINE_ASSIGN_OR_RETURN pass a failure up.
 #pragma once
 
 #include <optional>
@@ -41,6 +42,7 @@ inline Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgum
 inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
 inline Status FailedPrecondition(std::string m) { return {StatusCode::kFailedPrecondition, std::move(m)}; }
 inline Status ResourceExhausted(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
+inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 
 // A value or the status that explains why there is none.
 template <typename T>
@@ -63,3 +65,21 @@ class [[nodiscard]] StatusOr {
 };
 
 }  // namespace lifeline
+
+// Returns the status of `expr` (a Status) from the enclosing function when it is not OK.
+#define LIFELINE_RETURN_IF_ERROR(expr)                                     \
+  do {                                                                     \
+    ::lifeline::Status lifeline_status_ = (expr);                          \
+    if (!lifeline_status_.ok()) return lifeline_status_;                   \
+  } while (0)
+
+// Evaluates `expr` (a StatusOr<T>): returns its status from the enclosing function when it is not OK,
+// else moves the value into `lhs` (a declaration such as `auto x` or an existing variable).
+#define LIFELINE_ASSIGN_OR_RETURN(lhs, expr) \
+  LIFELINE_ASSIGN_OR_RETURN_IMPL_(LIFELINE_STATUS_CONCAT_(lifeline_statusor_, __LINE__), lhs, expr)
+#define LIFELINE_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
+  auto tmp = (expr);                                    \
+  if (!tmp.ok()) return tmp.status();                   \
+  lhs = std::move(tmp).value()
+#define LIFELINE_STATUS_CONCAT_(a, b) LIFELINE_STATUS_CONCAT_INNER_(a, b)
+#define LIFELINE_STATUS_CONCAT_INNER_(a, b) a##b

@@ -1,4 +1,4 @@
-// The central list of documented bugs (../shared/BUGS.md) and the run-time switch that re-introduces
+// The documented bugs (core/bug_list.def, the one list) and the run-time switch that re-introduces
 // them. `LIFELINE_REINTRODUCE` holds a comma-separated list of bug ids; the buggy branch of each bug
 // sits next to its fix in the layer and is taken only when `Reintroduced(bug)` is true.
 #pragma once
@@ -11,20 +11,17 @@
 namespace lifeline {
 
 enum class Bug : uint8_t {
-  kMetalEdescAutorelease,     // metal-edesc-autorelease
-  kMetalEncodeAsyncBlock,     // metal-encode-async-block
-  kGallocrViewLeafOffset,     // gallocr-view-leaf-offset
-  kIglCaptureRetainsBuffers,  // igl-capture-retains-buffers
-  kWasmLangDangling,          // wasm-lang-dangling
-  kIreeDlpackImportLeak,      // iree-dlpack-import-leak
-  kTurbineCapsuleRenameBack,  // turbine-capsule-rename-back
-  // Not upstream: a bug injected on purpose to show the fuzz -> triage -> promote loop on something no
-  // reproducer knew (README "From a crash to a reproducer"). The consumer ignores DLTensor.byte_offset.
-  kInjectedDlpackByteOffset,  // injected-dlpack-byte-offset
-  kMaxValue = kInjectedDlpackByteOffset,
+#define LIFELINE_BUG(enumerator, id) enumerator,
+#include "core/bug_list.def"
+#undef LIFELINE_BUG
 };
 
-inline constexpr int kBugCount = static_cast<int>(Bug::kMaxValue) + 1;
+inline constexpr int kBugCount = 0
+#define LIFELINE_BUG(enumerator, id) +1
+#include "core/bug_list.def"
+#undef LIFELINE_BUG
+    ;
+static_assert(kBugCount <= 32, "BugSet keeps one bit per bug in a uint32_t");
 
 // The kebab-case id used in BUGS.md, repro/<id>/ and LIFELINE_REINTRODUCE.
 std::string_view BugId(Bug bug);

@@ -13,7 +13,6 @@ namespace lifeline::san {
 
 // Which tools this binary was built for / is running under.
 bool AsanEnabled();
-bool TsanEnabled();
 bool ValgrindRequestsEnabled();  // client requests compiled in
 bool RunningOnValgrind();        // ... and the process is actually under valgrind
 
@@ -25,12 +24,5 @@ void MarkAlive(const void* p, size_t n, bool defined);
 // True when the byte at `p` is marked dead by ASan (or memcheck reports it unaddressable). Does not
 // itself produce a report.
 bool IsDead(const void* p);
-
-// valgrind mempools: an arena that hands out chunks of one big block describes them to memcheck, so its
-// leak and invalid-access reports name chunks, not the block. `pool` is any stable address.
-void PoolCreate(const void* pool);
-void PoolAlloc(const void* pool, const void* chunk, size_t n);
-void PoolFree(const void* pool, const void* chunk);
-void PoolDestroy(const void* pool);
 
 }  // namespace lifeline::san

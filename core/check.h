@@ -2,6 +2,8 @@
 //
 //   LIFELINE_CHECK(cond, msg)         an invariant of the code under test or an oracle: a failure is a
 //                                     finding ("LIFELINE_CHECK failed").
+//   LIFELINE_CHECK_OK(verdict)        an oracle's verdict (a Status, harness/oracles/): a failure is a
+//                                     finding whose message is the verdict's message.
 //   LIFELINE_PRECONDITION(cond, msg)  misuse of the harness by its caller ("LIFELINE_PRECONDITION
 //                                     failed"): a bug in a test or target, not in the system under test.
 //
@@ -13,6 +15,8 @@
 #include <cstddef>
 #include <cstdio>
 #include <string>
+
+#include "core/status.h"
 
 namespace lifeline {
 
@@ -64,4 +68,12 @@ void PrintCurrentTrace(std::FILE* out);
     if (__builtin_expect(!(cond), 0))                                                               \
       ::lifeline::internal::CheckFailed(::lifeline::internal::CheckKind::kPrecondition, __FILE__,   \
                                         __LINE__, #cond, (msg));                                    \
+  } while (0)
+
+#define LIFELINE_CHECK_OK(verdict)                                                                 \
+  do {                                                                                             \
+    const ::lifeline::Status lifeline_verdict_ = (verdict);                                        \
+    if (__builtin_expect(!lifeline_verdict_.ok(), 0))                                              \
+      ::lifeline::internal::CheckFailed(::lifeline::internal::CheckKind::kInvariant, __FILE__,     \
+                                        __LINE__, #verdict, lifeline_verdict_.message());          \
   } while (0)

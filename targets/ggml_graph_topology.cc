@@ -4,20 +4,19 @@
 // allocator's buffers at the buffer's alignment, external memory is never written, and the outputs equal
 // those of the reference evaluator on separate memory and of the same graph placed by a fresh gallocr.
 //
-// The inputs are the same op programs as alloc_graph_topology's (harness/programs/graph_program.h), so
-// its corpus and reproducers run here unchanged; ggml's side is harness/programs/ggml_adapter.h. Upstream's
+// The inputs are the same op programs as alloc_graph_topology's (harness/programs/graph/format.h), so
+// its corpus and reproducers run here unchanged; ggml's side is harness/programs/graph/upstream/
+// ggml_adapter.h, one implementation of the graph executor's AllocatorAdapter. Upstream's
 // own checks (GGML_ASSERT, and the assert()s of ggml-alloc.c, compiled in) report as crash type `assert`.
 // Out of scope: other backends, quantized types, threads inside ggml's CPU backend.
 // Replay: build/<lane>/targets/ggml_graph_topology FILE|DIR   (LIFELINE_TRACE=1 prints the program).
 #include <cstddef>
 #include <cstdint>
 
-#include "harness/programs/ggml_adapter.h"
-#include "harness/programs/graph_program.h"
+#include "harness/programs/graph/executor.h"
+#include "harness/programs/graph/upstream/ggml_adapter.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  lifeline::graphs::Program program = lifeline::graphs::Decode(data, size);
-  std::unique_ptr<lifeline::graphs::AllocatorAdapter> adapter = lifeline::graphs::MakeGgmlAdapter();
-  lifeline::graphs::Execute(program, *adapter);
+  lifeline::graphs::Execute(lifeline::graphs::Decode(data, size), *lifeline::graphs::MakeGgmlAdapter());
   return 0;
 }

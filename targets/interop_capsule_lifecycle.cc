@@ -6,9 +6,11 @@
 // exactly those the lifetime model says are reachable from what the program holds; every value read
 // through any view or array equals what the producer wrote; a consumed capsule is refused when imported
 // again and a malformed one is refused with a BufferError that names the problem, leaving nothing behind.
-// Oracle: harness/programs/capsule_program.cc (lifetime model, accounting after each op, value oracle)
-// and the producer ledger (layers/interop/dlpack_producer.h: a second deleter call is a check failure;
-// released storage is freed, so a later read is an ASan heap-use-after-free).
+// Program: harness/programs/capsule/ (format.h; model.h: the lifetime model; executor.h: accounting after
+// each op through harness/oracles/dlpack_oracles.h, value oracle). Parties: this layer's producer and
+// consumer (capsule/standin/lifeline_subject.h) and NumPy (capsule/upstream/numpy_peer.h). Plus the
+// producer ledger (layers/interop/dlpack_producer.h: a second deleter call is a check failure; released
+// storage is freed, so a later read is an ASan heap-use-after-free).
 // Out of scope: devices other than kDLCPU, DLPack >= 1.0 versioned capsules, threads (the GIL
 // serializes all of this), the NumPy arrays' contents beyond their values.
 // Replay: build/<lane>/targets/interop_capsule_lifecycle FILE|DIR   (LIFELINE_REINTRODUCE=
@@ -18,7 +20,9 @@
 #include <cstdint>
 #include <cstring>
 
-#include "harness/programs/capsule_program.h"
+#include "harness/programs/capsule/executor.h"
+#include "harness/programs/capsule/standin/lifeline_subject.h"
+#include "harness/programs/capsule/upstream/numpy_peer.h"
 
 // libFuzzer's per-input leak check (-detect_leaks=1) runs a full LeakSanitizer scan whenever an input
 // ends with more mallocs than frees, which CPython's free lists and caches make the common case: measured
@@ -26,11 +30,10 @@
 // here are already checked after every op, precisely: producer storages and exports by the ledger,
 // imported buffers and views by the consumer's counters, NumPy arrays by weak references. So the target
 // defaults to -detect_leaks=0 unless the command line says otherwise; LeakSanitizer still checks whole
-// runs at exit in the asan and lsan lanes (corpus replay, reproducers).
+// runs at exit in the asan and lsan lanes (corpus replay, reproducers). The replay driver takes no
+// libFuzzer flags and runs no per-input leak check: nothing to change there.
 extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
-#ifndef LIFELINE_LIBFUZZER
-  return 0;  // the replay driver: no libFuzzer flags, no per-input leak check to turn off
-#endif
+#if defined(LIFELINE_LIBFUZZER)
   for (int i = 1; i < *argc; ++i)
     if (std::strncmp((*argv)[i], "-detect_leaks=", 14) == 0) return 0;
   static char flag[] = "-detect_leaks=0";
@@ -41,10 +44,16 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
   args[*argc + 1] = nullptr;
   *argc += 1;
   *argv = args;
+#else
+  (void)argc;
+  (void)argv;
+#endif
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  lifeline::capsule::Execute(lifeline::capsule::Decode(data, size));
+  static const std::unique_ptr<lifeline::capsule::Subject> subject = lifeline::capsule::MakeLifelineSubject();
+  static const std::unique_ptr<lifeline::capsule::Peer> numpy = lifeline::capsule::MakeNumpyPeer();
+  lifeline::capsule::Execute(lifeline::capsule::Decode(data, size, numpy->rules()), *subject, *numpy);
   return 0;
 }

@@ -5,7 +5,9 @@
 // the worker reads the submitted bytes (up to the C string's NUL) and resolves the language id they name;
 // synchronous calls (the negative control) do the same; statuses match the decoder's model; every thread
 // is joined and every language copy freed before the iteration ends.
-// Oracle: the value oracle and status/ledger checks in harness/programs/handoff_program.cc, plus
+// Program: harness/programs/handoff/ (format.h, model.h, executor.h); implementation: layers/interop's
+// JobApi through harness/programs/handoff/standin/job_api_binding.h.
+// Oracle: the value oracle and status/ledger checks of the handoff executor, plus
 // ASan/TSan/valgrind on the read itself (wasm-lang-dangling: stack-use-after-return for inline strings,
 // heap-use-after-free for long ones).
 // Out of scope: the model's contents (audio is summed, not transcribed); contexts freed under a running
@@ -15,9 +17,11 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "harness/programs/handoff_program.h"
+#include "harness/programs/handoff/executor.h"
+#include "harness/programs/handoff/standin/job_api_binding.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  lifeline::handoff::Execute(lifeline::handoff::Decode(data, size));
+  std::unique_ptr<lifeline::handoff::JobBinding> api = lifeline::handoff::MakeJobApiBinding();
+  lifeline::handoff::Execute(lifeline::handoff::Decode(data, size), *api);
   return 0;
 }

@@ -5,7 +5,8 @@
 // runtime's create and destroy paths) equal what the live Buffer wrappers account for — bytes checked
 // first, then objects, so the purge workaround (free the bytes, keep the object) is told apart; values
 // read back equal the CPU model; the validation layer is silent; the iteration ends with nothing left.
-// Oracle: harness/programs/runtime_program.cc (ReclaimProgram). igl-capture-retains-buffers (facebook/igl
+// Program: harness/programs/runtime/ (format.h: DecodeReclaim; executor.h); implementation: layers/runtime
+// through harness/programs/runtime/standin/lifeline_runtime.h; oracles: harness/oracles/runtime_oracles.h. igl-capture-retains-buffers (facebook/igl
 // #179) is invisible to ASan and LSan — everything stays reachable — so only this accounting sees it.
 // Out of scope: memory types other than host-visible coherent; sizes above 4 KiB.
 // Replay: build/<lane>/targets/runtime_buffer_reclaim FILE|DIR   (LIFELINE_REINTRODUCE=
@@ -13,9 +14,11 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "harness/programs/runtime_program.h"
+#include "harness/programs/runtime/executor.h"
+#include "harness/programs/runtime/standin/lifeline_runtime.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  lifeline::rtprog::Execute(lifeline::rtprog::DecodeReclaim(data, size));
+  std::unique_ptr<lifeline::rtprog::ComputeRuntime> runtime = lifeline::rtprog::MakeLifelineRuntime();
+  lifeline::rtprog::Execute(lifeline::rtprog::DecodeReclaim(data, size), *runtime);
   return 0;
 }

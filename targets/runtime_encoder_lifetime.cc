@@ -5,7 +5,9 @@
 // Property: every frame's result equals the CPU reference in all three buffers; the live command and
 // descriptor pools are those of the live contexts; no fence outlives its frame; the validation layer is
 // silent; the iteration ends with no Vulkan object and no pass descriptor left and every worker joined.
-// Oracle: harness/programs/runtime_program.cc (EncoderProgram) plus ASan on the encode path
+// Program: harness/programs/runtime/ (format.h: DecodeEncoder; executor.h); implementation: layers/runtime
+// through harness/programs/runtime/standin/lifeline_runtime.h; oracles: harness/oracles/runtime_oracles.h,
+// plus ASan on the encode path
 // (metal-edesc-autorelease: heap-use-after-free of a descriptor its pool freed; metal-encode-async-block:
 // stack-use-after-return in a worker calling a dead stack callback).
 // Out of scope: device loss, out-of-memory, buffers shared between threads of different contexts.
@@ -14,9 +16,11 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "harness/programs/runtime_program.h"
+#include "harness/programs/runtime/executor.h"
+#include "harness/programs/runtime/standin/lifeline_runtime.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  lifeline::rtprog::Execute(lifeline::rtprog::DecodeEncoder(data, size));
+  std::unique_ptr<lifeline::rtprog::ComputeRuntime> runtime = lifeline::rtprog::MakeLifelineRuntime();
+  lifeline::rtprog::Execute(lifeline::rtprog::DecodeEncoder(data, size), *runtime);
   return 0;
 }

@@ -1,0 +1,86 @@
+// The capsule programs' lifetime model. It knows who holds whom — a tensor its storage, an unconsumed
+// capsule its export, an imported buffer the export it took over, a view its buffer, a peer array the
+// export or memory under it — and so, after every op, what must still be alive: whatever is reachable
+// from the program's slots, its garbage cycles (until the collector runs) and the exports parked by a
+// NULL-deleter capsule. It also predicts which requests the parties refuse (the subject's rules are this
+// layer's; the peer's come as PeerRules).
+//
+// The decoder (format.cc) asks it what is legal, predicts each op's exception and applies it; the
+// executor applies each op with the outcome it checked and compares what is alive with Alive().
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "harness/programs/capsule/format.h"
+
+namespace lifeline::capsule {
+
+// What a producer wrote: element i of anything that shows these values is PatternValue(dtype, seed, i).
+struct Content {
+  interop::DType dtype = interop::DType::kFloat32;
+  uint32_t seed = 0;
+  int64_t numel = 0;
+};
+
+enum class NodeKind : uint8_t { kStorage, kTensor, kExport, kArray, kCapsule, kBuffer, kHandle, kView };
+
+struct Node {
+  NodeKind kind;
+  Content content;
+  std::vector<int> refs;      // what this node keeps alive
+  uint64_t storage_id = 0;    // kStorage: the subject's ledger id
+  int64_t bytes = 0;          // kStorage
+  int array_id = -1;          // kArray: the executor's weak reference to it, by creation order
+  bool contiguous = false;    // kTensor: contiguous() returns the tensor itself
+  std::vector<int64_t> shape; // kTensor
+  bool exportable = false;    // kArray: the peer exports it
+  bool consumed = false;      // kCapsule
+};
+
+class Model {
+ public:
+  explicit Model(const PeerRules& peer);
+
+  // The node in `kind`'s slot `i`, or -1.
+  int Slot(SlotKind kind, int i) const { return slots_[static_cast<int>(kind)][i]; }
+  int FreeSlot(SlotKind kind) const;
+  std::vector<int> Filled(SlotKind kind) const;
+  const Node& node(int n) const { return nodes_[n]; }
+  size_t size() const { return nodes_.size(); }
+  bool Legal(OpKind kind) const;
+
+  // The exception `op` (operands decoded) must raise now, or "".
+  std::string Predict(const Op& op) const;
+  // Applies `op`, which raised `error` ("" when it succeeded: only then does anything change).
+  void Apply(const Op& op, const std::string& error);
+  // Reachable from the slots, the garbage cycles and the parked exports.
+  std::vector<bool> Alive() const;
+  // Teardown: the program drops every slot and runs the collector; then the ledger reset releases the
+  // exports NULL-deleter capsules parked.
+  void DropEverything();
+  void ReleaseParked() { parked_.clear(); }
+
+ private:
+  int Add(Node n);
+  int AddStorage(int64_t bytes, Content c);
+  int AddArray(Content c, std::vector<int> refs, bool exportable);
+  // An import: buffer -> `target` export, view -> buffer, into view slot `dst`.
+  void AddImport(int target, int dst);
+  int& MutableSlot(SlotKind kind, int i) { return slots_[static_cast<int>(kind)][i]; }
+  bool PeerExports(interop::DType dtype, bool readonly) const;
+
+  const PeerRules& peer_;
+  std::vector<Node> nodes_;
+  int slots_[static_cast<int>(SlotKind::kMaxValue) + 1][kMaxSlots];
+  std::vector<int> cycles_;  // views held only by garbage cycles
+  std::vector<int> parked_;  // NULL-deleter exports: alive until the ledger is reset
+  uint64_t next_storage_id_ = 1;
+  int next_array_id_ = 0;
+};
+
+// The bytes of the storage a tensor of `dtype`, `shape` and `layout` gets from this layer's producer.
+int64_t StorageBytes(interop::DType dtype, const std::vector<int64_t>& shape, interop::Layout layout);
+
+}  // namespace lifeline::capsule

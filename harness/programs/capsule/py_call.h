@@ -1,0 +1,23 @@
+// Small CPython call helpers for the capsule programs' parties and executor (the interpreter is the
+// interop layer's: layers/interop/python_runtime.h). Every function returns a new reference, or a null
+// Ref with the Python exception pending.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string_view>
+#include <vector>
+
+#include "layers/interop/python_runtime.h"
+
+namespace lifeline::capsule {
+
+// fn(*args).
+py::Ref Call(const py::Ref& fn, std::initializer_list<PyObject*> args);
+// obj.name().
+py::Ref CallMethod(PyObject* obj, const char* name);
+py::Ref Str(std::string_view s);
+py::Ref ShapeTuple(const std::vector<int64_t>& shape);
+py::Ref Bool(bool b);
+
+}  // namespace lifeline::capsule

@@ -1,0 +1,52 @@
+// What every op-program decoder does alike: draw an index, draw a value from a set, choose the next op
+// among the kinds legal now, and run the decode loop to its bound. FuzzedDataProvider (compiler-rt's
+// header) takes integers from the back of the input, one byte for every range below 256.
+//
+// These helpers are part of every decoder's file format: how many bytes a choice consumes and how a byte
+// maps to a choice must never change (the decoders' golden tests pin the result).
+#pragma once
+
+#include <fuzzer/FuzzedDataProvider.h>
+
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+#include "core/check.h"
+
+namespace lifeline::programs {
+
+// An index in [0, `n`). `n` must be positive (the decoder's model offers only non-empty sets).
+inline size_t Pick(FuzzedDataProvider& fdp, size_t n) {
+  LIFELINE_PRECONDITION(n > 0, "decoder picked from an empty set");
+  return fdp.ConsumeIntegralInRange<size_t>(0, n - 1);
+}
+
+// One element of `from`.
+template <typename T>
+T PickFrom(FuzzedDataProvider& fdp, const std::vector<T>& from) {
+  return from[Pick(fdp, from.size())];
+}
+
+// The next op's kind: the kinds of `Kind` (an enum with a contiguous range up to `Kind::kMaxValue`) for
+// which `legal(kind)` holds, in enum order, and one of them picked. Empty when none is legal.
+template <typename Kind, typename Legal>
+std::optional<Kind> PickLegal(FuzzedDataProvider& fdp, Legal&& legal) {
+  std::vector<Kind> kinds;
+  for (int k = 0; k <= static_cast<int>(Kind::kMaxValue); ++k) {
+    if (legal(static_cast<Kind>(k))) kinds.push_back(static_cast<Kind>(k));
+  }
+  if (kinds.empty()) return std::nullopt;
+  return PickFrom(fdp, kinds);
+}
+
+// The decode loop: `decode_one(i)` decodes op `i` for i = 0, 1, ... while fewer than `max_ops` ops are
+// decoded and bytes remain; it returns false to stop early (nothing is legal any more).
+template <typename DecodeOne>
+void ForEachOp(FuzzedDataProvider& fdp, size_t max_ops, DecodeOne&& decode_one) {
+  for (size_t i = 0; i < max_ops && fdp.remaining_bytes() > 0; ++i) {
+    if (!decode_one(i)) break;
+  }
+}
+
+}  // namespace lifeline::programs

@@ -1,0 +1,24 @@
+// What every executor checks alike: each op's status against the model's prediction, in one wording, and
+// where an oracle's verdict was reached.
+#pragma once
+
+#include <string>
+
+#include "core/check.h"
+#include "core/status.h"
+
+namespace lifeline::programs {
+
+// The status oracle: `op` (its description) returned `got`; the model predicted `predicted`. Fails a
+// LIFELINE_CHECK "status oracle: <op> returned <got>, model predicted <predicted>" when they differ.
+inline void CheckStatus(const std::string& op, const Status& got, StatusCode predicted) {
+  LIFELINE_CHECK(got.code() == predicted, "status oracle: " + op + " returned " + got.ToString() +
+                                              ", model predicted " + std::string(StatusCodeName(predicted)));
+}
+
+// `verdict` with `where` (e.g. "op 3 (compute ctx0 [...]): ") in front of its message.
+inline Status At(const std::string& where, const Status& verdict) {
+  return verdict.ok() ? verdict : Status(verdict.code(), where + verdict.message());
+}
+
+}  // namespace lifeline::programs

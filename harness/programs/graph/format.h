@@ -1,0 +1,97 @@
+// The byte format of the graph programs (targets alloc_graph_topology and ggml_graph_topology): bytes -> a
+// bounded sequence of graph-building, planning, placement and topology-mutation steps over two
+// allocators, each legal in the model state where it appears (model.h) and carrying the model's
+// prediction of its outcome.
+//
+// A program speaks about graphs abstractly (TensorSpec), not about any allocator's API: an
+// AllocatorAdapter (allocator.h) turns it into calls on a concrete allocator.
+//
+// This decoder is a file format: tests/graph/decoder_test.cc pins it. Changing how bytes map to steps
+// rewrites every file in corpus/alloc_graph_topology/, corpus/ggml_graph_topology/ and the graph
+// reproducers in repro/.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "layers/alloc/gallocr.h"
+#include "layers/alloc/tensor.h"
+
+namespace lifeline::graphs {
+
+inline constexpr size_t kMaxSteps = 48;
+inline constexpr int kAllocators = 2;
+inline constexpr int kMaxGraphs = 4;
+inline constexpr int kMaxTensorsPerGraph = 16;
+inline constexpr int kMaxDim0 = 8;
+inline constexpr int kMaxDim1 = 4;
+inline constexpr int kMaxAlignLog2 = 6;
+
+// One tensor of a graph, as the program describes it. Sources are indexes into the same graph.
+struct TensorSpec {
+  alloc::Op op = alloc::Op::kNone;
+  alloc::DType type = alloc::DType::kF32;
+  int64_t ne[2] = {1, 1};       // kNone leafs; other ops derive their shape
+  int src[2] = {-1, -1};
+  float param = 0.0f;
+  bool inplace = false;
+  int64_t view_offset = 0;      // kView: in elements
+  bool input = false;
+  bool output = false;
+  bool preallocated = false;    // kNone: memory from outside the allocator
+  int external_graph = -1;      // leaf view of graph `external_graph`'s tensor `external_tensor`
+  int external_tensor = -1;
+};
+
+enum class StepKind : uint8_t {
+  kLeaf,          // a leaf in the open graph (input / pre-allocated flags)
+  kUnary,         // scale or neg of a tensor of the open graph (in place or not)
+  kBinary,        // add or mul of two same-shaped tensors
+  kCopy,          // copy, possibly changing the element type
+  kConcat,        // concatenate two tensors with the same inner dimension
+  kView,          // a 1-D view of part of a tensor, or a reshape of all of it
+  kViewExternal,  // a leaf view of an output of an earlier graph (whisper's conv -> encoder)
+  kMarkOutput,    // mark a tensor of the open graph as output
+  kSeal,          // the open graph is complete; a new one opens
+  kReserve,       // allocator k plans graph g
+  kAlloc,         // allocator k places graph g, which is then computed and checked
+  kRewire,        // same counts, different edges: a node of graph g takes another source
+  kGrow,          // graph g gains a node (and output)
+  kTogglePrealloc,  // a leaf of graph g gains or loses memory from outside
+  kMaxValue = kTogglePrealloc,
+};
+
+struct Step {
+  StepKind kind = StepKind::kSeal;
+  int graph = 0;            // the graph the step acts on
+  int allocator = 0;        // kReserve, kAlloc
+  TensorSpec tensor;        // kLeaf .. kViewExternal, kGrow: the tensor added (index = tensor_index)
+  int tensor_index = -1;    // the tensor added, marked, rewired or toggled
+  int slot = 0;             // kRewire: which source
+  int new_src = -1;         // kRewire
+  // Predictions.
+  StatusCode expect = StatusCode::kOk;
+};
+
+struct AllocatorSpec {
+  std::vector<alloc::BufferSpec> buffers;
+};
+
+struct Program {
+  AllocatorSpec allocators[kAllocators];
+  std::vector<Step> steps;
+};
+
+Program Decode(const uint8_t* data, size_t size);
+
+// One line per step, e.g. `alloc+compute g0 with allocator 1`.
+std::string Describe(const Step& step);
+// The allocators, one line each, then "#i <step>" per step.
+std::string Describe(const Program& program);
+// The allocator lines alone: the preamble of the program's trace.
+std::string DescribeAllocators(const Program& program);
+
+}  // namespace lifeline::graphs

@@ -1,0 +1,131 @@
+#include "harness/programs/graph/graph_book.h"
+
+#include <string>
+
+#include "core/check.h"
+#include "layers/alloc/eval.h"
+
+namespace lifeline::graphs {
+
+using alloc::Tensor;
+
+float LeafValue(int graph, int tensor, int64_t i) {
+  return static_cast<float>(((graph * 31 + tensor * 7 + i * 3) % 17) - 8) / 4.0f;
+}
+
+void FillLeaf(Tensor* t, int graph, int index) {
+  for (int64_t i = 0; i < t->nelements(); ++i) alloc::StoreElement(t->type, t->data, i, LeafValue(graph, index, i));
+}
+
+void ComputeUnderOracles(const alloc::Graph& graph, const void* owner, const std::vector<oracles::BufferExtent>& buffers,
+                         const std::vector<Tensor*>& outputs, const std::function<void()>& compute) {
+  auto expect = [](const std::string& violation) { LIFELINE_CHECK(violation.empty(), violation); };
+  expect(oracles::CheckPlacedInsideBuffers(graph, owner, buffers));
+  expect(oracles::CheckViewsInsideSources(graph));
+  expect(oracles::CheckNoLiveOverlap(graph, owner));
+  oracles::Canary canary(graph, owner);
+  oracles::Differential differential(graph, owner, outputs);
+  compute();
+  expect(canary.Check());
+  expect(differential.Check());
+}
+
+GraphBook::Graph& GraphBook::Get(int g) {
+  if (graphs_.size() <= static_cast<size_t>(g)) graphs_.resize(g + 1);
+  return graphs_[g];
+}
+
+Status GraphBook::AddTensor(int g, const TensorSpec& spec) {
+  Graph& gr = Get(g);
+  auto src = [&](int j) { return spec.src[j] >= 0 ? gr.t[spec.src[j]] : nullptr; };
+  int64_t ne[alloc::kMaxDims] = {spec.ne[0], 1, 1, spec.ne[1]};
+  StatusOr<Tensor*> t = InvalidArgument("unknown op");
+  switch (spec.op) {
+    case alloc::Op::kNone:
+      t = spec.external_graph >= 0 ? ctx_.ViewTensor(graphs_[spec.external_graph].t[spec.external_tensor])
+                                   : ctx_.NewTensor(spec.type, ne, alloc::kMaxDims);
+      break;
+    case alloc::Op::kScale:
+    case alloc::Op::kNeg:
+      t = ctx_.Unary(spec.op, src(0), spec.param, spec.inplace);
+      break;
+    case alloc::Op::kAdd:
+    case alloc::Op::kMul:
+      t = ctx_.Binary(spec.op, src(0), src(1), spec.inplace);
+      break;
+    case alloc::Op::kCopy:
+      t = ctx_.Copy(src(0), spec.type);
+      break;
+    case alloc::Op::kConcat:
+      t = ctx_.Concat(src(0), src(1));
+      break;
+    case alloc::Op::kView:
+      t = ctx_.View(src(0), ne, 1, static_cast<size_t>(spec.view_offset) * alloc::DTypeSize(src(0)->type));
+      break;
+    case alloc::Op::kReshape:
+      t = ctx_.Reshape(src(0), ne, 1);
+      break;
+  }
+  if (!t.ok()) return t.status();
+  Tensor* tensor = t.value();
+  tensor->name = "g" + std::to_string(g) + ".t" + std::to_string(gr.t.size());
+  tensor->input = spec.input;
+  tensor->output = spec.output;
+  gr.t.push_back(tensor);
+  gr.spec.push_back(spec);
+  gr.spec.back().preallocated = false;  // until SetPreallocated gives it memory
+  gr.external.emplace_back();
+  if (spec.preallocated) return SetPreallocated(g, static_cast<int>(gr.t.size()) - 1, true);
+  return Status::Ok();
+}
+
+Status GraphBook::SetOutput(int g, int t) {
+  Graph& gr = Get(g);
+  gr.t[t]->output = true;
+  gr.spec[t].output = true;
+  return Status::Ok();
+}
+
+Status GraphBook::Rewire(int g, int node, int slot, int new_src) {
+  Graph& gr = Get(g);
+  Tensor* n = gr.t[node];
+  Tensor* old = n->src[slot];
+  LIFELINE_RETURN_IF_ERROR(ctx_.SetSource(n, slot, gr.t[new_src]));
+  StatusOr<alloc::Graph> built = alloc::BuildGraph(Outputs(g));
+  if (!built.ok()) {
+    n->src[slot] = old;  // leave the graph as it was
+    return built.status();
+  }
+  gr.spec[node].src[slot] = new_src;
+  return Status::Ok();
+}
+
+Status GraphBook::SetPreallocated(int g, int t, bool on) {
+  Graph& gr = Get(g);
+  Tensor* tensor = gr.t[t];
+  std::unique_ptr<uint8_t[]> block = on ? std::make_unique<uint8_t[]>(tensor->nbytes()) : nullptr;
+  LIFELINE_RETURN_IF_ERROR(ctx_.SetExternalData(tensor, block.get()));
+  gr.external[t] = std::move(block);  // the old block goes only now that nothing points at it
+  gr.spec[t].preallocated = on;
+  if (on) FillLeaf(tensor, g, t);
+  return Status::Ok();
+}
+
+std::vector<Tensor*> GraphBook::Outputs(int g) const {
+  std::vector<Tensor*> out;
+  if (g >= static_cast<int>(graphs_.size())) return out;
+  for (Tensor* t : graphs_[g].t) {
+    if (t->output) out.push_back(t);
+  }
+  return out;
+}
+
+int GraphBook::IndexOf(int g, const Tensor* t) const {
+  const auto& v = graphs_[g].t;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i] == t) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+}  // namespace lifeline::graphs

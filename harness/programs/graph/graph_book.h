@@ -1,0 +1,66 @@
+// The program's graphs as layers/alloc tensors, shared by every AllocatorAdapter: the graph-editing half of
+// the adapter interface (AddTensor, SetOutput, Rewire, SetPreallocated) acts on one alloc::Context, so the
+// statuses of those steps are the same whichever allocator is under test, and each adapter only places and
+// computes. The tensors double as the oracles' view of a placement: an adapter that places a graph in
+// memory of its own (upstream ggml) records each tensor's address in `data` and `owner` and hands the
+// book's graph to harness/oracles/alloc_oracles.h.
+//
+// Pre-allocated leafs hold memory from outside every allocator, owned here, filled with LeafValue.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "harness/oracles/alloc_oracles.h"
+#include "harness/programs/graph/format.h"
+#include "core/status.h"
+#include "layers/alloc/tensor.h"
+
+namespace lifeline::graphs {
+
+// Deterministic leaf contents: small multiples of 1/4, exact in float16.
+float LeafValue(int graph, int tensor, int64_t i);
+// Writes LeafValue(graph, index, i) into every element of `t` (at t->data).
+void FillLeaf(alloc::Tensor* t, int graph, int index);
+
+// The oracles of one placement, shared by every adapter: no tensor outside `buffers`, views inside their
+// sources, no live overlap; then `compute` runs the graph on the placed memory, and external memory must be
+// unchanged and the outputs equal to the reference run on separate memory. Fails a LIFELINE_CHECK naming
+// the violation. `owner`: what the placed tensors' `owner` is (the allocator).
+void ComputeUnderOracles(const alloc::Graph& graph, const void* owner, const std::vector<oracles::BufferExtent>& buffers,
+                         const std::vector<alloc::Tensor*>& outputs, const std::function<void()>& compute);
+
+class GraphBook {
+ public:
+  Status AddTensor(int g, const TensorSpec& spec);
+  Status SetOutput(int g, int t);
+  // Rewires source `slot` of `node`; a cycle reachable from the outputs is refused and the graph is left
+  // as it was.
+  Status Rewire(int g, int node, int slot, int new_src);
+  Status SetPreallocated(int g, int t, bool on);
+
+  alloc::Tensor* tensor(int g, int t) const { return graphs_[g].t[t]; }
+  // The spec the tensor was added with (sources as rewired since).
+  const TensorSpec& spec(int g, int t) const { return graphs_[g].spec[t]; }
+  int size(int g) const { return g < static_cast<int>(graphs_.size()) ? static_cast<int>(graphs_[g].t.size()) : 0; }
+  bool preallocated(int g, int t) const { return graphs_[g].external[t] != nullptr; }
+  // The graph's outputs in tensor order (the order graphs are built from).
+  std::vector<alloc::Tensor*> Outputs(int g) const;
+  int IndexOf(int g, const alloc::Tensor* t) const;
+  void Clear() { graphs_.clear(); }
+
+ private:
+  struct Graph {
+    std::vector<alloc::Tensor*> t;
+    std::vector<TensorSpec> spec;
+    std::vector<std::unique_ptr<uint8_t[]>> external;  // pre-allocated leaf memory, per tensor
+  };
+  Graph& Get(int g);
+
+  alloc::Context ctx_;
+  std::vector<Graph> graphs_;
+};
+
+}  // namespace lifeline::graphs

@@ -1,0 +1,206 @@
+#include "harness/programs/graph/model.h"
+
+#include <algorithm>
+
+namespace lifeline::graphs {
+
+using alloc::Op;
+
+std::vector<bool> ModelGraph::Reachable() const {
+  std::vector<bool> r(t.size(), false);
+  std::vector<int> stack;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i].spec.output) stack.push_back(static_cast<int>(i));
+  }
+  while (!stack.empty()) {
+    int i = stack.back();
+    stack.pop_back();
+    if (r[i]) continue;
+    r[i] = true;
+    for (int s : t[i].spec.src) {
+      if (s >= 0) stack.push_back(s);
+    }
+  }
+  return r;
+}
+
+bool ModelGraph::DependsOn(int from, int target) const {
+  std::vector<bool> seen(t.size(), false);
+  std::vector<int> stack{from};
+  while (!stack.empty()) {
+    int i = stack.back();
+    stack.pop_back();
+    if (i == target) return true;
+    if (seen[i]) continue;
+    seen[i] = true;
+    for (int s : t[i].spec.src) {
+      if (s >= 0) stack.push_back(s);
+    }
+  }
+  return false;
+}
+
+int ModelGraph::RootOf(int idx) const {
+  while (t[idx].spec.src[0] >= 0 &&
+         (t[idx].spec.inplace || t[idx].spec.op == Op::kView || t[idx].spec.op == Op::kReshape)) {
+    idx = t[idx].spec.src[0];
+  }
+  return idx;
+}
+
+std::vector<int> ModelGraph::ExternalSources() const {
+  std::vector<bool> r = Reachable();
+  std::vector<int> out;
+  for (size_t i = 0; i < t.size(); ++i) {
+    int h = t[i].spec.external_graph;
+    if (r[i] && h >= 0 && std::find(out.begin(), out.end(), h) == out.end()) out.push_back(h);
+  }
+  return out;
+}
+
+ModelTensor Derived(const ModelTensor& a, Op op, int src0) {
+  ModelTensor mt;
+  mt.spec.op = op;
+  mt.spec.type = a.spec.type;
+  mt.spec.src[0] = src0;
+  mt.ne0 = a.ne0;
+  mt.ne1 = a.ne1;
+  mt.spec.ne[0] = a.ne0;
+  mt.spec.ne[1] = a.ne1;
+  return mt;
+}
+
+std::vector<int> Model::sealed() const {
+  std::vector<int> out;
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (g[i].sealed) out.push_back(static_cast<int>(i));
+  }
+  return out;
+}
+
+bool Model::Legal(StepKind k) const {
+  const int o = open();
+  const bool room = o >= 0 && g[o].t.size() < static_cast<size_t>(kMaxTensorsPerGraph);
+  const bool has_tensor = o >= 0 && !g[o].t.empty();
+  switch (k) {
+    case StepKind::kLeaf: return room;
+    case StepKind::kUnary:
+    case StepKind::kBinary:
+    case StepKind::kCopy:
+    case StepKind::kConcat:
+    case StepKind::kView: return room && has_tensor;
+    case StepKind::kViewExternal: {
+      if (!room) return false;
+      for (int h : sealed()) {
+        if (!g[h].Where([](const ModelTensor& t, int) { return t.spec.output; }).empty()) return true;
+      }
+      return false;
+    }
+    case StepKind::kMarkOutput: return has_tensor;
+    case StepKind::kSeal:
+      return has_tensor && !g[o].Where([](const ModelTensor& t, int) { return t.spec.op != Op::kNone; }).empty();
+    case StepKind::kReserve:
+    case StepKind::kAlloc:
+    case StepKind::kRewire:
+    case StepKind::kGrow:
+    case StepKind::kTogglePrealloc: return !sealed().empty();
+  }
+  return false;
+}
+
+void Model::AddTensor(int gi, Step& step, ModelTensor mt) {
+  step.graph = gi;
+  step.tensor = mt.spec;
+  step.tensor_index = static_cast<int>(g[gi].t.size());
+  g[gi].t.push_back(mt);
+}
+
+void Model::FallBackToReserve(int gi, Step& step) {
+  ModelGraph& mg = g[gi];
+  int k = mg.allocator >= 0 ? mg.allocator : 0;
+  step = Step{};
+  step.kind = StepKind::kReserve;
+  step.graph = gi;
+  step.allocator = k;
+  mg.allocator = k;
+  epoch[k] += 1;
+  reserved_graph[k] = gi;
+  reserved_version[k] = mg.version;
+}
+
+bool Model::AllocLegal(int gi, int k, StatusCode* expect) const {
+  const ModelGraph& mg = g[gi];
+  *expect = StatusCode::kOk;
+  for (int h : mg.ExternalSources()) {
+    const ModelGraph& src = g[h];
+    if (src.allocator == k) return false;  // the same allocator would overwrite what the view reads
+    if (src.placed && epoch[src.allocator] != src.placed_epoch) return false;  // stale
+    for (const auto& [bh, e] : mg.bound) {
+      if (bh == h && e != src.placed_epoch) return false;  // the view still holds the old address
+    }
+  }
+  // A view of a tensor that has no memory yet: its graph was never placed, and it is not a leaf with
+  // memory of its own (views and results get theirs when their graph is placed).
+  std::vector<bool> r = mg.Reachable();
+  for (size_t i = 0; i < mg.t.size(); ++i) {
+    const TensorSpec& v = mg.t[i].spec;
+    if (!r[i] || v.external_graph < 0) continue;
+    const ModelGraph& src = g[v.external_graph];
+    if (!src.t[v.external_tensor].has_memory) *expect = StatusCode::kFailedPrecondition;
+  }
+  // With several buffers AllocGraph does not re-plan by itself: the program reserves first. (Whether a
+  // mutated graph still fits the old plan depends on the allocator's notion of "same graph", which the
+  // model does not copy; tests/alloc/ covers that refusal.)
+  bool plan_matches = reserved_graph[k] == gi && reserved_version[k] == mg.version;
+  return plan_matches || buffers[k] == 1;
+}
+
+void Model::ReserveOrAlloc(int gi, int k, Step& step) {
+  ModelGraph& mg = g[gi];
+  step.graph = gi;
+  step.allocator = k;
+  if (step.kind == StepKind::kAlloc) {
+    StatusCode expect;
+    if (!AllocLegal(gi, k, &expect)) {
+      step.kind = StepKind::kReserve;  // illegal now: plan it instead (always legal)
+    } else {
+      step.expect = expect;
+    }
+  }
+  mg.allocator = k;
+  epoch[k] += 1;
+  if (step.kind == StepKind::kReserve) {
+    reserved_graph[k] = gi;
+    reserved_version[k] = mg.version;
+    return;
+  }
+  if (step.expect != StatusCode::kOk) return;
+  if (buffers[k] == 1) {  // AllocGraph re-plans when the plan is stale
+    reserved_graph[k] = gi;
+    reserved_version[k] = mg.version;
+  }
+  mg.placed = true;
+  mg.placed_epoch = epoch[k];
+  std::vector<bool> r = mg.Reachable();
+  for (size_t j = 0; j < mg.t.size(); ++j) mg.t[j].has_memory = mg.t[j].has_memory || r[j];
+  if (mg.bound.empty()) {
+    for (int h : mg.ExternalSources()) mg.bound.emplace_back(h, g[h].placed_epoch);
+  }
+}
+
+void Model::TogglePreallocated(int gi, int t, Step& step) {
+  ModelGraph& mg = g[gi];
+  step.tensor_index = t;
+  ModelTensor& leaf = mg.t[t];
+  leaf.spec.preallocated = !leaf.spec.preallocated;
+  leaf.owned_root = !leaf.spec.preallocated;
+  leaf.has_memory = leaf.spec.preallocated;
+  // Views of the leaf lose their address with it until the graph is placed again.
+  for (size_t j = 0; j < mg.t.size(); ++j) {
+    if (static_cast<int>(j) != t && mg.RootOf(static_cast<int>(j)) == t) mg.t[j].has_memory = false;
+  }
+  step.tensor.preallocated = leaf.spec.preallocated;
+  Mutated(gi);
+}
+
+}  // namespace lifeline::graphs

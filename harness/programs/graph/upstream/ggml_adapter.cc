@@ -1,0 +1,452 @@
+// GgmlAdapter (see ggml_adapter.h): graph programs on upstream ggml's gallocr.
+#include "harness/programs/graph/upstream/ggml_adapter.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ggml-alloc.h"
+#include "ggml-backend-impl.h"
+#include "ggml-backend.h"
+#include "ggml-cpu.h"
+#include "ggml.h"
+#include "core/check.h"
+#include "core/upstream_hooks.h"
+#include "harness/oracles/alloc_oracles.h"
+#include "harness/programs/common/describe.h"
+#include "harness/programs/graph/graph_book.h"
+#include "layers/alloc/eval.h"
+
+namespace lifeline::graphs {
+namespace {
+
+using alloc::Tensor;
+
+constexpr size_t kGraphSize = 4 * kMaxTensorsPerGraph + 16;  // program tensors, ggml_cpy destinations
+constexpr size_t kBlockAlignment = 64;                       // host blocks; >= every program alignment
+constexpr size_t kMinAlignment = sizeof(float);              // see TypeFor
+constexpr int kMaxBufferIds = 2 * kGraphSize;                // node/leaf buffer id arrays for reserve_n
+
+// ---- host buffers with the program's alignment -----------------------------------------------------
+
+struct BufferType {
+  ggml_backend_buffer_type buft;  // buft.context points back here
+  int allocator;
+  size_t alignment;
+  size_t max_size;
+  std::string name;
+};
+
+struct HostBlock {
+  uint8_t* base;
+  size_t size;
+};
+
+int64_t g_live_bytes = 0;                      // bytes of host buffers not yet freed
+std::vector<ggml_backend_buffer_t> g_live;     // those buffers
+
+HostBlock* BlockOf(ggml_backend_buffer_t b) { return static_cast<HostBlock*>(b->context); }
+BufferType* TypeOf(ggml_backend_buffer_type_t t) { return static_cast<BufferType*>(t->context); }
+
+void HostFree(ggml_backend_buffer_t b) {
+  HostBlock* block = BlockOf(b);
+  g_live_bytes -= static_cast<int64_t>(block->size);
+  for (size_t i = 0; i < g_live.size(); ++i) {
+    if (g_live[i] == b) {
+      g_live.erase(g_live.begin() + static_cast<std::ptrdiff_t>(i));
+      break;
+    }
+  }
+  std::free(block->base);
+  delete block;
+}
+void* HostBase(ggml_backend_buffer_t b) { return BlockOf(b)->base; }
+void HostMemset(ggml_backend_buffer_t, ggml_tensor* t, uint8_t value, size_t offset, size_t size) {
+  std::memset(static_cast<uint8_t*>(t->data) + offset, value, size);
+}
+void HostSet(ggml_backend_buffer_t, ggml_tensor* t, const void* data, size_t offset, size_t size) {
+  std::memcpy(static_cast<uint8_t*>(t->data) + offset, data, size);
+}
+void HostGet(ggml_backend_buffer_t, const ggml_tensor* t, void* data, size_t offset, size_t size) {
+  std::memcpy(data, static_cast<const uint8_t*>(t->data) + offset, size);
+}
+void HostClear(ggml_backend_buffer_t b, uint8_t value) { std::memset(BlockOf(b)->base, value, BlockOf(b)->size); }
+
+const char* TypeName(ggml_backend_buffer_type_t t) { return TypeOf(t)->name.c_str(); }
+size_t TypeAlignment(ggml_backend_buffer_type_t t) { return TypeOf(t)->alignment; }
+size_t TypeMaxSize(ggml_backend_buffer_type_t t) { return TypeOf(t)->max_size; }
+bool TypeIsHost(ggml_backend_buffer_type_t) { return true; }
+
+ggml_backend_buffer_t TypeAlloc(ggml_backend_buffer_type_t t, size_t size) {
+  size_t n = (size + kBlockAlignment - 1) / kBlockAlignment * kBlockAlignment;
+  if (n == 0) n = kBlockAlignment;
+  auto* base = static_cast<uint8_t*>(std::aligned_alloc(kBlockAlignment, n));
+  if (base == nullptr) return nullptr;
+  // NaN in both float types: a read of bytes no tensor wrote shows up in the outputs.
+  std::memset(base, 0xff, n);
+  ggml_backend_buffer_i iface{};
+  iface.free_buffer = HostFree;
+  iface.get_base = HostBase;
+  iface.memset_tensor = HostMemset;
+  iface.set_tensor = HostSet;
+  iface.get_tensor = HostGet;
+  iface.clear = HostClear;
+  auto* block = new HostBlock{base, size};
+  ggml_backend_buffer_t b = ggml_backend_buffer_init(t, iface, block, size);
+  g_live_bytes += static_cast<int64_t>(size);
+  g_live.push_back(b);
+  return b;
+}
+
+// ---- the CPU backend, once per process ---------------------------------------------------------------
+
+// ggml's warnings and errors go to stderr; its debug and info lines ("reallocating buffers automatically")
+// only with LIFELINE_TRACE, beside the program trace.
+void Log(ggml_log_level level, const char* text, void*) {
+  static ggml_log_level last = GGML_LOG_LEVEL_NONE;
+  if (level != GGML_LOG_LEVEL_CONT) last = level;
+  if (last >= GGML_LOG_LEVEL_WARN || programs::TraceRequested()) std::fputs(text, stderr);
+}
+
+ggml_backend_t Cpu() {
+  static ggml_backend_t cpu = [] {
+    ggml_set_abort_callback(&internal::UpstreamAbort);
+    ggml_log_set(&Log, nullptr);
+    ggml_backend_t b = ggml_backend_cpu_init();
+    LIFELINE_CHECK(b != nullptr, "ggml_backend_cpu_init failed");
+    ggml_backend_cpu_set_n_threads(b, 1);  // deterministic, and the fuzzer's one core
+    return b;
+  }();
+  return cpu;
+}
+
+// ---- one build of a program graph in ggml ----------------------------------------------------------
+
+struct Instance {
+  ggml_context* ctx = nullptr;
+  ggml_cgraph* graph = nullptr;
+  std::vector<ggml_tensor*> t;  // per program tensor; null when not reachable from the outputs
+  ~Instance() {
+    if (ctx != nullptr) ggml_free(ctx);
+  }
+};
+
+class GgmlAdapter final : public AllocatorAdapter {
+ public:
+  GgmlAdapter() : baseline_(g_live_bytes) { Cpu(); }
+  ~GgmlAdapter() override { Release(); }
+
+  Status CreateAllocator(int k, const AllocatorSpec& spec) override {
+    std::vector<ggml_backend_buffer_type_t> bufts;
+    for (const alloc::BufferSpec& b : spec.buffers) bufts.push_back(&TypeFor(k, b)->buft);
+    galloc_[k] = ggml_gallocr_new_n(bufts.data(), static_cast<int>(bufts.size()));
+    if (galloc_[k] == nullptr) return ResourceExhausted("ggml_gallocr_new_n returned null");
+    nbuf_[k] = static_cast<int>(bufts.size());
+    return Status::Ok();
+  }
+
+  Status AddTensor(int g, const TensorSpec& spec) override { return book_.AddTensor(g, spec); }
+  Status SetOutput(int g, int t) override { return book_.SetOutput(g, t); }
+  Status Rewire(int g, int node, int slot, int new_src) override { return book_.Rewire(g, node, slot, new_src); }
+  Status SetPreallocated(int g, int t, bool on) override {
+    Status s = book_.SetPreallocated(g, t, on);
+    if (!s.ok()) return s;
+    // The tensor's memory changed, and with it what its views (in this graph) read: the next view of any
+    // of them from another graph must not see the old placement (the layer's views lose their address).
+    const Tensor* leaf = book_.tensor(g, t);
+    for (int i = 0; i < book_.size(g); ++i) {
+      if (book_.tensor(g, i) == leaf || book_.tensor(g, i)->root() == leaf) placed_[{g, i}] = nullptr;
+    }
+    return Status::Ok();
+  }
+
+  Status Reserve(int k, int g) override {
+    StatusOr<alloc::Graph> mirror = alloc::BuildGraph(book_.Outputs(g));
+    if (!mirror.ok()) return mirror.status();
+    Instance* inst = Build(g);
+    // Buffer ids as the layer adapter gives them: by position, round robin over the allocator's buffers.
+    std::vector<int> ids(kMaxBufferIds);
+    for (int i = 0; i < kMaxBufferIds; ++i) ids[i] = i % nbuf_[k];
+    if (!ggml_gallocr_reserve_n(galloc_[k], inst->graph, ids.data(), ids.data())) {
+      return ResourceExhausted("ggml_gallocr_reserve_n failed to allocate its buffers");
+    }
+    return Status::Ok();
+  }
+
+  Status AllocAndCompute(int k, int g) override {
+    std::vector<Tensor*> outputs = book_.Outputs(g);
+    StatusOr<alloc::Graph> mirror = alloc::BuildGraph(outputs);
+    if (!mirror.ok()) return mirror.status();
+    // The program's precondition: a leaf view of another graph's tensor has memory once that graph placed
+    // it (or it is a pre-allocated leaf). ggml flattens view chains to their root when a view is created, so
+    // it would give memory to a view of a never-placed view of a placed tensor; refused here, as layers/alloc
+    // refuses it. (A view of a plain tensor that was never placed ggml leaves without memory itself: below.)
+    for (Tensor* t : mirror->leafs) {
+      const TensorSpec& spec = book_.spec(g, book_.IndexOf(g, t));
+      if (spec.external_graph < 0) continue;
+      auto it = placed_.find({spec.external_graph, spec.external_tensor});
+      if ((it == placed_.end() || it->second == nullptr) && !book_.preallocated(spec.external_graph, spec.external_tensor)) {
+        return FailedPrecondition(t->name + " views a tensor that its graph never placed");
+      }
+    }
+    Instance* inst = Build(g);
+    if (!ggml_gallocr_alloc_graph(galloc_[k], inst->graph)) {
+      return FailedPrecondition("ggml_gallocr_alloc_graph: the graph needs a reserve_n first (several buffers)");
+    }
+    // A leaf view of a tensor that has no memory stays without memory ("allocated without ggml-backend").
+    for (int i = 0; i < book_.size(g); ++i) {
+      ggml_tensor* t = inst->t[i];
+      if (t != nullptr && t->data == nullptr) {
+        return FailedPrecondition(std::string(t->name) + " has no memory after ggml_gallocr_alloc_graph: it views " +
+                                  "a tensor that was never placed");
+      }
+    }
+    const void* owner = galloc_[k];
+    Mirror(g, *inst, k);
+    alloc::Graph placed = InGgmlOrder(*inst, mirror.value(), g);
+
+    // The caller fills the allocator's leafs after alloc_graph, as whisper sets its inputs.
+    for (Tensor* leaf : placed.leafs) {
+      if (!leaf->is_view() && leaf->owner == owner) FillLeaf(leaf, g, book_.IndexOf(g, leaf));
+    }
+    std::vector<oracles::BufferExtent> extents;
+    for (ggml_backend_buffer_t b : g_live) {
+      BufferType* type = TypeOf(b->buft);
+      if (type->allocator == k && b->size > 0) extents.push_back({BlockOf(b)->base, b->size, type->alignment});
+    }
+    ComputeUnderOracles(placed, owner, extents, outputs, [&] {
+      ggml_status st = ggml_backend_graph_compute(Cpu(), inst->graph);
+      LIFELINE_CHECK(st == GGML_STATUS_SUCCESS, "ggml_backend_graph_compute of g" + std::to_string(g) + " returned " +
+                                                    std::string(ggml_status_to_string(st)));
+    });
+    Expect(CompareWithFreshAllocator(g, *inst));
+    for (int i = 0; i < book_.size(g); ++i) {
+      if (inst->t[i] != nullptr) placed_[{g, i}] = inst->t[i];
+    }
+    return Status::Ok();
+  }
+
+  void Teardown() override {
+    Release();
+    LIFELINE_CHECK(g_live_bytes == baseline_,
+                   "baseline oracle: " + std::to_string(g_live_bytes - baseline_) +
+                       " bytes of gallocr buffers still held after every allocator was freed");
+  }
+
+ private:
+  static void Expect(const std::string& violation) { LIFELINE_CHECK(violation.empty(), violation); }
+
+  // One buffer type per (allocator, alignment): gallocr shares the allocator of repeated types.
+  // ggml's CPU kernels load elements in place (float, ggml_fp16_t), so a host buffer type aligns to at least
+  // 4 bytes: the layer's 1- and 2-byte alignments would only make every f32 read misaligned, which says
+  // nothing about gallocr (no real backend's buffers are aligned below their element size).
+  BufferType* TypeFor(int k, const alloc::BufferSpec& spec) {
+    const size_t alignment = std::max<size_t>(spec.alignment, kMinAlignment);
+    for (auto& t : types_) {
+      if (t->allocator == k && t->alignment == alignment) return t.get();
+    }
+    auto t = std::make_unique<BufferType>();
+    t->allocator = k;
+    t->alignment = alignment;
+    t->max_size = spec.max_size;
+    t->name = "lifeline" + std::to_string(k) + "_align" + std::to_string(alignment);
+    t->buft.iface.get_name = TypeName;
+    t->buft.iface.alloc_buffer = TypeAlloc;
+    t->buft.iface.get_alignment = TypeAlignment;
+    t->buft.iface.get_max_size = TypeMaxSize;
+    t->buft.iface.is_host = TypeIsHost;
+    t->buft.device = ggml_backend_get_device(Cpu());
+    t->buft.context = t.get();
+    types_.push_back(std::move(t));
+    return types_.back().get();
+  }
+
+  // The ggml tensor another graph's leaf view of (h, i) views: the one of h's latest placement, or, when
+  // h was never placed (or that tensor lost its memory since), one of a build that was not placed.
+  ggml_tensor* Source(int h, int i) {
+    auto it = placed_.find({h, i});
+    if (it != placed_.end() && it->second != nullptr) return it->second;
+    Instance* inst = Build(h);
+    return inst->t[i];
+  }
+
+  // Builds graph g of the book afresh in a new ggml context (kept until teardown: later graphs may view
+  // its tensors).
+  Instance* Build(int g) {
+    auto inst = std::make_unique<Instance>();
+    ggml_init_params params{};
+    params.mem_size = ggml_tensor_overhead() * kGraphSize + ggml_graph_overhead_custom(kGraphSize, false);
+    params.no_alloc = true;
+    inst->ctx = ggml_init(params);
+    LIFELINE_CHECK(inst->ctx != nullptr, "ggml_init failed");
+    inst->t.assign(book_.size(g), nullptr);
+    inst->graph = ggml_new_graph_custom(inst->ctx, kGraphSize, false);
+    for (Tensor* out : book_.Outputs(g)) ggml_build_forward_expand(inst->graph, Make(*inst, g, book_.IndexOf(g, out)));
+    instances_.push_back(std::move(inst));
+    return instances_.back().get();
+  }
+
+  ggml_tensor* Make(Instance& inst, int g, int i) {
+    if (inst.t[i] != nullptr) return inst.t[i];
+    const TensorSpec& spec = book_.spec(g, i);
+    const Tensor* m = book_.tensor(g, i);
+    ggml_context* ctx = inst.ctx;
+    auto src = [&](int j) { return Make(inst, g, spec.src[j]); };
+    const ggml_type type = m->type == alloc::DType::kF16 ? GGML_TYPE_F16 : GGML_TYPE_F32;
+    const bool inplace = spec.inplace;
+    ggml_tensor* t = nullptr;
+    switch (spec.op) {
+      case alloc::Op::kNone:
+        if (spec.external_graph >= 0) {
+          t = ggml_view_tensor(ctx, Source(spec.external_graph, spec.external_tensor));
+        } else {
+          t = ggml_new_tensor_4d(ctx, type, m->ne[0], m->ne[1], m->ne[2], m->ne[3]);
+          if (book_.preallocated(g, i)) t->data = m->data;  // memory from outside, no backend buffer
+          if (m->input) ggml_set_input(t);
+        }
+        break;
+      case alloc::Op::kScale:
+        t = inplace ? ggml_scale_inplace(ctx, src(0), m->param) : ggml_scale(ctx, src(0), m->param);
+        break;
+      case alloc::Op::kNeg:
+        t = inplace ? ggml_neg_inplace(ctx, src(0)) : ggml_neg(ctx, src(0));
+        break;
+      case alloc::Op::kAdd:
+        t = inplace ? ggml_add_inplace(ctx, src(0), src(1)) : ggml_add(ctx, src(0), src(1));
+        break;
+      case alloc::Op::kMul:
+        t = inplace ? ggml_mul_inplace(ctx, src(0), src(1)) : ggml_mul(ctx, src(0), src(1));
+        break;
+      case alloc::Op::kCopy: {
+        ggml_tensor* a = src(0);
+        t = ggml_cpy(ctx, a, ggml_new_tensor(ctx, type, GGML_MAX_DIMS, a->ne));
+        break;
+      }
+      case alloc::Op::kConcat:
+        t = ggml_concat(ctx, src(0), src(1), 3);
+        break;
+      case alloc::Op::kView:
+        t = ggml_view_1d(ctx, src(0), m->ne[0], static_cast<size_t>(spec.view_offset) * ggml_type_size(src(0)->type));
+        break;
+      case alloc::Op::kReshape:
+        t = ggml_reshape_1d(ctx, src(0), m->ne[0]);
+        break;
+    }
+    ggml_format_name(t, "g%d.t%d", g, i);
+    if (m->output) ggml_set_output(t);
+    inst.t[i] = t;
+    return t;
+  }
+
+  // The program's tensors of graph g take the addresses ggml gave them; those whose bytes (through ggml's
+  // view chain: in-place results, ggml_cpy's destination) lie in a buffer of allocator k are its own.
+  void Mirror(int g, const Instance& inst, int k) {
+    for (int i = 0; i < book_.size(g); ++i) {
+      ggml_tensor* t = inst.t[i];
+      if (t == nullptr) continue;
+      Tensor* m = book_.tensor(g, i);
+      m->data = t->data;
+      const ggml_tensor* root = t;
+      while (root->view_src != nullptr) root = root->view_src;
+      m->owner = root->buffer != nullptr && root->buffer->buft->iface.get_name == TypeName &&
+                         TypeOf(root->buffer->buft)->allocator == k
+                     ? galloc_[k]
+                     : nullptr;
+    }
+  }
+
+  // The program's graph with its nodes in the order ggml runs them (lifetimes depend on it).
+  alloc::Graph InGgmlOrder(const Instance& inst, const alloc::Graph& mirror, int g) {
+    std::unordered_map<const ggml_tensor*, Tensor*> back;
+    for (int i = 0; i < book_.size(g); ++i) {
+      if (inst.t[i] != nullptr) back[inst.t[i]] = book_.tensor(g, i);
+    }
+    alloc::Graph out;
+    out.leafs = mirror.leafs;
+    for (int i = 0; i < ggml_graph_n_nodes(inst.graph); ++i) {
+      auto it = back.find(ggml_graph_node(inst.graph, i));
+      if (it != back.end()) out.nodes.push_back(it->second);
+    }
+    LIFELINE_CHECK(out.nodes.size() == mirror.nodes.size(),
+                   "ggml built " + std::to_string(out.nodes.size()) + " nodes of the program's " +
+                       std::to_string(mirror.nodes.size()) + " for g" + std::to_string(g));
+    return out;
+  }
+
+  // The same graph, built again and placed by a fresh gallocr with a single buffer, must compute the same
+  // output bytes.
+  std::string CompareWithFreshAllocator(int g, const Instance& inst) {
+    alloc::BufferSpec spec;
+    spec.alignment = 32;
+    BufferType* type = TypeFor(-1, spec);
+    ggml_gallocr_t fresh = ggml_gallocr_new(&type->buft);
+    Instance* again = Build(g);
+    std::string error;
+    if (!ggml_gallocr_alloc_graph(fresh, again->graph)) {
+      error = "fresh-allocator oracle: a fresh gallocr could not place g" + std::to_string(g);
+    } else {
+      for (int i = 0; i < book_.size(g); ++i) {
+        ggml_tensor* t = again->t[i];
+        if (t == nullptr || t->op != GGML_OP_NONE || t->view_src != nullptr || book_.preallocated(g, i)) continue;
+        Tensor* m = book_.tensor(g, i);
+        void* saved = m->data;
+        m->data = t->data;
+        FillLeaf(m, g, i);
+        m->data = saved;
+      }
+      ggml_status st = ggml_backend_graph_compute(Cpu(), again->graph);
+      if (st != GGML_STATUS_SUCCESS) {
+        error = "fresh-allocator oracle: computing g" + std::to_string(g) + " returned " + ggml_status_to_string(st);
+      }
+      for (int i = 0; i < book_.size(g) && error.empty(); ++i) {
+        const Tensor* m = book_.tensor(g, i);
+        if (!m->output || inst.t[i] == nullptr) continue;
+        const size_t n = ggml_nbytes(inst.t[i]);
+        if (std::memcmp(inst.t[i]->data, again->t[i]->data, n) == 0) continue;
+        for (int64_t e = 0; e < m->nelements(); ++e) {
+          float placed = alloc::LoadElement(m->type, inst.t[i]->data, e);
+          float fresh_value = alloc::LoadElement(m->type, again->t[i]->data, e);
+          if (std::memcmp(&placed, &fresh_value, sizeof(float)) != 0) {
+            error = "fresh-allocator oracle: output " + m->name + " element " + std::to_string(e) + " is " +
+                    std::to_string(placed) + " as placed by the program's allocator but " +
+                    std::to_string(fresh_value) + " with a fresh gallocr";
+            break;
+          }
+        }
+      }
+    }
+    ggml_gallocr_free(fresh);
+    instances_.pop_back();  // `again` was the last build; nothing views it
+    return error;
+  }
+
+  void Release() {
+    for (ggml_gallocr_t& a : galloc_) {
+      ggml_gallocr_free(a);
+      a = nullptr;
+    }
+    placed_.clear();
+    instances_.clear();
+    book_.Clear();
+  }
+
+  int64_t baseline_;
+  GraphBook book_;
+  ggml_gallocr_t galloc_[kAllocators] = {};
+  int nbuf_[kAllocators] = {};
+  std::vector<std::unique_ptr<BufferType>> types_;
+  std::vector<std::unique_ptr<Instance>> instances_;
+  std::map<std::pair<int, int>, ggml_tensor*> placed_;  // (graph, tensor) -> ggml tensor of its latest placement
+};
+
+}  // namespace
+
+std::unique_ptr<AllocatorAdapter> MakeGgmlAdapter() { return std::make_unique<GgmlAdapter>(); }
+
+}  // namespace lifeline::graphs

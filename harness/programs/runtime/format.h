@@ -1,0 +1,100 @@
+// The byte formats of the two runtime programs (targets runtime_encoder_lifetime and
+// runtime_buffer_reclaim): bytes -> a bounded sequence of ops, each legal for the model state at that
+// point (model.h). Both decoders are file formats (golden tests in tests/runtime/decoder_test.cc):
+// changing how bytes map to ops rewrites every file in corpus/runtime_*/ and the runtime reproducers.
+//
+// Encoder lifetime: frames over three 256-float buffers — transient pools pushed and drained, contexts
+// created under pools, set_encode_threads, compute (encode on n_cb worker threads, submit, wait),
+// contexts destroyed.
+// Buffer reclaim: buffers created (a small share with an invalid size, predicted INVALID_ARGUMENT),
+// written, used by dispatches, read and destroyed (optionally with the purge workaround), capture
+// switched on and off.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "layers/runtime/device.h"
+
+namespace lifeline::rtprog {
+
+inline constexpr size_t kMaxOps = 24;
+inline constexpr int kEncoderBuffers = 3;
+inline constexpr uint32_t kEncoderFloats = 256;
+inline constexpr int kMaxPoolDepth = 3;
+inline constexpr int kMaxContexts = 3;
+inline constexpr int kMaxEncodeThreads = 8;  // n_cb in [1, 8]: upstream's GGML_METAL_MAX_COMMAND_BUFFERS
+inline constexpr int kMaxFrameOps = 8;
+inline constexpr int kReclaimSlots = 6;
+inline constexpr uint32_t kMaxReclaimFloats = 1024;
+
+// A dispatch as decoded: buffer operands are slot numbers. The kernels are the runtime's
+// (layers/runtime/device.h: fill, add, scale, copy).
+struct Dispatch {
+  runtime::Kernel kernel = runtime::Kernel::kFill;
+  uint8_t a = 0, b = 0, out = 0;
+  uint32_t n = 0;
+  float value = 0;
+};
+
+// ---- encoder lifetime -----------------------------------------------------------------------------------
+
+enum class EncoderOpKind : uint8_t {
+  kPushPool,        // a TransientPool on this thread
+  kDrainPool,       // drain the innermost pool
+  kCreateContext,   // Context::Create(n_cb) while a pool is active -> lowest free context slot
+  kSetThreads,      // context.SetEncodeThreads(n_cb); 0 is invalid (predicted INVALID_ARGUMENT)
+  kCompute,         // context.Compute(frame)
+  kDestroyContext,
+  kMaxValue = kDestroyContext,
+};
+
+struct EncoderOp {
+  EncoderOpKind kind = EncoderOpKind::kPushPool;
+  uint8_t context = 0;   // slot
+  int n_cb = 1;          // kCreateContext, kSetThreads
+  std::vector<Dispatch> frame;  // kCompute
+  StatusCode expect = StatusCode::kOk;
+};
+using EncoderProgram = std::vector<EncoderOp>;
+
+EncoderProgram DecodeEncoder(const uint8_t* data, size_t size);
+std::string Describe(const EncoderOp& op);
+std::string Describe(const EncoderProgram& program);
+
+// ---- buffer reclaim -------------------------------------------------------------------------------------
+
+enum class ReclaimOpKind : uint8_t {
+  kCreate,      // Buffer::Create(floats * 4) -> lowest free slot
+  kWrite,       // host writes a pattern
+  kDispatch,    // one dispatch on the iteration's context
+  kRead,        // host reads and compares with the model
+  kDestroy,     // destroy the wrapper; `purge` runs the purge workaround right after
+  kCaptureOn,
+  kCaptureOff,
+  kMaxValue = kCaptureOff,
+};
+
+struct ReclaimOp {
+  ReclaimOpKind kind = ReclaimOpKind::kCreate;
+  uint8_t slot = 0;
+  uint32_t floats = 1;   // kCreate; 0 is the invalid request
+  uint8_t seed = 0;      // kWrite
+  bool purge = false;    // kDestroy
+  Dispatch dispatch;     // kDispatch (n already clamped to the smallest operand)
+  StatusCode expect = StatusCode::kOk;
+};
+using ReclaimProgram = std::vector<ReclaimOp>;
+
+ReclaimProgram DecodeReclaim(const uint8_t* data, size_t size);
+std::string Describe(const ReclaimOp& op);
+std::string Describe(const ReclaimProgram& program);
+
+// The values a kWrite of `seed` puts at element `i`: small integers and halves, exact through any chain
+// of adds and scales by the decoded values in kMaxOps ops.
+float Pattern(uint32_t seed, uint32_t i);
+
+}  // namespace lifeline::rtprog

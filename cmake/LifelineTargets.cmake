@@ -8,7 +8,7 @@
 
 include(GoogleTest)
 
-set(LIFELINE_CLI ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/harness/py/lifeline_main.py)
+set(LIFELINE_CLI ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/cli/lifeline_main.py)
 
 function(lifeline_add_executable name)
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})

@@ -143,7 +143,7 @@ class Reports(unittest.TestCase):
     """SARIF and Markdown from triage results (no binaries needed)."""
 
     def setUp(self):
-        sys.path.insert(0, str(ROOT / "harness" / "py"))
+        sys.path.insert(0, str(ROOT / "cli"))
         from lifeline import triage
         self.triage = triage
         crash = {"type": "heap-use-after-free", "state": ["lifeline::interop::BufferView::Element", "b", "c"],
@@ -183,7 +183,7 @@ class Reports(unittest.TestCase):
 
 # ---- upstream-open bugs, upstream variants, skipped tests: the CLI on a scratch project ---------------------
 #
-# A copy of harness/py in a temporary project root whose "fuzz target" is a script: each input's first word
+# A copy of cli/ in a temporary project root whose "fuzz target" is a script: each input's first word
 # says what it does when replayed, and run with libFuzzer's -artifact_prefix= it writes the artifacts listed
 # in fake-artifacts.json beside it. Nothing here needs a built lane.
 
@@ -272,7 +272,7 @@ class ScratchProject(unittest.TestCase):
     def setUp(self):
         self.tmp = Path(tempfile.mkdtemp())
         self.root = self.tmp / "root"
-        shutil.copytree(ROOT / "harness" / "py", self.root / "harness" / "py",
+        shutil.copytree(ROOT / "cli", self.root / "cli",
                         ignore=shutil.ignore_patterns("__pycache__"))
         (self.root / "core").mkdir()
         (self.root / "core" / "bug_list.def").write_text('LIFELINE_BUG(kFakeFixedBug, "fake-fixed-bug")\n')
@@ -308,7 +308,7 @@ class ScratchProject(unittest.TestCase):
         (self.fake.parent / "fake-artifacts.json").write_text(json.dumps(arts))
 
     def cli(self, *args):
-        return run([PY, self.root / "harness" / "py" / "lifeline_main.py", *args])
+        return run([PY, self.root / "cli" / "lifeline_main.py", *args])
 
     def input(self, word: str, name: str = None) -> Path:
         d = self.tmp / "inputs"
@@ -482,7 +482,7 @@ class ScratchProject(unittest.TestCase):
         self.assertIn(f"{self.input('flaky')}: flaky: replays gave ['assert | ggml_gallocr_init_tensor", out)
 
     def test_known_signatures_carry_the_status_and_leave_out_the_variant(self):
-        sys.path.insert(0, str(ROOT / "harness" / "py"))
+        sys.path.insert(0, str(ROOT / "cli"))
         from lifeline import triage
         known = triage.known_signatures(self.root, "fake_target")
         self.assertEqual(known, [("fake-fixed-bug", UAF_SIG, "fixed"),
@@ -578,7 +578,7 @@ Errors while running CTest
 
 class CtestSkips(unittest.TestCase):
     def setUp(self):
-        sys.path.insert(0, str(ROOT / "harness" / "py"))
+        sys.path.insert(0, str(ROOT / "cli"))
         from lifeline import cli
         self.cli = cli
 
@@ -623,7 +623,7 @@ class LifelineTestSkips(unittest.TestCase):
     def test_skipped_tests_are_counted_and_named(self):
         with tempfile.TemporaryDirectory() as d:
             root = Path(d)
-            shutil.copytree(ROOT / "harness" / "py", root / "harness" / "py",
+            shutil.copytree(ROOT / "cli", root / "cli",
                             ignore=shutil.ignore_patterns("__pycache__"))
             (root / "scripts").mkdir()
             (root / "scripts" / "install-deps.sh").write_text("#!/bin/sh\nexit 0\n")
@@ -641,7 +641,7 @@ class LifelineTestSkips(unittest.TestCase):
                                       "binaryDir": "${sourceDir}/build/${presetName}"}],
                 "buildPresets": [{"name": "asan", "configurePreset": "asan"}],
                 "testPresets": [{"name": "asan", "configurePreset": "asan", "output": {"outputOnFailure": True}}]}))
-            rc, out = run([PY, root / "harness" / "py" / "lifeline_main.py", "test", "--lanes", "asan"])
+            rc, out = run([PY, root / "cli" / "lifeline_main.py", "test", "--lanes", "asan"])
             self.assertEqual(rc, 0, out)
             self.assertIn("lane       build   passed  failed  skipped  build s  total s", out)
             self.assertRegex(out, r"\nasan\s+ok\s+1\s+0\s+2\s")

@@ -34,7 +34,7 @@ from . import crash as crashmod
 from . import repro
 from . import triage as triagemod
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 LANES = repro.LANES
 
 

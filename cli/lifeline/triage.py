@@ -1,34 +1,28 @@
-"""Crash triage, known-bug matching, promotion to reproducers, and reports.
+"""`lifeline triage`: crash triage and known-bug matching.
 
-triage:   each crash input is replayed REPLAYS times on its target; a crash is flaky unless every replay
-          crashes with the same signature (crash type + top-3 frames). Crashes are deduplicated by that
-          signature and matched against the signatures repro/*/bug.json expect ("known: <bug-id>", or
-          "upstream-open: <bug-id>" when that bug's status says upstream has not fixed it).
-promote:  a crash that reproduces is minimized with libFuzzer (-minimize_crash=1), kept only if the
-          minimized input still gives the same signature, and written to repro/<id>/ with its bug.json.
-report:   triage results as JSON, SARIF 2.1.0 (GitHub code scanning) or Markdown.
+Each crash input is replayed REPLAYS times on its target; a crash is flaky unless every replay crashes with
+the same signature (crash type + top-3 frames). Crashes are deduplicated by that signature and matched against
+the signatures repro/*/bug.json expect ("known: <bug-id>", or "upstream-open: <bug-id>" when that bug's status
+says upstream has not fixed it). `fuzz` sorts its artifacts and `promote` checks its input with the same
+replays; `report` renders the results.
 """
 from __future__ import annotations
 
 import json
 import os
-import re
-import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
 from . import crash as crashmod
 from . import repro
+from .bugs import known_bug_ids
+from .paths import ROOT, source_targets
+from .usage import UsageError
 
 REPLAYS = 3
 REPLAY_TIMEOUT_S = 120
-
-
-class TriageError(Exception):
-    """Bad input to triage/promote: one line naming the problem (the CLI exits 2)."""
 
 
 @dataclass
@@ -81,9 +75,7 @@ def known_signatures(root: Path, target: str) -> list[tuple[str, dict, str]]:
     """(bug id, expected signature, bug status) of every repro/*/bug.json of `target`, from its fuzz and asan
     expectations. An upstream_variant's expectations are left out: they hold only on its patched build."""
     out = []
-    for d in sorted((root / "repro").iterdir()) if (root / "repro").is_dir() else []:
-        if not d.is_dir():
-            continue
+    for d in repro.folders(root / "repro"):
         try:
             bug = repro.load(d)
         except repro.BugJsonError:
@@ -151,113 +143,85 @@ def dedup(results: list[Result]) -> None:
             seen[r.signature] = r.input
 
 
-# ---- promote ------------------------------------------------------------------------------------------
-
-def signature_for_bug_json(c: dict) -> dict:
-    if c["type"] == "lifeline-check" and c.get("message"):
-        # The longest run of the check's message without digits: op indexes, object ids, counts and
-        # values vary between inputs that hit the same check; its wording does not.
-        chunks = [x.strip(" :,()-") for x in re.split(r"[#0-9]", c["message"])]
-        text = max(chunks, key=len)
-        if len(text) >= 8:
-            return {"type": c["type"], "message": text}
-    return {"type": c["type"], "frame": c["state"][0]}
-
-
-def minimize(binary: Path, crash_file: Path, reintroduce: Optional[str], work: Path, runs: int) -> Path:
-    out = work / "minimized"
-    env = dict(os.environ)
-    env.pop("LIFELINE_REINTRODUCE", None)
-    if reintroduce:
-        env["LIFELINE_REINTRODUCE"] = reintroduce
-    subprocess.run([str(binary), "-minimize_crash=1", f"-runs={runs}", f"-exact_artifact_path={out}",
-                    "-timeout=25", str(crash_file)], env=env, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, timeout=600)
-    return out
-
-
-def write_repro(root: Path, bug_id: str, target: str, input_bytes: bytes, crash: dict, lanes: list[str],
-                title: Optional[str], source: str) -> Path:
-    d = root / "repro" / bug_id
-    d.mkdir(parents=True)
-    name = "minimized-crash"
-    (d / name).write_bytes(input_bytes)
-    sig = signature_for_bug_json(crash)
-    doc = {
-        "id": bug_id,
-        "title": title or f"{crash['type']} found by fuzzing {target}" + (
-            f": {sig['message']}" if "message" in sig else f" in {sig['frame']}"),
-        "upstream": [],
-        "target": target,
-        "notes": f"Promoted by `lifeline promote` from {source}; crash state: {' / '.join(crash['state'])}.",
-        "reproducers": [{"input": name, "expect": {lane: sig for lane in lanes}}],
-    }
-    (d / "bug.json").write_text(json.dumps(doc, indent=2) + "\n")
-    return d
-
-
-# ---- reports ------------------------------------------------------------------------------------------
-
-def _rule_id(crash_type: str) -> str:
-    return "lifeline/" + crash_type
-
-
-def sarif(results: list[Result], root: Path) -> dict:
-    crashes = [r for r in results if r.signature and not r.duplicate_of]
-    rules = {}
-    for r in crashes:
-        t = r.crash["type"]
-        rules.setdefault(t, {"id": _rule_id(t), "name": t.replace("-", " ").title().replace(" ", ""),
-                             "shortDescription": {"text": f"{t} found by fuzzing"},
-                             "helpUri": "https://github.com/google/sanitizers/wiki",
-                             "properties": {"tags": ["security", "memory-safety", "fuzzing"]}})
-    out_results = []
-    for r in crashes:
-        c = r.crash
-        loc = c.get("location") or ""
-        m = re.match(r"(.+?):(\d+)(?::(\d+))?$", loc)
-        location = {}
-        if m:
-            path = Path(m.group(1))
-            try:
-                uri = str(path.resolve().relative_to(root))
-            except ValueError:
-                uri = str(path)
-            region = {"startLine": int(m.group(2))}
-            if m.group(3):
-                region["startColumn"] = int(m.group(3))
-            location = {"physicalLocation": {"artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"},
-                                             "region": region}}
-        text = f"{c['type']} in {c['state'][0] if c['state'] else '?'}"
-        if c.get("message"):
-            text += f": {c['message']}"
-        known = {"known": f", known bug {r.known}", "upstream-open": f", upstream-open bug {r.known}"}
-        text += f" (target {r.target}, input {Path(r.input).name}" + known.get(r.status, ", new") + ")"
-        res = {"ruleId": _rule_id(c["type"]), "level": "error", "message": {"text": text},
-               "partialFingerprints": {"crashState": r.signature},
-               "properties": {"target": r.target, "input": r.input, "flaky": r.flaky, "known": r.known,
-                              "status": r.status}}
-        if location:
-            res["locations"] = [location]
-        out_results.append(res)
-    return {
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [{"tool": {"driver": {"name": "lifeline", "version": "0",
-                                      "rules": list(rules.values())}},
-                  "results": out_results}],
-    }
-
-
-def markdown(results: list[Result]) -> str:
-    lines = ["# lifeline triage", "", "| input | target | status | crash | flaky | duplicate of |",
-             "|---|---|---|---|---|---|"]
-    for r in results:
-        lines.append(f"| `{Path(r.input).name}` | {r.target} | {r.label} | {r.signature or ''} | "
-                     f"{'yes' if r.flaky else 'no'} | {Path(r.duplicate_of).name if r.duplicate_of else ''} |")
-    distinct = sorted({r.signature for r in results if r.signature})
+def summary(results: list[Result]) -> str:
+    """"<n> input(s), <m> distinct crash(es), <k> new[, <u> upstream-open]" (duplicates not counted)."""
+    distinct = {r.signature for r in results if r.signature}
     upstream_open = sum(1 for r in results if r.status == "upstream-open" and not r.duplicate_of)
-    lines += ["", f"{len(results)} input(s), {len(distinct)} distinct crash(es), "
-                  f"{sum(1 for r in results if r.status == 'new' and not r.duplicate_of)} new"
-                  + (f", {upstream_open} upstream-open." if upstream_open else ".")]
-    return "\n".join(lines) + "\n"
+    return (f"{len(results)} input(s), {len(distinct)} distinct crash(es), "
+            f"{sum(1 for r in results if r.status == 'new' and not r.duplicate_of)} new"
+            + (f", {upstream_open} upstream-open" if upstream_open else ""))
+
+
+# ---- the verb --------------------------------------------------------------------------------------
+
+def crash_file_arg(cmd: str, f: str) -> Path:
+    p = Path(f)
+    if not p.is_file():
+        raise UsageError(f"lifeline {cmd}: crash file '{f}' does not exist")
+    return p
+
+
+def target_binary(cmd: str, crash_file: Path, target: str | None, lane: str) -> tuple[str, Path]:
+    t = target or target_of(crash_file)
+    if not t:
+        raise UsageError(f"lifeline {cmd}: cannot tell the target of '{crash_file}' (not under "
+                         "fuzz-out/<target>/artifacts/); give --target")
+    if t not in source_targets():
+        raise UsageError(f"lifeline {cmd}: unknown target '{t}' (known: {', '.join(source_targets())})")
+    binary = ROOT / "build" / lane / "targets" / t
+    if not binary.is_file():
+        raise UsageError(f"lifeline {cmd}: {binary} is not built; run `cmake --preset {lane} && "
+                         f"cmake --build --preset {lane}`")
+    return t, binary
+
+
+def reintroduce_for(cmd: str, crash_file: Path, given: str | None) -> str | None:
+    r = given if given is not None else job_reintroduce(crash_file)
+    if r and r not in known_bug_ids():
+        raise UsageError(f"lifeline {cmd}: unknown bug id '{r}'; see `lifeline list`")
+    return r or None
+
+
+def cmd_triage(args) -> int:
+    files = [crash_file_arg("triage", f) for f in args.crashes]
+    results = []
+    for f in files:
+        target, binary = target_binary("triage", f, args.target, args.lane)
+        reintroduce = reintroduce_for("triage", f, args.reintroduce)
+        print(f"triage: replaying {f} on {target} x{REPLAYS}"
+              + (f" (LIFELINE_REINTRODUCE={reintroduce})" if reintroduce else ""), flush=True)
+        results.append(triage_one(ROOT, binary, f, target, reintroduce))
+    dedup(results)
+    statuses = [r.label + (" (dup)" if r.duplicate_of else "") for r in results]
+    width = max([len("status")] + [len(x) for x in statuses])
+    print(f"\n{'status':<{width}}  flaky  {'input':<41} signature")
+    for r, status in zip(results, statuses):
+        print(f"{status:<{width}}  {'yes' if r.flaky else 'no':<6} {Path(r.input).name[:40]:<41} "
+              f"{r.signature or '(no crash in 3 replays)'}")
+    print(summary(results))
+    if args.json:
+        out = Path(args.json)
+        try:
+            out.write_text(json.dumps([r.to_json() for r in results], indent=2) + "\n")
+        except OSError as e:
+            raise UsageError(f"lifeline triage: cannot write {out} ({e.strerror})")
+        print(f"triage results: {out}")
+    if args.allow_upstream_open:
+        # A run may stop only on a known upstream-open finding: every input must reproduce one, every time.
+        bad = []
+        for r in results:
+            if r.signature is None:
+                bad.append((r, f"no crash in {REPLAYS} replays"))
+            elif r.flaky:
+                bad.append((r, f"flaky: replays gave {r.replays}"))
+            elif r.status != "upstream-open":
+                bad.append((r, f"{r.label}: {r.signature}"))
+        if bad:
+            print(f"lifeline triage: --allow-upstream-open: {len(bad)} of {len(results)} input(s) are not a "
+                  "known upstream-open bug:")
+            for r, why in bad:
+                print(f"  {r.input}: {why}")
+            return 1
+        print("lifeline triage: every input reproduces an upstream-open bug: "
+              + ", ".join(sorted({r.known for r in results})))
+    return 0

@@ -144,8 +144,10 @@ class Reports(unittest.TestCase):
 
     def setUp(self):
         sys.path.insert(0, str(ROOT / "cli"))
-        from lifeline import triage
+        from lifeline import promote, report, triage
         self.triage = triage
+        self.report = report
+        self.promote = promote
         crash = {"type": "heap-use-after-free", "state": ["lifeline::interop::BufferView::Element", "b", "c"],
                  "message": None, "location": str(ROOT / "layers/interop/dlpack_consumer.cc") + ":120:7"}
         self.results = [
@@ -157,7 +159,7 @@ class Reports(unittest.TestCase):
         ]
 
     def test_sarif_has_one_result_per_distinct_crash_with_a_location(self):
-        doc = self.triage.sarif(self.results, ROOT)
+        doc = self.report.sarif(self.results, ROOT)
         self.assertEqual(doc["version"], "2.1.0")
         run = doc["runs"][0]
         self.assertEqual([r["id"] for r in run["tool"]["driver"]["rules"]], ["lifeline/heap-use-after-free"])
@@ -167,17 +169,17 @@ class Reports(unittest.TestCase):
         self.assertEqual(loc["region"], {"startLine": 120, "startColumn": 7})
 
     def test_markdown_counts_distinct_and_new(self):
-        md = self.triage.markdown(self.results)
+        md = self.report.markdown(self.results)
         self.assertIn("3 input(s), 1 distinct crash(es), 1 new.", md)
         self.assertIn("| `crash-2` | t | new | heap-use-after-free | a / b / c | no | crash-1 |", md)
 
     def test_bug_json_signature_drops_ids_and_counts(self):
-        sig = self.triage.signature_for_bug_json(
+        sig = self.promote.signature_for_bug_json(
             {"type": "lifeline-check", "state": ["f"],
              "message": "op 3 (destroy s0): accounting oracle (bytes): backing memory outlives its wrappers: 1 VkBuffer"})
         self.assertEqual(sig, {"type": "lifeline-check",
                                "message": "accounting oracle (bytes): backing memory outlives its wrappers"})
-        self.assertEqual(self.triage.signature_for_bug_json({"type": "data-race", "state": ["g", "h"]}),
+        self.assertEqual(self.promote.signature_for_bug_json({"type": "data-race", "state": ["g", "h"]}),
                          {"type": "data-race", "frame": "g"})
 
 
@@ -579,8 +581,8 @@ Errors while running CTest
 class CtestSkips(unittest.TestCase):
     def setUp(self):
         sys.path.insert(0, str(ROOT / "cli"))
-        from lifeline import cli
-        self.cli = cli
+        from lifeline import ctest
+        self.cli = ctest
 
     def feed(self, text):
         c = self.cli.CtestOutput()

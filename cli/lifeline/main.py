@@ -15,15 +15,18 @@
   lifeline expect-crash --type T --frame F|--message M -- CMD
                                                     CMD must fail with that crash (lane self-tests)
 
+  lifeline repro-plan --lane L [--repro-root DIR]   internal: the reproducer tests CMake registers for lane L
+                                                    (see lifeline/plan.py); not listed by --help
+
 Bad arguments give a one-line error and exit status 2. One module per verb: ctest.py (test), fuzz.py,
 triage.py, promote.py (promote, corpus merge), report.py, inventory.py (list), classify.py (classify,
-expect-crash) and repro.py (repro-check).
+expect-crash), repro.py (repro-check), plan.py (repro-plan).
 """
 from __future__ import annotations
 
 import sys
 
-from . import classify, ctest, fuzz, inventory, promote, report, repro, triage
+from . import classify, ctest, fuzz, inventory, plan, promote, report, repro, triage
 from .bugs import known_bug_ids
 from .paths import LANES, ROOT
 from .usage import Parser, UsageError
@@ -32,6 +35,15 @@ COMMANDS = {"test": ctest.cmd_test, "fuzz": fuzz.cmd_fuzz, "list": inventory.cmd
             "classify": classify.cmd_classify, "repro-check": repro.cmd_repro_check,
             "expect-crash": classify.cmd_expect_crash, "triage": triage.cmd_triage, "promote": promote.cmd_promote,
             "report": report.cmd_report, "corpus": promote.cmd_corpus}
+
+
+def _repro_plan_parser() -> Parser:
+    """The internal verb `repro-plan` (cmake/LifelineTargets.cmake runs it): its own parser, so that the
+    public commands' help and errors do not list it."""
+    p = Parser(prog="lifeline repro-plan", description="the reproducer tests CMake registers for one lane")
+    p.add_argument("--lane", required=True, choices=LANES)
+    p.add_argument("--repro-root", default=str(ROOT / "repro"), help="the folder of reproducers (default repro/)")
+    return p
 
 
 def main(argv: list[str]) -> int:
@@ -93,6 +105,8 @@ def main(argv: list[str]) -> int:
     e.add_argument("--frame", help="a function that must be in the crash state")
     e.add_argument("--message", help="text the check or UBSan message must contain")
     try:
+        if argv[:1] == ["repro-plan"]:
+            return plan.cmd_repro_plan(_repro_plan_parser().parse_args(argv[1:]))
         args = p.parse_args(argv)
         args.launcher = launcher
         if args.command is None:

@@ -88,6 +88,10 @@ def load(repro_dir: Path) -> Bug:
         raise BugJsonError(f"{where}: not UTF-8 text ({e})")
     except json.JSONDecodeError as e:
         raise BugJsonError(f"{where}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}")
+    except (ValueError, RecursionError) as e:  # an integer past Python's digit limit, nesting past its stack
+        raise BugJsonError(f"{where}: JSON this checker cannot read ({e})")
+    except OSError as e:
+        raise BugJsonError(f"{where}: cannot be read ({e.strerror})")
     if not isinstance(doc, dict):
         raise BugJsonError(f"{where}: the top level must be an object")
 

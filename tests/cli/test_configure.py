@@ -68,8 +68,8 @@ class ConfigureWithMalformedBugJson(unittest.TestCase):
                 if any(n.startswith(f"repro.{f}.") for f in self.DEFECTS) and not n.endswith(".bug-json")]
         self.assertEqual(len(gone), 8, gone)  # asan fixed and reintroduced of each, and the variant's two
         expected = [n for n in self.pristine if n not in gone]
-        self.assertEqual([n for n in self.malformed if n not in ("repro.not-json.bug-json", "repro.no-bug-json.bug-json")],
-                         expected)
+        added = ("repro.not-json.bug-json", "repro.no-bug-json.bug-json")
+        self.assertEqual([n for n in self.malformed if n not in added], expected)
 
     def test_each_malformed_folder_has_its_bug_json_test(self):
         for folder in (*self.DEFECTS, "not-json", "no-bug-json"):

@@ -18,7 +18,8 @@ FULL = {
     "id": "some-bug", "title": "t", "upstream": ["x#1"], "target": "alloc_graph_topology",
     "reproducers": [{"input": "in", "expect": {"asan": SIG, "valgrind": SIG}, "env": {"UBSAN_OPTIONS": "x=1"}}],
     "upstream_variant": {"target": "ggml_graph_topology", "source": "ggml 0.25.1", "patch": "upstream/p.patch",
-                         "reproducers": [{"input": "variant-in", "expect": {"asan": {"type": "assert", "frame": "g"}}}]},
+                         "reproducers": [{"input": "variant-in",
+                                          "expect": {"asan": {"type": "assert", "frame": "g"}}}]},
 }
 JSON_VALUES = (None, True, 0, -1, 1.5, "", "x", [], ["asan"], [{}], {}, {"asan": 1})
 
@@ -78,7 +79,8 @@ class PlanLines(unittest.TestCase):
         doc = dict(FULL, status="upstream-open")
         del doc["upstream_variant"]
         d = self.folder("some-bug", doc)
-        self.assertEqual(plan.plan_line(d, "valgrind"), "repro|some-bug|upstream-open|alloc_graph_topology|pinned|-|-|-")
+        self.assertEqual(plan.plan_line(d, "valgrind"),
+                         "repro|some-bug|upstream-open|alloc_graph_topology|pinned|-|-|-")
 
     def test_the_brief_examples_are_invalid(self):
         for name, doc in (("expect-array", replaced(FULL, ("reproducers", 0, "expect"), ["asan"])),

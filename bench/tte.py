@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "harness" / "py"))
+sys.path.insert(0, str(ROOT / "cli"))
 from lifeline import crash as crashmod  # noqa: E402
 from lifeline import repro  # noqa: E402
 

@@ -8,7 +8,7 @@
 
 include(GoogleTest)
 
-set(LIFELINE_CLI ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/harness/py/lifeline_main.py)
+set(LIFELINE_CLI ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/cli/lifeline_main.py)
 
 function(lifeline_add_executable name)
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
@@ -118,32 +118,15 @@ endfunction()
 #   repro.<id>.upstream.<lane>.fixed         the inputs run clean on the target built against upstream
 #   repro.<id>.upstream.<lane>.reintroduced  ... and fail with their signature on the build with the patch
 # Upstream tests of a lane that wants upstream ggml but has no source are registered as skipped, with the
-# reason. Every lane also gets repro.<id>.bug-json, which validates the file. A missing or corrupt bug.json
-# registers only that test, which fails naming the file and the problem; configuration goes on.
+# reason. Every lane also gets repro.<id>.bug-json, which validates the file. A missing, corrupt or invalid
+# bug.json registers only that test, which fails naming the file and the problem; configuration goes on.
 # New folders are picked up without a CMake edit (the glob is re-checked at build time).
-
-# The lanes named in the `expect` objects of `content`'s reproducers at JSON path ARGN.
-function(_lifeline_expect_lanes out_var content)
-  set(lanes "")
-  string(JSON n ERROR_VARIABLE err LENGTH "${content}" ${ARGN} reproducers)
-  if(err OR NOT n GREATER 0)
-    set(${out_var} "" PARENT_SCOPE)
-    return()
-  endif()
-  math(EXPR last "${n} - 1")
-  foreach(i RANGE ${last})
-    string(JSON m ERROR_VARIABLE err LENGTH "${content}" ${ARGN} reproducers ${i} expect)
-    if(err OR m EQUAL 0)
-      continue()
-    endif()
-    math(EXPR mlast "${m} - 1")
-    foreach(j RANGE ${mlast})
-      string(JSON lane MEMBER "${content}" ${ARGN} reproducers ${i} expect ${j})
-      list(APPEND lanes ${lane})
-    endforeach()
-  endforeach()
-  set(${out_var} "${lanes}" PARENT_SCOPE)
-endfunction()
+#
+# CMake never parses bug.json: `lifeline repro-plan` (cli/lifeline/plan.py) reads every folder through
+# cli/lifeline/repro.py, the reader repro-check uses, and prints what to register for this lane. If it
+# fails, configuration stops with its message. LIFELINE_REPRO_DIR points it at another copy of repro/
+# (tests/cli/test_configure.py configures one with a malformed bug.json).
+set(LIFELINE_REPRO_DIR "${PROJECT_SOURCE_DIR}/repro" CACHE PATH "the folder of reproducers, repro/<bug-id>/")
 
 # repro-check tests `names` (one per mode in `modes`), or, when `target` needs upstream ggml that this lane
 # lacks, the same names as skipped tests.
@@ -165,59 +148,87 @@ function(_lifeline_repro_tests id dir target binary labels prefix modes extra)
   endforeach()
 endfunction()
 
+# The plan's line for each folder, in plan_<id>: repro|id|status|target|modes|variant target|patch|modes.
+macro(_lifeline_read_repro_plan root)
+  execute_process(COMMAND ${LIFELINE_CLI} repro-plan --lane ${LIFELINE_LANE} --repro-root ${root}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE plan ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "`lifeline repro-plan --lane ${LIFELINE_LANE} --repro-root ${root}` failed (${rc}), "
+                        "so the reproducer tests cannot be registered:\n${err}${plan}")
+  endif()
+  if(err)
+    message(WARNING "lifeline repro-plan: ${err}")
+  endif()
+  string(REPLACE "\n" ";" lines "${plan}")
+  foreach(line IN LISTS lines)
+    if(line STREQUAL "")
+      continue()
+    endif()
+    string(REPLACE "|" ";" fields "${line}")
+    list(LENGTH fields n)
+    if(n EQUAL 8)
+      list(GET fields 0 kind)
+      list(GET fields 1 id)
+    endif()
+    if(NOT n EQUAL 8 OR NOT kind STREQUAL "repro")
+      message(FATAL_ERROR "lifeline repro-plan printed a line this CMake does not read: '${line}'")
+    endif()
+    set(plan_${id} "${fields}")
+  endforeach()
+endmacro()
+
 function(lifeline_register_reproducers)
-  file(GLOB entries LIST_DIRECTORIES true CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/repro/*)
+  get_filename_component(root "${LIFELINE_REPRO_DIR}" ABSOLUTE)
+  # Configure again when a folder or a file in one comes or goes (a missing input or patch makes a bug.json
+  # invalid), when a bug.json changes, and when the bug list or the CLI that reads bug.json changes.
+  file(GLOB entries LIST_DIRECTORIES true CONFIGURE_DEPENDS ${root}/*)
+  file(GLOB_RECURSE files CONFIGURE_DEPENDS ${root}/*)
+  file(GLOB bug_jsons ${root}/*/bug.json)
+  file(GLOB cli_sources ${PROJECT_SOURCE_DIR}/cli/lifeline/*.py)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+               ${bug_jsons} ${PROJECT_SOURCE_DIR}/core/bug_list.def ${cli_sources})
+  _lifeline_read_repro_plan(${root})
   foreach(dir IN LISTS entries)
     if(NOT IS_DIRECTORY ${dir})
       continue()
     endif()
     get_filename_component(id ${dir} NAME)
-    set(json ${dir}/bug.json)
     add_test(NAME repro.${id}.bug-json COMMAND ${LIFELINE_CLI} repro-check --validate-only --repro-dir ${dir})
     set_tests_properties(repro.${id}.bug-json PROPERTIES LABELS "repro")
-    if(NOT EXISTS ${json})
-      continue()
+    if(NOT DEFINED plan_${id})
+      message(FATAL_ERROR "lifeline repro-plan printed no line for ${dir}")
     endif()
-    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${json})
-    file(READ ${json} content)
-    string(JSON target ERROR_VARIABLE err GET "${content}" target)
-    if(err)
-      continue()  # repro.<id>.bug-json says what is wrong
-    endif()
-    string(JSON status ERROR_VARIABLE err GET "${content}" status)
-    if(err)
-      set(status fixed)
-    endif()
-    _lifeline_expect_lanes(lanes "${content}")
-    if(LIFELINE_LANE IN_LIST lanes)
+    list(GET plan_${id} 2 status)  # "invalid": repro.<id>.bug-json says what is wrong
+    list(GET plan_${id} 3 target)
+    list(GET plan_${id} 4 modes)
+    list(GET plan_${id} 5 vtarget)
+    list(GET plan_${id} 6 vpatch)
+    list(GET plan_${id} 7 vmodes)
+
+    if(NOT modes STREQUAL "-")
+      string(REPLACE "," ";" modes "${modes}")
       set(binary "${CMAKE_BINARY_DIR}/targets/${target}")  # repro-check reports an unknown target
       if(TARGET ${target})
         set(binary $<TARGET_FILE:${target}>)
       endif()
+      set(labels "")
       if(status STREQUAL "upstream-open")
-        _lifeline_repro_tests(${id} ${dir} ${target} "${binary}" "upstream-open" "" "pinned" "")
-      else()
-        _lifeline_repro_tests(${id} ${dir} ${target} "${binary}" "" "" "fixed;reintroduced" "")
+        set(labels "upstream-open")
       endif()
+      _lifeline_repro_tests(${id} ${dir} ${target} "${binary}" "${labels}" "" "${modes}" "")
     endif()
 
     # The upstream variant: built here when this lane has upstream ggml.
-    string(JSON vtarget ERROR_VARIABLE err GET "${content}" upstream_variant target)
-    if(err)
-      continue()
+    if(NOT vmodes STREQUAL "-")
+      string(REPLACE "," ";" vmodes "${vmodes}")
+      if(TARGET ${vtarget})
+        lifeline_add_upstream_variant(variant ${id} ${vtarget} ${dir}/${vpatch})
+        set(vbinary "$<IF:$<STREQUAL:@MODE@,fixed>,$<TARGET_FILE:${vtarget}>,$<TARGET_FILE:${variant}>>")
+      else()
+        set(vbinary "${CMAKE_BINARY_DIR}/targets/${vtarget}")
+      endif()
+      _lifeline_repro_tests(${id} ${dir} ${vtarget} "${vbinary}" "upstream" "upstream." "${vmodes}"
+                            "--variant;upstream")
     endif()
-    string(JSON vpatch ERROR_VARIABLE err GET "${content}" upstream_variant patch)
-    _lifeline_expect_lanes(vlanes "${content}" upstream_variant)
-    if(err OR NOT LIFELINE_LANE IN_LIST vlanes OR NOT EXISTS ${dir}/${vpatch})
-      continue()  # repro.<id>.bug-json names a missing patch
-    endif()
-    if(TARGET ${vtarget})
-      lifeline_add_upstream_variant(variant ${id} ${vtarget} ${dir}/${vpatch})
-      set(vbinary "$<IF:$<STREQUAL:@MODE@,fixed>,$<TARGET_FILE:${vtarget}>,$<TARGET_FILE:${variant}>>")
-    else()
-      set(vbinary "${CMAKE_BINARY_DIR}/targets/${vtarget}")
-    endif()
-    _lifeline_repro_tests(${id} ${dir} ${vtarget} "${vbinary}" "upstream" "upstream." "fixed;reintroduced"
-                          "--variant;upstream")
   endforeach()
 endfunction()

@@ -1,4 +1,4 @@
-"""repro/<bug-id>/bug.json: loading, validation, and the two-way check run by ctest.
+"""repro/<bug-id>/bug.json: loading, validation, and the two-way check run by ctest (`lifeline repro-check`).
 
 bug.json (see README "Adding a reproducer"):
   id           the bug id; equals the folder name and is what LIFELINE_REINTRODUCE takes
@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Optional
 
 from . import crash as crashmod
+from .paths import LANES
+from .usage import UsageError
 
-LANES = ("asan", "tsan", "lsan", "valgrind", "fuzz")
 STATUSES = ("fixed", "upstream-open")
 MODES = ("fixed", "reintroduced", "pinned")
 VARIANTS = ("upstream",)
@@ -65,6 +66,16 @@ class BugJsonError(Exception):
     pass
 
 
+def folders(repro_root: Path) -> list[Path]:
+    """The reproducer folders under repro_root (repro/), by name; a file there is not one."""
+    return sorted(d for d in repro_root.iterdir() if d.is_dir()) if repro_root.is_dir() else []
+
+
+def lanes_of(reproducers: list) -> list[str]:
+    """The lanes the `expect` objects of `reproducers` name, sorted."""
+    return sorted({lane for r in reproducers for lane in r.expect})
+
+
 def load(repro_dir: Path) -> Bug:
     """Reads and validates repro_dir/bug.json; raises BugJsonError naming the file and the problem."""
     path = repro_dir / "bug.json"
@@ -77,6 +88,10 @@ def load(repro_dir: Path) -> Bug:
         raise BugJsonError(f"{where}: not UTF-8 text ({e})")
     except json.JSONDecodeError as e:
         raise BugJsonError(f"{where}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}")
+    except (ValueError, RecursionError) as e:  # an integer past Python's digit limit, nesting past its stack
+        raise BugJsonError(f"{where}: JSON this checker cannot read ({e})")
+    except OSError as e:
+        raise BugJsonError(f"{where}: cannot be read ({e.strerror})")
     if not isinstance(doc, dict):
         raise BugJsonError(f"{where}: the top level must be an object")
 
@@ -179,7 +194,8 @@ def run_input(binary: str, input_path: Path, launcher: list, reintroduce: Option
     return proc.returncode, proc.stdout.decode("utf-8", "replace")
 
 
-def _tail(text: str, n: int = 60) -> str:
+def tail(text: str, n: int = 60) -> str:
+    """The last n lines of a run's output, indented and marked, for a failure message."""
     return "\n".join("    | " + line for line in text.splitlines()[-n:])
 
 
@@ -243,7 +259,7 @@ def check(bug: Bug, lane: str, mode: str, binary: str, launcher: list, variant: 
                 print(f"PASS {rep.input.name}: clean on {'the ' if variant is None else ''}{code}")
                 continue
             why = f"reported {found.signature}" if found else f"exited with {rc} without a parsable report"
-            print(f"FAIL {rep.input.name}: {code} {why}\n{_tail(out)}")
+            print(f"FAIL {rep.input.name}: {code} {why}\n{tail(out)}")
             ok_all = False
             continue
         expect = rep.expect[lane]
@@ -256,17 +272,34 @@ def check(bug: Bug, lane: str, mode: str, binary: str, launcher: list, variant: 
         if mode == "pinned" and rc == 0 and found is None:
             print(f"FAIL {rep.input.name}: the pinned upstream no longer reproduces it (exit 0, no report; "
                   f"expected {expect}); a version bump may have fixed it: revisit status 'upstream-open' in "
-                  f"{bug.path / 'bug.json'}\n{_tail(out)}")
+                  f"{bug.path / 'bug.json'}\n{tail(out)}")
         elif mode == "pinned":
-            print(f"FAIL {rep.input.name}: the pinned upstream must still give {expect}; {why}\n{_tail(out)}")
+            print(f"FAIL {rep.input.name}: the pinned upstream must still give {expect}; {why}\n{tail(out)}")
         elif variant is not None:
             print(f"FAIL {rep.input.name}: the patched upstream build ({bug.variant.patch.name}) must give "
-                  f"{expect}; {why}\n{_tail(out)}")
+                  f"{expect}; {why}\n{tail(out)}")
         else:
-            print(f"FAIL {rep.input.name}: LIFELINE_REINTRODUCE={bug.id} must give {expect}; {why}\n{_tail(out)}")
+            print(f"FAIL {rep.input.name}: LIFELINE_REINTRODUCE={bug.id} must give {expect}; {why}\n{tail(out)}")
         ok_all = False
     if ran == 0:
         where = "reproducer in upstream_variant" if variant is not None else "reproducer"
         print(f"FAIL {bug.id}: no {where} lists lane '{lane}'")
         return False
     return ok_all
+
+
+def cmd_repro_check(args) -> int:
+    try:
+        bug = load(Path(args.repro_dir))
+    except BugJsonError as e:
+        print(f"FAIL {e}")
+        return 1
+    if args.validate_only:
+        extra = f"; status {bug.status}" if bug.status != "fixed" else ""
+        if bug.variant:
+            extra += f"; upstream variant {bug.variant.target}: {len(bug.variant.reproducers)} reproducer(s)"
+        print(f"PASS {bug.path / 'bug.json'}: valid ({len(bug.reproducers)} reproducer(s){extra})")
+        return 0
+    if not (args.lane and args.mode and args.binary):
+        raise UsageError("lifeline repro-check: --lane, --mode and --binary are required unless --validate-only")
+    return 0 if check(bug, args.lane, args.mode, args.binary, args.launcher, variant=args.variant) else 1

@@ -1,11 +1,11 @@
 #!/usr/bin/python3
-"""Entry point of the lifeline CLI; see lifeline/cli.py."""
+"""Entry point of the lifeline CLI; see lifeline/main.py."""
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lifeline.cli import main  # noqa: E402
+from lifeline.main import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,154 @@
+"""`lifeline test`: build every lane and run its ctest, with a per-lane table; and what it reads from ctest's
+output (the summary line, the tests that skipped themselves and why)."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .build import configure_and_build, ensure_deps, ensure_upstream
+from .paths import LANES, ROOT
+from .usage import UsageError
+
+_CTEST_SUMMARY = re.compile(r"(\d+)% tests passed, (\d+) tests? failed out of (\d+)")
+# "2/4 Test #2: upstream.ggml-source ..............***Skipped   0.00 sec"
+_CTEST_RESULT = re.compile(r"^\s*\d+/\d+ Test\s+#(\d+): (\S+) \.*\s*(\*\*\*)?(\w+)")
+# In "The following tests did not run:": "	 12 - upstream.ggml-source (Skipped)"
+_CTEST_NOT_RUN = re.compile(r"^\s*(\d+) - (\S+) \(([^)]*)\)\s*$")
+# What a test prints when it skips itself (SKIP_RETURN_CODE); `ctest -V` prefixes it with the test number.
+_SKIPPED_LINE = re.compile(r"^(?:(\d+): )?SKIPPED: (.*?)\s*$")
+
+
+class CtestOutput:
+    """What `lifeline test` reads from one ctest run's output, line by line: the summary line, and the tests
+    that did not run because they skipped themselves. CTest counts those as passed (not failed) in its
+    summary; `passed` here does not."""
+
+    def __init__(self):
+        self.summary = None
+        self.skipped: list[str] = []     # names, in ctest's order
+        self._names: dict[str, str] = {}  # test number -> name
+        self._by_number: dict[str, str] = {}  # `ctest -V`: "<number>: SKIPPED: <reason>", before the result line
+        self._by_name: dict[str, str] = {}
+        self._last_skipped = None        # --output-on-failure prints a test's output after its result line
+        self._not_run = False
+
+    @property
+    def reasons(self) -> dict[str, str]:
+        """name -> the reason its "SKIPPED: " line gave, for the skipped tests whose output ctest printed."""
+        out = {}
+        for name in self.skipped:
+            number = next((n for n, x in self._names.items() if x == name), None)
+            reason = self._by_name.get(name) or self._by_number.get(number)
+            if reason:
+                out[name] = reason
+        return out
+
+    def feed(self, line: str) -> None:
+        line = line.rstrip("\n")
+        m = _CTEST_SUMMARY.search(line)
+        if m:
+            self.summary = m
+        m = _CTEST_RESULT.match(line)
+        if m:
+            self._names[m.group(1)] = m.group(2)
+            self._last_skipped = m.group(2) if m.group(4) == "Skipped" else None
+            return
+        m = _SKIPPED_LINE.match(line)
+        if m:
+            if m.group(1):
+                self._by_number.setdefault(m.group(1), m.group(2))
+            elif self._last_skipped:
+                self._by_name.setdefault(self._last_skipped, m.group(2))
+            return
+        if line.startswith("The following tests did not run:"):
+            self._not_run = True
+            return
+        if self._not_run:
+            m = _CTEST_NOT_RUN.match(line)
+            if m:
+                self._names.setdefault(m.group(1), m.group(2))
+                if m.group(3) == "Skipped" and m.group(2) not in self.skipped:
+                    self.skipped.append(m.group(2))
+                return
+            self._not_run = False
+
+    def counts(self) -> tuple[int, int, int]:
+        """(passed, failed, skipped); (0, 0, 0) when ctest printed no summary."""
+        if not self.summary:
+            return 0, 0, 0
+        total, failed = int(self.summary.group(3)), int(self.summary.group(2))
+        skipped = len(self.skipped)
+        return max(0, total - failed - skipped), failed, skipped
+
+
+def skip_reasons_from_log(log: Path, names: list[str]) -> dict[str, str]:
+    """name -> reason from the "SKIPPED: " lines in ctest's Testing/Temporary/LastTest.log, which keeps every
+    test's output (ctest --output-on-failure prints none for a skipped test)."""
+    reasons, current = {}, None
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return reasons
+    for line in text.splitlines():
+        m = re.match(r"^\d+/\d+ Test: (.+?)\s*$", line)
+        if m:
+            current = m.group(1)
+            continue
+        if current in names and current not in reasons and line.startswith("SKIPPED: "):
+            reasons[current] = line[len("SKIPPED: "):].strip()
+    return reasons
+
+
+def cmd_test(args) -> int:
+    lanes = args.lanes.split(",") if args.lanes else list(LANES)
+    for lane in lanes:
+        if lane not in LANES:
+            raise UsageError(f"lifeline test: unknown lane '{lane}' (known: {', '.join(LANES)})")
+    ensure_deps()
+    ensure_upstream()
+    rows, total_pass, total_fail, total_skip = [], 0, 0, 0
+    skipped_by_lane = []
+    t_all = time.monotonic()
+    for lane in lanes:
+        t0 = time.monotonic()
+        print(f"\n==== lane {lane}: build ====", flush=True)
+        built = configure_and_build(lane)
+        t_build = time.monotonic() - t0
+        passed = failed = skipped = 0
+        if built:
+            print(f"\n==== lane {lane}: ctest ====", flush=True)
+            proc = subprocess.Popen(["ctest", "--preset", lane, "-j", str(max(2, os.cpu_count() or 2))],
+                                    cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            ctest = CtestOutput()
+            for line in proc.stdout:
+                sys.stdout.write(line)
+                ctest.feed(line)
+            rc = proc.wait()
+            passed, failed, skipped = ctest.counts()
+            if rc != 0 and failed == 0:
+                failed = 1  # ctest itself failed (no tests, configuration error)
+            if ctest.skipped:
+                missing = [n for n in ctest.skipped if n not in ctest.reasons]
+                log = ROOT / "build" / lane / "Testing" / "Temporary" / "LastTest.log"
+                reasons = dict(skip_reasons_from_log(log, missing) if missing else {}, **ctest.reasons)
+                skipped_by_lane.append((lane, [(n, reasons.get(n)) for n in ctest.skipped]))
+        else:
+            failed = 1
+        total_pass += passed
+        total_fail += failed
+        total_skip += skipped
+        rows.append((lane, "ok" if built else "FAILED", passed, failed, skipped, t_build, time.monotonic() - t0))
+    print("\nlane       build   passed  failed  skipped  build s  total s")
+    for lane, b, p, f, sk, tb, tt in rows:
+        print(f"{lane:<10} {b:<7} {p:>6}  {f:>6}  {sk:>7}  {tb:>7.0f}  {tt:>7.0f}")
+    for lane, tests in skipped_by_lane:
+        print(f"skipped in lane {lane}:")
+        for name, reason in tests:
+            print(f"  {name}: {reason or '(no reason in the ctest output; see ctest -V)'}")
+    print(f"all lanes: {time.monotonic() - t_all:.0f} s")
+    print(f"lifeline: {total_pass} passed, {total_fail} failed, {total_skip} skipped")
+    return 0 if total_fail == 0 else 1

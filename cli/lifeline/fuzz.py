@@ -1,0 +1,322 @@
+"""`lifeline fuzz`: one job per target from the seed corpus, with libFuzzer (the fuzz lane) or AFL++ (the
+AFL++ build of scripts/build-afl.sh); a progress line, then each new artifact replayed once and sorted into
+crashes and known upstream-open findings, and a summary table. Nothing found is lost on Ctrl-C or SIGTERM."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import crash as crashmod
+from . import triage as triagemod
+from .build import configure_and_build, ensure_deps, ensure_upstream, run
+from .paths import ROOT, fuzz_targets, source_targets
+from .usage import UsageError
+
+_STATUS = re.compile(r"^#(\d+)\s+(\w+)\s+cov: (\d+) ft: (\d+) corp: (\d+)/\S+.*?exec/s: (\d+)")
+# Fork mode: "#1234: cov: 56 ft: 78 corp: 9 exec/s 100 oom/timeout/crash: 0/0/1 time: 12s job: 3 dft_time: 0"
+_FORK_STATUS = re.compile(r"^#(\d+): cov: (\d+) ft: (\d+) corp: (\d+) exec/s:? (\d+)")
+_FINAL = re.compile(r"^stat::(number_of_executed_units|average_exec_per_sec):\s+(\d+)")
+
+
+def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: str | None, jobs: int = 1) -> dict:
+    work = out / target / "corpus"
+    artifacts = out / target / "artifacts"
+    work.mkdir(parents=True, exist_ok=True)
+    artifacts.mkdir(parents=True, exist_ok=True)
+    # What triage needs to replay an artifact the way it was found.
+    (out / target / "job.json").write_text(json.dumps({"target": target, "reintroduce": reintroduce,
+                                                       "binary": str(binary)}) + "\n")
+    before = set(p.name for p in artifacts.iterdir())
+    seeds = ROOT / "corpus" / target
+    cmd = [str(binary), f"-max_total_time={seconds}", "-print_final_stats=1", "-timeout=25",
+           f"-artifact_prefix={artifacts}/", str(work)]
+    dict_file = ROOT / "corpus" / f"{target}.dict"
+    if dict_file.is_file():
+        cmd.insert(1, f"-dict={dict_file}")
+    if seeds.is_dir():
+        cmd.append(str(seeds))
+    # A target with upstream-open findings hits them within seconds; without a switch there is no fixed code to
+    # fall back on, so its job runs in fork mode too and goes on past them (each is counted apart below).
+    known_upstream = not reintroduce and any(
+        status == "upstream-open" for _, _, status in triagemod.known_signatures(ROOT, target))
+    if jobs > 1 or known_upstream:
+        # Fork mode: `jobs` child processes share the corpus; a crash is kept and the job goes on.
+        cmd[1:1] = [f"-fork={jobs}", "-ignore_crashes=1"]
+    env = dict(os.environ)
+    env.pop("LIFELINE_REINTRODUCE", None)
+    if reintroduce:
+        env["LIFELINE_REINTRODUCE"] = reintroduce
+    log_path = out / target / "fuzz.log"
+    stats = {"target": target, "execs": 0, "exec_s": 0, "cov": 0, "corpus": 0, "crashes": 0,
+             "artifacts": str(artifacts), "interrupted": False, "log": str(log_path)}
+    # One progress line: rewritten in place on a terminal, a new line every 10 s in a log.
+    tty = sys.stdout.isatty()
+    lead, tail, progress_every = ("\r", "", 1.0) if tty else ("", "\n", 10.0)
+    t0 = last_progress = time.monotonic()
+    with open(log_path, "w") as log:
+        try:
+            proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                    errors="replace")
+        except OSError as e:
+            raise UsageError(f"lifeline fuzz: cannot run {binary} ({e.strerror}); is a build replacing it?")
+        try:
+            for line in proc.stdout:
+                log.write(line)
+                m, fm = _STATUS.match(line), _FORK_STATUS.match(line)
+                if m or fm:
+                    if m:
+                        execs, cov, corp, rate = m.group(1), m.group(3), m.group(5), m.group(6)
+                    else:
+                        execs, cov, corp, rate = fm.group(1), fm.group(2), fm.group(4), fm.group(5)
+                    stats.update(execs=int(execs), cov=int(cov), exec_s=int(rate))
+                    now = time.monotonic()
+                    if now - last_progress >= progress_every:
+                        last_progress = now
+                        found_now = sum(1 for p in artifacts.iterdir() if p.name not in before)
+                        sys.stdout.write(f"{lead}  {target}: {execs} execs  {rate} exec/s  cov {cov}  corpus {corp}  "
+                                         f"crashes {found_now}  {now - t0:.0f}/{seconds} s   {tail}")
+                        sys.stdout.flush()
+                if "libFuzzer: run interrupted" in line:
+                    stats["interrupted"] = True  # the child got the signal even if we did not
+                f = _FINAL.match(line)
+                if f:
+                    key = "execs" if f.group(1) == "number_of_executed_units" else "exec_s"
+                    stats[key] = int(f.group(2))
+            proc.wait()
+        except KeyboardInterrupt:
+            # libFuzzer handles SIGINT itself: it stops, prints its final stats and exits. The corpus it
+            # wrote and every artifact stay where they are.
+            stats["interrupted"] = True
+            proc.send_signal(signal.SIGINT)
+            try:
+                rest, _ = proc.communicate(timeout=30)
+                log.write(rest or "")
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    if tty:
+        sys.stdout.write("\n")
+    new = sorted(p for p in artifacts.iterdir() if p.name not in before)
+    stats["new_artifacts"] = [str(p) for p in new]
+    stats["corpus"] = sum(1 for _ in work.iterdir())
+    if stats["interrupted"]:
+        # Stopped by hand: no replays. Every artifact counts as a crash, named by the log's first report.
+        found = crashmod.parse(Path(log_path).read_text(errors="replace"))
+        sig = found.signature if found else "(no parsable report; see the log)"
+        crashes, upstream_open = [{"artifact": str(p), "signature": sig} for p in new], []
+    else:
+        crashes, upstream_open, interrupted = _replay_artifacts(binary, target, new, reintroduce)
+        stats["interrupted"] = interrupted
+    stats["crashes"] = len(crashes)
+    stats["crash_artifacts"] = crashes
+    stats["upstream_open"] = len(upstream_open)
+    stats["upstream_open_bugs"] = sorted({u["bug"] for u in upstream_open})
+    stats["upstream_open_artifacts"] = upstream_open
+    if crashes:
+        stats["signature"] = crashes[0]["signature"]
+    return stats
+
+
+def _replay_artifacts(binary: Path, target: str, artifacts: list, reintroduce: str | None) -> tuple[list, list, bool]:
+    """Replays each new artifact once on the job's binary, the way it was found, and sorts it by the known
+    signatures of `target`: (crashes, upstream_open, interrupted). An artifact that gives the signature of an
+    upstream-open bug (upstream has not fixed it) is not a crash of this job; anything else is, including an
+    artifact that does not crash again. Entries: {"artifact", "signature"} (+ "bug" for upstream-open)."""
+    known = triagemod.known_signatures(ROOT, target) if artifacts else []
+    crashes, upstream_open = [], []
+    for i, a in enumerate(artifacts):
+        try:
+            rc, out = triagemod.run_once(binary, a, reintroduce, extra=("-timeout=25",))
+        except KeyboardInterrupt:
+            crashes += [{"artifact": str(p), "signature": "(not replayed: interrupted)"} for p in artifacts[i:]]
+            return crashes, upstream_open, True
+        c = crashmod.parse(out) if rc != 0 else None
+        if c is None:
+            sig = ("(did not reproduce on replay)" if rc == 0 else
+                   f"(exit {rc} on replay without a parsable report; see the log)")
+            crashes.append({"artifact": str(a), "signature": sig})
+            continue
+        bug, status = triagemod.match_known(c, known)
+        if status == "upstream-open":
+            upstream_open.append({"artifact": str(a), "signature": c.signature, "bug": bug})
+        else:
+            crashes.append({"artifact": str(a), "signature": c.signature})
+    return crashes, upstream_open, False
+
+
+def _by_signature(entries: list, bug_key: str | None = None) -> list[tuple[str, list]]:
+    """[(signature, [artifact...])] in first-seen order; with bug_key, the signature is led by "<bug>: "."""
+    groups: dict[str, list] = {}
+    for e in entries:
+        key = (f"{e[bug_key]}: " if bug_key else "") + e["signature"]
+        groups.setdefault(key, []).append(e["artifact"])
+    return list(groups.items())
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _afl_stats(path: Path) -> dict:
+    stats = {}
+    try:
+        for line in path.read_text().splitlines():
+            k, _, v = line.partition(":")
+            stats[k.strip()] = v.strip()
+    except OSError:
+        pass
+    return stats
+
+
+def _afl_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: str | None) -> dict:
+    """One AFL++ job (afl-fuzz -V seconds) on a target built by scripts/build-afl.sh."""
+    work = out / target / "afl"
+    work.mkdir(parents=True, exist_ok=True)
+    (out / target / "job.json").write_text(json.dumps({"target": target, "reintroduce": reintroduce,
+                                                       "binary": str(binary), "engine": "afl"}) + "\n")
+    cmd = ["afl-fuzz", "-i", str(ROOT / "corpus" / target), "-o", str(work), "-V", str(seconds)]
+    dict_file = ROOT / "corpus" / f"{target}.dict"
+    if dict_file.is_file():
+        cmd += ["-x", str(dict_file)]
+    cmd += ["--", str(binary)]
+    env = dict(os.environ, AFL_NO_UI="1", AFL_SKIP_CPUFREQ="1", AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES="1")
+    env.pop("LIFELINE_REINTRODUCE", None)
+    if reintroduce:
+        env["LIFELINE_REINTRODUCE"] = reintroduce
+    log_path = out / target / "afl.log"
+    stats_file = work / "default" / "fuzzer_stats"
+    result = {"target": target, "execs": 0, "exec_s": 0, "cov": 0, "corpus": 0, "crashes": 0,
+              "artifacts": str(work / "default" / "crashes"), "interrupted": False, "log": str(log_path)}
+    t0 = time.monotonic()
+    with open(log_path, "w") as log:
+        try:
+            proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+        except OSError as e:
+            raise UsageError(f"lifeline fuzz: cannot run afl-fuzz ({e.strerror}); install afl++ (scripts/install-deps.sh)")
+        try:
+            while proc.poll() is None:
+                time.sleep(1 if sys.stdout.isatty() else 10)
+                st = _afl_stats(stats_file)
+                if st:
+                    lead, end = ("\r", "") if sys.stdout.isatty() else ("", "\n")
+                    sys.stdout.write(f"{lead}  {target}: {st.get('execs_done', 0)} execs  "
+                                     f"{st.get('execs_per_sec', 0)} exec/s  corpus {st.get('corpus_count', 0)}  "
+                                     f"crashes {st.get('saved_crashes', 0)}  {time.monotonic() - t0:.0f}/{seconds} s{end}")
+                    sys.stdout.flush()
+        except KeyboardInterrupt:
+            result["interrupted"] = True
+            proc.send_signal(signal.SIGINT)  # afl-fuzz writes its state and exits
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    if sys.stdout.isatty():
+        sys.stdout.write("\n")
+    st = _afl_stats(stats_file)
+    crashes_dir = work / "default" / "crashes"
+    crashes = sorted(p for p in crashes_dir.iterdir() if p.name.startswith("id:")) if crashes_dir.is_dir() else []
+    result.update(execs=int(st.get("execs_done", 0) or 0), exec_s=int(float(st.get("execs_per_sec", 0) or 0)),
+                  cov=st.get("bitmap_cvg", ""), corpus=int(st.get("corpus_count", 0) or 0), crashes=len(crashes),
+                  new_artifacts=[str(p) for p in crashes])
+    if proc.returncode not in (0, None) and not st:
+        result["signature"] = f"afl-fuzz exited {proc.returncode} before fuzzing; see {log_path}"
+    return result
+
+
+def cmd_fuzz(args) -> int:
+    if args.time <= 0:
+        raise UsageError("lifeline fuzz: --time must be a positive number of seconds")
+    if args.jobs < 1:
+        raise UsageError("lifeline fuzz: --jobs must be at least 1")
+    if args.lane != "fuzz":
+        raise UsageError(f"lifeline fuzz: lane '{args.lane}' links no fuzzing engine; only the fuzz lane "
+                         "(libFuzzer + ASan+UBSan) does; the others replay inputs")
+    if args.engine == "afl" and args.jobs > 1:
+        raise UsageError("lifeline fuzz: --jobs applies to libFuzzer; run several AFL++ instances by hand")
+    known = source_targets()
+    for t in args.targets:
+        if t not in known:
+            raise UsageError(f"lifeline fuzz: unknown target '{t}' (known: {', '.join(known)})")
+    out = Path(args.out).resolve()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise UsageError(f"lifeline fuzz: output directory {out} is not writable ({e.strerror})")
+    if not args.no_build:
+        ensure_deps()
+        if args.engine == "afl":
+            if run([str(ROOT / "scripts" / "build-afl.sh")], cwd=ROOT) != 0:
+                return 1
+        else:
+            ensure_upstream()
+            if not configure_and_build("fuzz"):
+                return 1
+    if args.engine == "afl":
+        lane_dir = ROOT / "build" / "afl"
+        built = sorted(p.name for p in lane_dir.iterdir() if p.is_file() and os.access(p, os.X_OK)
+                       and (ROOT / "targets" / f"{p.name}.cc").is_file()) if lane_dir.is_dir() else []
+    else:
+        lane_dir = ROOT / "build" / "fuzz"
+        built = fuzz_targets(lane_dir)
+    targets = args.targets or built
+    if not targets:
+        raise UsageError(f"lifeline fuzz: no fuzz binaries in {lane_dir}; build them first (drop --no-build)")
+    results = []
+    interrupted = False
+    # SIGINT and SIGTERM stop a job: the children are stopped, nothing found is lost. SIGINT is handled
+    # explicitly because a shell starts background jobs with it ignored, and libFuzzer would still die of
+    # it (it installs its own handler) while the job went on to the next target.
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    signal.signal(signal.SIGINT, _raise_interrupt)
+    for t in targets:
+        if t not in built:
+            raise UsageError(f"lifeline fuzz: target '{t}' is not built in {lane_dir}")
+        if interrupted:
+            break
+        print(f"fuzzing {t} for {args.time} s" + (f" with LIFELINE_REINTRODUCE={args.reintroduce}" if args.reintroduce else ""), flush=True)
+        try:
+            if args.engine == "afl":
+                r = _afl_one(lane_dir / t, t, args.time, out, args.reintroduce)
+            else:
+                r = _fuzz_one(lane_dir / "targets" / t, t, args.time, out, args.reintroduce, args.jobs)
+        except KeyboardInterrupt:
+            interrupted = True
+            continue
+        results.append(r)
+        if r["interrupted"]:
+            interrupted = True
+    print("\ntarget                      execs     exec/s  corpus  crashes  upstream-open  artifacts   "
+          "(corpus: files in the working corpus)")
+    for r in results:
+        print(f"{r['target']:<26} {r['execs']:>7} {r['exec_s']:>10} {r['corpus']:>7} {r['crashes']:>8}  "
+              f"{r.get('upstream_open', 0):>13}  {r['artifacts']}")
+        if "crash_artifacts" in r:
+            for sig, arts in _by_signature(r["crash_artifacts"]):
+                print(f"  crash: {sig}")
+                for a in arts:
+                    print(f"    {a}")
+            for sig, arts in _by_signature(r["upstream_open_artifacts"], "bug"):
+                print(f"  upstream-open: {sig}")
+                for a in arts:
+                    print(f"    {a}")
+        elif r.get("signature"):
+            print(f"  crash: {r['signature']}")
+            for a in r["new_artifacts"]:
+                print(f"    {a}")
+    if any(r.get("upstream_open") for r in results):
+        print("upstream-open: artifacts that replay as a bug upstream has not fixed (repro/*/bug.json with "
+              "status upstream-open); not counted as crashes")
+    (out / "summary.json").write_text(json.dumps(results, indent=2) + "\n")
+    print(f"summary: {out / 'summary.json'}")
+    if interrupted:
+        print("interrupted: corpus and artifacts so far are kept under " + str(out))
+        return 130
+    return 1 if any(r["crashes"] for r in results) else 0

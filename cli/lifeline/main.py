@@ -1,0 +1,120 @@
+"""The lifeline command line.
+
+  lifeline test  [--lanes asan,tsan,...]            build every lane and run its ctest; summary table
+  lifeline fuzz  [TARGET...] [--time S] [--jobs N] [--lane fuzz] [--engine libfuzzer|afl]
+                 [--reintroduce ID] [--out DIR]     run fuzz jobs from the seed corpus; summary table
+  lifeline triage CRASH... [--target T] [--reintroduce ID] [--json FILE] [--allow-upstream-open]
+                                                    replay x3, classify, dedup, match known bugs
+  lifeline promote CRASH --id ID [--target T]       minimize and write repro/<ID>/ with its bug.json
+  lifeline report --triage FILE --format json|sarif|markdown [--output FILE]
+  lifeline corpus merge TARGET DIR...               merge new inputs into corpus/<TARGET>/ (-merge=1)
+  lifeline list                                     targets, lanes, bug ids, reproducers
+  lifeline classify FILE...                         crash type + state of saved reports (JSON)
+  lifeline repro-check --repro-dir D --lane L --mode fixed|reintroduced|pinned [--variant upstream] --binary B
+                                                    the reproducer test (run by ctest)
+  lifeline expect-crash --type T --frame F|--message M -- CMD
+                                                    CMD must fail with that crash (lane self-tests)
+
+  lifeline repro-plan --lane L [--repro-root DIR]   internal: the reproducer tests CMake registers for lane L
+                                                    (see lifeline/plan.py); not listed by --help
+
+Bad arguments give a one-line error and exit status 2. One module per verb: ctest.py (test), fuzz.py,
+triage.py, promote.py (promote, corpus merge), report.py, inventory.py (list), classify.py (classify,
+expect-crash), repro.py (repro-check), plan.py (repro-plan).
+"""
+from __future__ import annotations
+
+import sys
+
+from . import classify, ctest, fuzz, inventory, plan, promote, report, repro, triage
+from .bugs import known_bug_ids
+from .paths import LANES, ROOT
+from .usage import Parser, UsageError
+
+COMMANDS = {"test": ctest.cmd_test, "fuzz": fuzz.cmd_fuzz, "list": inventory.cmd_list,
+            "classify": classify.cmd_classify, "repro-check": repro.cmd_repro_check,
+            "expect-crash": classify.cmd_expect_crash, "triage": triage.cmd_triage, "promote": promote.cmd_promote,
+            "report": report.cmd_report, "corpus": promote.cmd_corpus}
+
+
+def _repro_plan_parser() -> Parser:
+    """The internal verb `repro-plan` (cmake/LifelineTargets.cmake runs it): its own parser, so that the
+    public commands' help and errors do not list it."""
+    p = Parser(prog="lifeline repro-plan", description="the reproducer tests CMake registers for one lane")
+    p.add_argument("--lane", required=True, choices=LANES)
+    p.add_argument("--repro-root", default=str(ROOT / "repro"), help="the folder of reproducers (default repro/)")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    launcher = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, launcher = argv[:i], argv[i + 1:]
+    p = Parser(prog="lifeline", description="fuzzing and sanitizer regression harness")
+    sub = p.add_subparsers(dest="command", parser_class=Parser)
+    t = sub.add_parser("test", help="build every lane and run its ctest")
+    t.add_argument("--lanes", help="comma-separated subset of " + ",".join(LANES))
+    f = sub.add_parser("fuzz", help="run fuzz jobs from the seed corpus")
+    f.add_argument("targets", nargs="*")
+    f.add_argument("--time", type=int, default=30, help="seconds per target (default 30)")
+    f.add_argument("--reintroduce", help="bug id to switch back on (LIFELINE_REINTRODUCE)")
+    f.add_argument("--out", default=str(ROOT / "fuzz-out"), help="working corpus and artifacts (default fuzz-out/)")
+    f.add_argument("--no-build", action="store_true", help="use the fuzz lane as built")
+    f.add_argument("--jobs", type=int, default=1, help="libFuzzer fork-mode workers per target (default 1)")
+    f.add_argument("--lane", default="fuzz", help="the lane whose binaries fuzz (only fuzz links libFuzzer)")
+    f.add_argument("--engine", choices=("libfuzzer", "afl"), default="libfuzzer")
+    tr = sub.add_parser("triage", help="replay crashes, classify, dedup, match known bugs")
+    tr.add_argument("crashes", nargs="+")
+    tr.add_argument("--target", help="the target (default: from fuzz-out/<target>/artifacts/)")
+    tr.add_argument("--reintroduce", help="bug id the crash was found with (default: from the fuzz job)")
+    tr.add_argument("--lane", default="fuzz", choices=LANES, help="whose binary replays (default fuzz)")
+    tr.add_argument("--json", help="write the results here (input to `lifeline report`)")
+    tr.add_argument("--allow-upstream-open", action="store_true",
+                    help="exit 0 only if every input reproduces a known upstream-open bug, else 1")
+    pr = sub.add_parser("promote", help="minimize a crash and write repro/<id>/")
+    pr.add_argument("crash")
+    pr.add_argument("--id", required=True, help="the bug id (a switch in core/bug_list.def)")
+    pr.add_argument("--target")
+    pr.add_argument("--lanes", default="asan", help="lanes the reproducer runs in (default asan)")
+    pr.add_argument("--title")
+    pr.add_argument("--runs", type=int, default=2000, help="minimization runs (default 2000)")
+    rp = sub.add_parser("report", help="triage results as JSON, SARIF 2.1.0 or Markdown")
+    rp.add_argument("--triage", required=True)
+    rp.add_argument("--format", choices=("json", "sarif", "markdown"), default="markdown")
+    rp.add_argument("--output")
+    co = sub.add_parser("corpus", help="corpus maintenance: merge")
+    co.add_argument("action")
+    co.add_argument("target")
+    co.add_argument("dirs", nargs="+")
+    sub.add_parser("list", help="targets, lanes, bug ids, reproducers")
+    c = sub.add_parser("classify", help="crash type and state of saved reports")
+    c.add_argument("files", nargs="+")
+    r = sub.add_parser("repro-check", help="two-way reproducer test (ctest runs this)")
+    r.add_argument("--repro-dir", required=True)
+    r.add_argument("--validate-only", action="store_true")
+    r.add_argument("--lane", choices=LANES)
+    r.add_argument("--mode", choices=repro.MODES,
+                   help="fixed, reintroduced, or pinned (status upstream-open: the pinned upstream still fails)")
+    r.add_argument("--variant", choices=repro.VARIANTS,
+                   help="check the bug.json's upstream_variant: --binary is the target built against upstream "
+                        "(fixed: unpatched, reintroduced: with its patch)")
+    r.add_argument("--binary")
+    e = sub.add_parser("expect-crash", help="run a command that must fail with a given crash type and frame")
+    e.add_argument("--type", required=True)
+    e.add_argument("--frame", help="a function that must be in the crash state")
+    e.add_argument("--message", help="text the check or UBSan message must contain")
+    try:
+        if argv[:1] == ["repro-plan"]:
+            return plan.cmd_repro_plan(_repro_plan_parser().parse_args(argv[1:]))
+        args = p.parse_args(argv)
+        args.launcher = launcher
+        if args.command is None:
+            raise UsageError("lifeline: a command is required (test, fuzz, triage, promote, report, corpus, list, "
+                             "classify, repro-check)")
+        if getattr(args, "reintroduce", None) and args.reintroduce not in known_bug_ids():
+            raise UsageError(f"lifeline {args.command}: unknown bug id '{args.reintroduce}'; see `lifeline list`")
+        return COMMANDS[args.command](args)
+    except UsageError as e:
+        print(str(e), file=sys.stderr)
+        return 2

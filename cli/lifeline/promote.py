@@ -1,0 +1,136 @@
+"""`lifeline promote`: a crash that reproduces with a switch on, and only then, is minimized with libFuzzer
+(-minimize_crash=1), kept only if the minimized input still gives the same signature, and written to
+repro/<id>/ with its bug.json; and `lifeline corpus merge`: new inputs into corpus/<target>/ (-merge=1)."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+from . import crash as crashmod
+from . import triage as triagemod
+from .bugs import BUG_ID, known_bug_ids
+from .build import run
+from .paths import LANES, ROOT, source_targets
+from .usage import UsageError
+
+
+def signature_for_bug_json(c: dict) -> dict:
+    if c["type"] == "lifeline-check" and c.get("message"):
+        # The longest run of the check's message without digits: op indexes, object ids, counts and
+        # values vary between inputs that hit the same check; its wording does not.
+        chunks = [x.strip(" :,()-") for x in re.split(r"[#0-9]", c["message"])]
+        text = max(chunks, key=len)
+        if len(text) >= 8:
+            return {"type": c["type"], "message": text}
+    return {"type": c["type"], "frame": c["state"][0]}
+
+
+def minimize(binary: Path, crash_file: Path, reintroduce: Optional[str], work: Path, runs: int) -> Path:
+    out = work / "minimized"
+    env = dict(os.environ)
+    env.pop("LIFELINE_REINTRODUCE", None)
+    if reintroduce:
+        env["LIFELINE_REINTRODUCE"] = reintroduce
+    subprocess.run([str(binary), "-minimize_crash=1", f"-runs={runs}", f"-exact_artifact_path={out}",
+                    "-timeout=25", str(crash_file)], env=env, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, timeout=600)
+    return out
+
+
+def write_repro(root: Path, bug_id: str, target: str, input_bytes: bytes, crash: dict, lanes: list[str],
+                title: Optional[str], source: str) -> Path:
+    d = root / "repro" / bug_id
+    d.mkdir(parents=True)
+    name = "minimized-crash"
+    (d / name).write_bytes(input_bytes)
+    sig = signature_for_bug_json(crash)
+    doc = {
+        "id": bug_id,
+        "title": title or f"{crash['type']} found by fuzzing {target}" + (
+            f": {sig['message']}" if "message" in sig else f" in {sig['frame']}"),
+        "upstream": [],
+        "target": target,
+        "notes": f"Promoted by `lifeline promote` from {source}; crash state: {' / '.join(crash['state'])}.",
+        "reproducers": [{"input": name, "expect": {lane: sig for lane in lanes}}],
+    }
+    (d / "bug.json").write_text(json.dumps(doc, indent=2) + "\n")
+    return d
+
+
+def cmd_promote(args) -> int:
+    f = triagemod.crash_file_arg("promote", args.crash)
+    if not BUG_ID.fullmatch(args.id):
+        raise UsageError(f"lifeline promote: '{args.id}' is not a bug id (kebab-case, led by the upstream component)")
+    if args.id not in known_bug_ids():
+        raise UsageError(f"lifeline promote: no switch named '{args.id}' in core/bug_list.def; a reproducer must run "
+                         "clean with its switch off, so add the switch (beside the fix) first")
+    dest = ROOT / "repro" / args.id
+    if dest.exists():
+        raise UsageError(f"lifeline promote: {dest} already exists; pick another id or extend its bug.json by hand")
+    for lane in args.lanes.split(","):
+        if lane not in LANES:
+            raise UsageError(f"lifeline promote: unknown lane '{lane}' (known: {', '.join(LANES)})")
+    try:
+        (ROOT / "repro").mkdir(exist_ok=True)
+        probe = ROOT / "repro" / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise UsageError(f"lifeline promote: {ROOT / 'repro'} is not writable ({e.strerror})")
+    target, binary = triagemod.target_binary("promote", f, args.target, "fuzz")
+    print(f"promote: replaying {f} on {target} with LIFELINE_REINTRODUCE={args.id}", flush=True)
+    r = triagemod.triage_one(ROOT, binary, f, target, args.id)
+    if r.signature is None:
+        raise UsageError(f"lifeline promote: '{f}' does not reproduce with LIFELINE_REINTRODUCE={args.id} "
+                         f"(3 clean replays on {target})")
+    if r.flaky:
+        raise UsageError(f"lifeline promote: '{f}' is flaky ({r.replays}); a reproducer must fail every time")
+    rc, out = triagemod.run_once(binary, f, None)
+    if rc != 0:
+        found = crashmod.parse(out)
+        raise UsageError(f"lifeline promote: '{f}' also crashes with the switch off "
+                         f"({found.signature if found else f'exit {rc}'}); it is not the bug behind '{args.id}'")
+    print(f"promote: {r.signature}; minimizing (libFuzzer -minimize_crash=1, {args.runs} runs)", flush=True)
+    data = f.read_bytes()
+    with tempfile.TemporaryDirectory() as tmp:
+        small = minimize(binary, f, args.id, Path(tmp), args.runs)
+        if small.is_file() and len(small.read_bytes()) < len(data):
+            m = triagemod.triage_one(ROOT, binary, small, target, args.id)
+            if m.signature == r.signature and not m.flaky:
+                print(f"promote: minimized {len(data)} -> {len(small.read_bytes())} bytes, same crash state")
+                data = small.read_bytes()
+            else:
+                print(f"promote: the minimized input crashes differently ({m.signature}); keeping the original")
+        else:
+            print("promote: no smaller input found; keeping the original")
+    d = write_repro(ROOT, args.id, target, data, r.crash, args.lanes.split(","), args.title, str(f))
+    print(f"promote: wrote {d}/bug.json and {d}/minimized-crash")
+    print(f"promote: the next build registers repro.{args.id}.<lane>.fixed and .reintroduced for {args.lanes}")
+    return 0
+
+
+def cmd_corpus(args) -> int:
+    if args.action != "merge":
+        raise UsageError(f"lifeline corpus: unknown action '{args.action}' (known: merge)")
+    if args.target not in source_targets():
+        raise UsageError(f"lifeline corpus: unknown target '{args.target}' (known: {', '.join(source_targets())})")
+    for d in args.dirs:
+        if not Path(d).is_dir():
+            raise UsageError(f"lifeline corpus: '{d}' is not a directory")
+    binary = ROOT / "build" / "fuzz" / "targets" / args.target
+    if not binary.is_file():
+        raise UsageError(f"lifeline corpus: {binary} is not built; run `cmake --build --preset fuzz`")
+    seeds = ROOT / "corpus" / args.target
+    seeds.mkdir(exist_ok=True)
+    before = {p.name for p in seeds.iterdir()}
+    # -merge=1 copies into the first directory only inputs that add coverage, named by the SHA-1 of their
+    # content; an interrupted merge can be resumed with the same command.
+    rc = run([binary, "-merge=1", seeds, *args.dirs])
+    added = sorted(p.name for p in seeds.iterdir() if p.name not in before)
+    print(f"corpus merge: {len(added)} new input(s) in {seeds}")
+    return 0 if rc == 0 else 1

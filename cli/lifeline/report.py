@@ -1,0 +1,99 @@
+"""`lifeline report`: triage results (`lifeline triage --json`) as JSON, SARIF 2.1.0 (GitHub code scanning:
+one rule per crash type, one result per distinct crash at its top frame) or Markdown."""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+from .paths import ROOT
+from .triage import Result, summary
+from .usage import UsageError
+
+
+def _rule_id(crash_type: str) -> str:
+    return "lifeline/" + crash_type
+
+
+def sarif(results: list[Result], root: Path) -> dict:
+    crashes = [r for r in results if r.signature and not r.duplicate_of]
+    rules = {}
+    for r in crashes:
+        t = r.crash["type"]
+        rules.setdefault(t, {"id": _rule_id(t), "name": t.replace("-", " ").title().replace(" ", ""),
+                             "shortDescription": {"text": f"{t} found by fuzzing"},
+                             "helpUri": "https://github.com/google/sanitizers/wiki",
+                             "properties": {"tags": ["security", "memory-safety", "fuzzing"]}})
+    out_results = []
+    for r in crashes:
+        c = r.crash
+        loc = c.get("location") or ""
+        m = re.match(r"(.+?):(\d+)(?::(\d+))?$", loc)
+        location = {}
+        if m:
+            path = Path(m.group(1))
+            try:
+                uri = str(path.resolve().relative_to(root))
+            except ValueError:
+                uri = str(path)
+            region = {"startLine": int(m.group(2))}
+            if m.group(3):
+                region["startColumn"] = int(m.group(3))
+            location = {"physicalLocation": {"artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"},
+                                             "region": region}}
+        text = f"{c['type']} in {c['state'][0] if c['state'] else '?'}"
+        if c.get("message"):
+            text += f": {c['message']}"
+        known = {"known": f", known bug {r.known}", "upstream-open": f", upstream-open bug {r.known}"}
+        text += f" (target {r.target}, input {Path(r.input).name}" + known.get(r.status, ", new") + ")"
+        res = {"ruleId": _rule_id(c["type"]), "level": "error", "message": {"text": text},
+               "partialFingerprints": {"crashState": r.signature},
+               "properties": {"target": r.target, "input": r.input, "flaky": r.flaky, "known": r.known,
+                              "status": r.status}}
+        if location:
+            res["locations"] = [location]
+        out_results.append(res)
+    return {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{"tool": {"driver": {"name": "lifeline", "version": "0",
+                                      "rules": list(rules.values())}},
+                  "results": out_results}],
+    }
+
+
+def markdown(results: list[Result]) -> str:
+    lines = ["# lifeline triage", "", "| input | target | status | crash | flaky | duplicate of |",
+             "|---|---|---|---|---|---|"]
+    for r in results:
+        lines.append(f"| `{Path(r.input).name}` | {r.target} | {r.label} | {r.signature or ''} | "
+                     f"{'yes' if r.flaky else 'no'} | {Path(r.duplicate_of).name if r.duplicate_of else ''} |")
+    lines += ["", summary(results) + "."]
+    return "\n".join(lines) + "\n"
+
+
+def cmd_report(args) -> int:
+    src = Path(args.triage)
+    if not src.is_file():
+        raise UsageError(f"lifeline report: triage results '{src}' do not exist (run `lifeline triage ... --json FILE`)")
+    try:
+        rows = json.loads(src.read_text())
+        results = [Result(**{k: v for k, v in row.items() if k != "status"}) for row in rows]
+    except (ValueError, TypeError) as e:
+        raise UsageError(f"lifeline report: '{src}' is not triage output ({e})")
+    if args.format == "json":
+        text = json.dumps([r.to_json() for r in results], indent=2) + "\n"
+    elif args.format == "sarif":
+        text = json.dumps(sarif(results, ROOT), indent=2) + "\n"
+    else:
+        text = markdown(results)
+    if args.output:
+        try:
+            Path(args.output).write_text(text)
+        except OSError as e:
+            raise UsageError(f"lifeline report: cannot write {args.output} ({e.strerror})")
+        print(f"report: {args.output}")
+    else:
+        sys.stdout.write(text)
+    return 0

@@ -1,0 +1,141 @@
+"""A scratch project for the CLI tests of upstream-open bugs, upstream variants, triage and fuzz jobs."""
+import json
+import shutil
+import tempfile
+import unittest
+from pathlib import Path
+
+from support import PY, ROOT, run
+
+
+# A copy of cli/ in a temporary project root whose "fuzz target" is a script: each input's first word
+# says what it does when replayed, and run with libFuzzer's -artifact_prefix= it writes the artifacts listed
+# in fake-artifacts.json beside it. Nothing here needs a built lane.
+
+FAKE_TARGET = r"""#!/usr/bin/python3
+import json, os, sys
+
+ASSERT = '''fake_target: /x/ggml/src/ggml-alloc.c:975: ggml_gallocr_init_tensor: Assertion `tensor_alloc->addr.offset == SIZE_MAX' failed.
+==77== ERROR: libFuzzer: deadly signal
+    #0 0x560001 in __sanitizer_print_stack_trace (/b/fake_target+0xe9d01)
+    #1 0x560002 in fuzzer::PrintStackTrace() (/b/fake_target+0x5c658)
+    #2 0x7f0003  (/lib/x86_64-linux-gnu/libc.so.6+0x3c04f)
+    #3 0x7f0004 in raise signal/../sysdeps/posix/raise.c:26:13
+    #4 0x7f0005 in abort stdlib/abort.c:79:7
+    #5 0x7f0006 in __assert_fail assert/assert.c:103:3
+    #6 0x560007 in ggml_gallocr_init_tensor /x/ggml/src/ggml-alloc.c:975:13
+    #7 0x560008 in ggml_gallocr_alloc_graph /x/ggml/src/ggml-alloc.c:1081:9
+'''
+UAF = '''==77==ERROR: AddressSanitizer: heap-use-after-free on address 0x602000000010 at pc 0x560001 bp 0x7ffd sp 0x7ffd
+READ of size 1 at 0x602000000010 thread T0
+    #0 0x560001 in lifeline::fake::FakeUse(int) /w/fake.cc:12:5
+    #1 0x560002 in LLVMFuzzerTestOneInput /w/fake.cc:30:3
+'''
+
+def crash(report):
+    sys.stderr.write(report)
+    sys.exit(1)
+
+args = sys.argv[1:]
+prefix = next((a.split("=", 1)[1] for a in args if a.startswith("-artifact_prefix=")), None)
+if prefix is not None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    json.dump(args, open(os.path.join(here, "fake-argv.json"), "w"))
+    arts = json.load(open(os.path.join(here, "fake-artifacts.json")))
+    print("#2\tINITED cov: 3 ft: 3 corp: 1/1b exec/s: 0 rss: 30Mb", flush=True)
+    for name, word in arts.items():
+        with open(prefix + name, "w") as f:
+            f.write(word)
+    print("stat::number_of_executed_units: 42")
+    sys.exit(1 if arts else 0)
+
+switch = os.environ.get("LIFELINE_REINTRODUCE")
+words = open(args[-1]).read().split()
+word = words[0] if words else ""
+if word == "patched-assert":  # an upstream build: no switches; crashes only when built with the patch
+    if switch:
+        print("fake_target: this upstream build has no switch " + switch)
+        sys.exit(2)
+    if os.path.basename(sys.argv[0]).endswith("_patched"):
+        crash(ASSERT)
+    sys.exit(0)
+if switch and switch != "fake-fixed-bug":
+    print("fake_target: unknown bug id " + switch)
+    sys.exit(2)
+if word == "assert":
+    crash(ASSERT)
+if word == "uaf" or (word == "switch-uaf" and switch == "fake-fixed-bug"):
+    crash(UAF)
+if word == "other":
+    crash(UAF.replace("FakeUse", "OtherUse"))
+if word == "silent":
+    sys.exit(1)
+if word == "flaky":  # the assert on every other run
+    count = args[-1] + ".runs"
+    n = int(open(count).read()) + 1 if os.path.exists(count) else 1
+    open(count, "w").write(str(n))
+    if n % 2:
+        crash(ASSERT)
+sys.exit(0)
+"""
+
+ASSERT_SIG = {"type": "assert", "frame": "ggml_gallocr_init_tensor"}
+UAF_SIG = {"type": "heap-use-after-free", "frame": "FakeUse"}
+
+
+def write_bug(d: Path, doc: dict, files: dict) -> Path:
+    d.mkdir(parents=True)
+    for name, text in files.items():
+        (d / name).write_text(text)
+    (d / "bug.json").write_text(json.dumps(dict({"id": d.name, "title": "t", "upstream": []}, **doc)))
+    return d
+
+
+class ScratchProject(unittest.TestCase):
+    def setUp(self):
+        self.tmp = Path(tempfile.mkdtemp())
+        self.root = self.tmp / "root"
+        shutil.copytree(ROOT / "cli", self.root / "cli",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        (self.root / "core").mkdir()
+        (self.root / "core" / "bug_list.def").write_text('LIFELINE_BUG(kFakeFixedBug, "fake-fixed-bug")\n')
+        (self.root / "targets").mkdir()
+        (self.root / "targets" / "fake_target.cc").write_text("")
+        self.fake = self.install_fake(self.root / "build" / "fuzz" / "targets" / "fake_target")
+        self.unpatched = self.install_fake(self.root / "build" / "asan" / "upstream" / "fake_target_upstream")
+        self.patched = self.install_fake(self.root / "build" / "asan" / "upstream" / "fake_target_upstream_patched")
+        self.artifacts({})
+        self.upstream_open = write_bug(self.root / "repro" / "fake-upstream-open", {
+            "status": "upstream-open", "target": "fake_target",
+            "reproducers": [{"input": "in", "expect": {"asan": ASSERT_SIG, "fuzz": ASSERT_SIG}}]}, {"in": "assert"})
+        # A fixed bug forward-ported into upstream: its variant's expectation (an assert) must not make triage
+        # call the upstream-open assert a known fixed bug.
+        self.fixed = write_bug(self.root / "repro" / "fake-fixed-bug", {
+            "target": "fake_target",
+            "reproducers": [{"input": "in", "expect": {"asan": UAF_SIG}}],
+            "upstream_variant": {"target": "fake_target_upstream", "source": "ggml 0.25.1",
+                                 "patch": "reintroduce.patch",
+                                 "reproducers": [{"input": "variant-in", "expect": {"asan": ASSERT_SIG}}]}},
+            {"in": "switch-uaf", "variant-in": "patched-assert", "reintroduce.patch": "--- a\n+++ b\n"})
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def install_fake(self, path: Path) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(FAKE_TARGET)
+        path.chmod(0o755)
+        return path
+
+    def artifacts(self, arts: dict):
+        (self.fake.parent / "fake-artifacts.json").write_text(json.dumps(arts))
+
+    def cli(self, *args):
+        return run([PY, self.root / "cli" / "lifeline_main.py", *args])
+
+    def input(self, word: str, name: str = None) -> Path:
+        d = self.tmp / "inputs"
+        d.mkdir(exist_ok=True)
+        p = d / (name or f"crash-{word}")
+        p.write_text(word)
+        return p

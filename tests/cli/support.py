@@ -1,0 +1,15 @@
+"""What the CLI tests share: the project root, the interpreter the CLI runs on, and running a command."""
+import os
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = Path(os.environ.get("LIFELINE_BUILD_DIR", ROOT / "build" / "asan"))
+CLI = [str(ROOT / "lifeline")]
+PY = "/usr/bin/python3"
+
+
+def run(cmd):
+    p = subprocess.run([str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       errors="replace")
+    return p.returncode, p.stdout

@@ -1,0 +1,118 @@
+"""`lifeline list` and `lifeline repro-check` on upstream-open bugs and upstream variants (scratch project)."""
+import unittest
+
+from scratch_project import ASSERT_SIG, ScratchProject, write_bug
+
+
+class ReproCheck(ScratchProject):
+    def test_list_shows_status_and_variant(self):
+        rc, out = self.cli("list")
+        self.assertEqual(rc, 0, out)
+        self.assertRegex(out, r"reproducer: fake-upstream-open .* status=upstream-open\n")
+        self.assertRegex(out, r"reproducer: fake-fixed-bug .* status=fixed  upstream variant: fake_target_upstream\n")
+
+    def test_validate_only_names_status_and_variant(self):
+        rc, out = self.cli("repro-check", "--validate-only", "--repro-dir", self.upstream_open)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("valid (1 reproducer(s); status upstream-open)", out)
+        rc, out = self.cli("repro-check", "--validate-only", "--repro-dir", self.fixed)
+        self.assertIn("valid (1 reproducer(s); upstream variant fake_target_upstream: 1 reproducer(s))", out)
+
+    def check(self, bug, mode, binary, *extra, lane="asan"):
+        return self.cli("repro-check", "--repro-dir", bug, "--lane", lane, "--mode", mode, "--binary", binary, *extra)
+
+    def test_pinned_passes_while_the_pinned_upstream_reproduces(self):
+        rc, out = self.check(self.upstream_open, "pinned", self.fake)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("PASS in: assert | ggml_gallocr_init_tensor / ggml_gallocr_alloc_graph", out)
+
+    def test_pinned_fails_when_the_pinned_upstream_no_longer_reproduces(self):
+        gone = write_bug(self.tmp / "elsewhere" / "fake-gone-upstream", {
+            "status": "upstream-open", "target": "fake_target",
+            "reproducers": [{"input": "in", "expect": {"asan": ASSERT_SIG}}]}, {"in": "clean"})
+        rc, out = self.check(gone, "pinned", self.fake)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("FAIL in: the pinned upstream no longer reproduces it", out)
+        self.assertIn("a version bump may have fixed it: revisit status 'upstream-open'", out)
+
+    def test_pinned_fails_on_another_crash(self):
+        other = write_bug(self.tmp / "elsewhere" / "fake-other-crash", {
+            "status": "upstream-open", "target": "fake_target",
+            "reproducers": [{"input": "in", "expect": {"asan": ASSERT_SIG}}]}, {"in": "uaf"})
+        rc, out = self.check(other, "pinned", self.fake)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("the pinned upstream must still give", out)
+        self.assertIn("crash type is 'heap-use-after-free', expected 'assert'", out)
+
+    def test_pinned_on_a_lane_no_input_lists(self):
+        rc, out = self.check(self.upstream_open, "pinned", self.fake, lane="tsan")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("no reproducer lists lane 'tsan'", out)
+
+    def test_fixed_and_reintroduced_refuse_an_upstream_open_bug(self):
+        for mode in ("fixed", "reintroduced"):
+            with self.subTest(mode=mode):
+                rc, out = self.check(self.upstream_open, mode, self.fake)
+                self.assertEqual(rc, 1, out)
+                self.assertIn("FAIL fake-upstream-open: status is 'upstream-open'", out)
+                self.assertIn(f"no '{mode}' run; check it with --mode pinned", out)
+
+    def test_pinned_refuses_a_fixed_bug(self):
+        rc, out = self.check(self.fixed, "pinned", self.fake)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("--mode pinned applies to bugs with status 'upstream-open'; this one is 'fixed'", out)
+
+    def test_fixed_bug_two_way_test_is_unchanged(self):
+        rc, out = self.check(self.fixed, "fixed", self.fake)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("PASS in: clean on the fixed code", out)
+        rc, out = self.check(self.fixed, "reintroduced", self.fake)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("PASS in: heap-use-after-free | lifeline::fake::FakeUse", out)
+
+    def test_variant_fixed_is_clean_on_the_unpatched_upstream(self):
+        rc, out = self.check(self.fixed, "fixed", self.unpatched, "--variant", "upstream")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("PASS variant-in: clean on the unpatched upstream build", out)
+        rc, out = self.check(self.fixed, "fixed", self.patched, "--variant", "upstream")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("FAIL variant-in: the unpatched upstream build reported assert | ggml_gallocr_init_tensor", out)
+
+    def test_variant_reintroduced_fails_on_the_patched_build_without_a_switch(self):
+        # The fake upstream build exits 2 if LIFELINE_REINTRODUCE is set at all.
+        rc, out = self.check(self.fixed, "reintroduced", self.patched, "--variant", "upstream")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("PASS variant-in: assert | ggml_gallocr_init_tensor", out)
+        rc, out = self.check(self.fixed, "reintroduced", self.unpatched, "--variant", "upstream")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("FAIL variant-in: the patched upstream build (reintroduce.patch) must give", out)
+
+    def test_variant_needs_an_upstream_variant(self):
+        rc, out = self.check(self.upstream_open, "fixed", self.unpatched, "--variant", "upstream")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("FAIL fake-upstream-open: --variant upstream needs an 'upstream_variant'", out)
+        self.assertIn("which has none", out)
+
+    def test_variant_has_no_pinned_mode(self):
+        rc, out = self.check(self.fixed, "pinned", self.unpatched, "--variant", "upstream")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("--mode pinned checks an upstream-open bug", out)
+
+    def test_variant_binary_missing(self):
+        rc, out = self.check(self.fixed, "fixed", self.tmp / "nope", "--variant", "upstream")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("is the upstream variant 'fake_target_upstream' built in this lane?", out)
+
+    def test_bad_mode_and_variant_are_usage_errors(self):
+        for args, text in ((["--mode", "open"], "invalid choice: 'open'"),
+                           (["--mode", "fixed", "--variant", "downstream"], "invalid choice: 'downstream'")):
+            with self.subTest(args=args):
+                rc, out = self.cli("repro-check", "--repro-dir", self.fixed, "--lane", "asan", "--binary",
+                                   self.fake, *args)
+                self.assertEqual(rc, 2, out)
+                self.assertIn(text, out)
+                self.assertEqual(len(out.strip().splitlines()), 1, out)
+
+
+if __name__ == "__main__":
+    unittest.main()

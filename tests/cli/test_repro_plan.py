@@ -1,0 +1,165 @@
+"""`lifeline repro-plan`: the reproducer tests CMake registers for a lane, read from bug.json by repro.py alone.
+
+A malformed bug.json (any JSON type at any level) is "invalid": CMake registers only its failing
+repro.<id>.bug-json. Nothing else ever escapes the loader: the plan of every other folder still prints."""
+import copy
+import json
+import shutil
+import tempfile
+import unittest
+from pathlib import Path
+
+from lifeline import plan, repro
+from support import CLI, ROOT, run
+
+SIG = {"type": "heap-use-after-free", "frame": "F"}
+# Every field bug.json has, with an upstream variant and a reproducer environment.
+FULL = {
+    "id": "some-bug", "title": "t", "upstream": ["x#1"], "target": "alloc_graph_topology",
+    "reproducers": [{"input": "in", "expect": {"asan": SIG, "valgrind": SIG}, "env": {"UBSAN_OPTIONS": "x=1"}}],
+    "upstream_variant": {"target": "ggml_graph_topology", "source": "ggml 0.25.1", "patch": "upstream/p.patch",
+                         "reproducers": [{"input": "variant-in",
+                                          "expect": {"asan": {"type": "assert", "frame": "g"}}}]},
+}
+JSON_VALUES = (None, True, 0, -1, 1.5, "", "x", [], ["asan"], [{}], {}, {"asan": 1})
+
+
+def paths(doc, at=()):
+    """Every path to a value in doc: (key or index, ...)."""
+    yield at
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            yield from paths(v, at + (k,))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            yield from paths(v, at + (i,))
+
+
+def replaced(doc, at, value):
+    if not at:
+        return value
+    out = copy.deepcopy(doc)
+    node = out
+    for k in at[:-1]:
+        node = node[k]
+    node[at[-1]] = value
+    return out
+
+
+class PlanLines(unittest.TestCase):
+    def setUp(self):
+        self.tmp = Path(tempfile.mkdtemp())
+        self.root = self.tmp / "repro"
+        self.root.mkdir()
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def folder(self, name, doc):
+        d = self.root / name
+        (d / "upstream").mkdir(parents=True, exist_ok=True)
+        (d / "in").write_bytes(b"\x00")
+        (d / "variant-in").write_bytes(b"\x01")
+        (d / "upstream" / "p.patch").write_text("--- a/x\n+++ b/x\n")
+        if doc is not None:
+            (d / "bug.json").write_text(doc if isinstance(doc, str) else json.dumps(doc))
+        return d
+
+    def test_fixed_bug_with_a_variant(self):
+        d = self.folder("some-bug", FULL)
+        self.assertEqual(plan.plan_line(d, "asan"), "repro|some-bug|fixed|alloc_graph_topology|fixed,reintroduced|"
+                                                    "ggml_graph_topology|upstream/p.patch|fixed,reintroduced")
+        # valgrind is listed by the bug's own reproducer only; tsan by neither.
+        self.assertEqual(plan.plan_line(d, "valgrind"), "repro|some-bug|fixed|alloc_graph_topology|"
+                                                        "fixed,reintroduced|ggml_graph_topology|upstream/p.patch|-")
+        self.assertEqual(plan.plan_line(d, "tsan"),
+                         "repro|some-bug|fixed|alloc_graph_topology|-|ggml_graph_topology|upstream/p.patch|-")
+
+    def test_upstream_open_bug_is_pinned(self):
+        doc = dict(FULL, status="upstream-open")
+        del doc["upstream_variant"]
+        d = self.folder("some-bug", doc)
+        self.assertEqual(plan.plan_line(d, "valgrind"),
+                         "repro|some-bug|upstream-open|alloc_graph_topology|pinned|-|-|-")
+
+    def test_the_brief_examples_are_invalid(self):
+        for name, doc in (("expect-array", replaced(FULL, ("reproducers", 0, "expect"), ["asan"])),
+                          ("reproducers-object", replaced(FULL, ("reproducers",), {})),
+                          ("variant-number", replaced(FULL, ("upstream_variant",), 3)),
+                          ("no-bug-json", None), ("corrupt", '{"id": "corrupt",'), ("empty", "")):
+            with self.subTest(name):
+                if isinstance(doc, dict):
+                    doc = dict(doc, id=name)
+                d = self.folder(name, doc)
+                self.assertEqual(plan.plan_line(d, "asan"), f"repro|{name}|invalid|-|-|-|-|-")
+
+    def test_any_json_type_at_any_level_is_valid_or_invalid_never_an_error(self):
+        d = self.folder("some-bug", FULL)
+        seen = {"invalid": 0, "valid": 0}
+        for at in paths(FULL):
+            for value in JSON_VALUES:
+                with self.subTest(at=at, value=value):
+                    (d / "bug.json").write_text(json.dumps(replaced(FULL, at, value)))
+                    try:
+                        repro.load(d)
+                        valid = True
+                    except repro.BugJsonError:
+                        valid = False
+                    line = plan.plan_line(d, "asan")
+                    self.assertEqual(line.split("|")[2] != "invalid", valid, line)
+                    seen["valid" if valid else "invalid"] += 1
+        self.assertGreater(seen["invalid"], 100)
+        self.assertGreater(seen["valid"], 10)  # e.g. "upstream": [] or another title
+
+    def test_json_python_cannot_hold_is_invalid(self):
+        for text in ("[" * 100000 + "]" * 100000, '{"id": ' + "9" * 5000 + "}"):
+            with self.subTest(text=text[:20]):
+                d = self.folder("some-bug", text)
+                with self.assertRaises(repro.BugJsonError):
+                    repro.load(d)
+                self.assertEqual(plan.plan_line(d, "asan"), "repro|some-bug|invalid|-|-|-|-|-")
+
+    def test_a_value_cmake_cannot_carry_stops_the_plan(self):
+        d = self.folder("some-bug", replaced(FULL, ("upstream_variant", "patch"), "upstream/p;q.patch"))
+        (d / "upstream" / "p;q.patch").write_text("x")
+        with self.assertRaises(plan.PlanError) as cm:
+            plan.plan_line(d, "asan")
+        self.assertIn("variant_patch 'upstream/p;q.patch' cannot be passed to CMake", str(cm.exception))
+
+    def test_folders_by_name_files_skipped(self):
+        self.folder("b-bug", dict(FULL, id="b-bug"))
+        self.folder("a-bug", None)
+        (self.root / "README").write_text("not a reproducer")
+        self.assertEqual([line.split("|")[1] for line in plan.plan(self.root, "asan")], ["a-bug", "b-bug"])
+
+
+class PlanCommand(unittest.TestCase):
+    def test_checked_in_reproducers_plan(self):
+        """Every checked-in folder is in the plan, valid; asan runs the documented variant."""
+        rc, out = run(CLI + ["repro-plan", "--lane", "asan"])
+        self.assertEqual(rc, 0, out)
+        lines = out.splitlines()
+        self.assertEqual([line.split("|")[1] for line in lines], [d.name for d in repro.folders(ROOT / "repro")])
+        self.assertFalse([line for line in lines if line.split("|")[2] == "invalid"], out)
+        self.assertIn("repro|gallocr-view-leaf-offset|fixed|alloc_graph_topology|fixed,reintroduced|"
+                      "ggml_graph_topology|upstream/revert-906c73b2.patch|fixed,reintroduced", lines)
+        self.assertIn("repro|wasm-lang-dangling|fixed|interop_string_handoff|fixed,reintroduced|-|-|-", lines)
+
+    def test_bad_arguments(self):
+        for args, text in ((["--lane", "msan"], "invalid choice: 'msan'"),
+                           ([], "the following arguments are required: --lane"),
+                           (["--lane", "asan", "--repro-root", "/nonexistent"], "'/nonexistent' is not a directory")):
+            with self.subTest(args=args):
+                rc, out = run(CLI + ["repro-plan", *args])
+                self.assertEqual(rc, 2, out)
+                self.assertIn(text, out)
+                self.assertEqual(len(out.strip().splitlines()), 1, out)
+
+    def test_internal_verb_is_not_listed(self):
+        rc, out = run(CLI + ["--help"])
+        self.assertEqual(rc, 0, out)
+        self.assertNotIn("repro-plan", out)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -23,7 +23,7 @@ inline constexpr int kBugCount = 0
     ;
 static_assert(kBugCount <= 32, "BugSet keeps one bit per bug in a uint32_t");
 
-// The kebab-case id used in BUGS.md, repro/<id>/ and LIFELINE_REINTRODUCE.
+// The kebab-case id used in core/bug_list.def, repro/<id>/ and LIFELINE_REINTRODUCE.
 std::string_view BugId(Bug bug);
 std::optional<Bug> BugFromId(std::string_view id);
 // "metal-edesc-autorelease, metal-encode-async-block, ..." for error messages.

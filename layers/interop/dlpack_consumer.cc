@@ -1,5 +1,6 @@
 #include "layers/interop/dlpack_consumer.h"
 
+#include <string>
 #include <utility>
 
 #include "core/bugs.h"
@@ -39,19 +40,32 @@ void CallDeleter(void* user) {
 ImportedBuffer::ImportedBuffer(uint8_t* data, ReleaseFn release, void* user)
     : data_(data), release_(release), user_(user) {}
 
+namespace {
+
+// The reference counting of imported buffers and views: a count that is already zero means the object
+// was freed, which the always-on check reports instead of reading freed memory any further.
+void AddReference(int* refs, const char* what) {
+  LIFELINE_CHECK(*refs > 0, std::string(what) + " retained after its release");
+  ++*refs;
+}
+
+// True when the last reference went.
+bool DropReference(int* refs, const char* what) {
+  LIFELINE_CHECK(*refs > 0, std::string(what) + " released more often than retained");
+  return --*refs == 0;
+}
+
+}  // namespace
+
 ImportedBuffer* ImportedBuffer::Import(uint8_t* data, ReleaseFn release, void* user) {
   ++g_stats.buffers_live;
   return new ImportedBuffer(data, release, user);
 }
 
-void ImportedBuffer::Retain() {
-  LIFELINE_CHECK(refs_ > 0, "imported buffer retained after its release");
-  ++refs_;
-}
+void ImportedBuffer::Retain() { AddReference(&refs_, "imported buffer"); }
 
 void ImportedBuffer::Release() {
-  LIFELINE_CHECK(refs_ > 0, "imported buffer released more often than retained");
-  if (--refs_ > 0) return;
+  if (!DropReference(&refs_, "imported buffer")) return;
   --g_stats.buffers_live;
   ReleaseFn release = release_;
   void* user = user_;
@@ -71,14 +85,10 @@ BufferView* BufferView::Create(ImportedBuffer* buffer, DType dtype, std::vector<
   return new BufferView(buffer, dtype, std::move(shape), std::move(strides), byte_offset);
 }
 
-void BufferView::Retain() {
-  LIFELINE_CHECK(refs_ > 0, "buffer view retained after its release");
-  ++refs_;
-}
+void BufferView::Retain() { AddReference(&refs_, "buffer view"); }
 
 void BufferView::Release() {
-  LIFELINE_CHECK(refs_ > 0, "buffer view released more often than retained");
-  if (--refs_ > 0) return;
+  if (!DropReference(&refs_, "buffer view")) return;
   --g_stats.views_live;
   ImportedBuffer* buffer = buffer_;
   delete this;

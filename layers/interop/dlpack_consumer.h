@@ -10,7 +10,8 @@
 //   5. drop the import reference, so the view is the only owner and the deleter runs when the last
 //      view or buffer handle goes (iree #20988).
 //
-// The documented bugs of this path (../shared/BUGS.md §6, §7) sit beside their fixes:
+// The documented bugs of this path (repro/iree-dlpack-import-leak/, repro/turbine-capsule-rename-back/)
+// sit beside their fixes:
 //   iree-dlpack-import-leak       step 5 only on failure: the buffer never reaches zero references, the
 //                                 deleter never runs, the producer's bytes stay held (iree #20849).
 //   turbine-capsule-rename-back   `ImportFrom` (the Python-side wrapper) renames the consumed capsule back

@@ -6,7 +6,8 @@
 // releases when it drains; `PassDescriptor::New` returns an object the caller owns (+1). Descriptors are
 // refcounted (`Retain`/`Release`).
 //
-// The documented bugs of this layer (../shared/BUGS.md §1, §2) sit beside their fixes in `Context`:
+// The documented bugs of this layer (repro/metal-edesc-autorelease/, repro/metal-encode-async-block/) sit
+// beside their fixes in `Context`:
 //   metal-edesc-autorelease    (whisper.cpp #2452; llama.cpp #9698 cause, #9718 fix) Create() keeps a
 //                              borrowed pointer to a descriptor made by the convenience constructor while
 //                              the caller's pool is active; the pool drains before the first frame, and

@@ -1,7 +1,6 @@
 #include "harness/oracles/alloc_oracles.h"
 
 #include <cstring>
-#include <map>
 #include <memory>
 #include <unordered_map>
 
@@ -31,15 +30,20 @@ std::string CheckNoLiveOverlap(const Graph& graph, const void* allocator) {
     int start;
     int end;
   };
-  std::map<const Tensor*, Life> life;  // ordered by address of the tensor object: deterministic enough
+  // In graph order (leafs, then nodes), so the pair reported first is the same on every run.
+  std::vector<const Tensor*> order;
+  std::unordered_map<const Tensor*, Life> life;
   std::unordered_map<const Tensor*, int> pos;
   for (int i = 0; i < n; ++i) pos[graph.nodes[i]] = i;
+  auto track = [&](const Tensor* t, Life l) {
+    if (life.emplace(t, l).second) order.push_back(t);
+  };
   for (const Tensor* t : graph.leafs) {
-    if (Owned(t, allocator)) life[t] = {0, t->output ? n : 0};
+    if (Owned(t, allocator)) track(t, {0, t->output ? n : 0});
   }
   for (int i = 0; i < n; ++i) {
     const Tensor* t = graph.nodes[i];
-    if (Owned(t, allocator)) life[t] = {t->input ? 0 : i, t->output ? n : i};
+    if (Owned(t, allocator)) track(t, {t->input ? 0 : i, t->output ? n : i});
   }
   // An output that is a view keeps the bytes it views alive to the end.
   auto keep_to_end = [&](const Tensor* t) {
@@ -63,14 +67,16 @@ std::string CheckNoLiveOverlap(const Graph& graph, const void* allocator) {
     for (const Tensor* s : node->src) touch(s);
     touch(node->view_src);
   }
-  for (auto a = life.begin(); a != life.end(); ++a) {
-    for (auto b = std::next(a); b != life.end(); ++b) {
-      const Tensor* ta = a->first;
-      const Tensor* tb = b->first;
+  for (size_t ia = 0; ia < order.size(); ++ia) {
+    for (size_t ib = ia + 1; ib < order.size(); ++ib) {
+      const Tensor* ta = order[ia];
+      const Tensor* tb = order[ib];
+      const Life la = life.at(ta);
+      const Life lb = life.at(tb);
       const uint8_t* a0 = static_cast<const uint8_t*>(ta->data);
       const uint8_t* b0 = static_cast<const uint8_t*>(tb->data);
       if (!(a0 < b0 + tb->nbytes() && b0 < a0 + ta->nbytes())) continue;  // disjoint bytes
-      if (a->second.end < b->second.start || b->second.end < a->second.start) continue;  // disjoint lives
+      if (la.end < lb.start || lb.end < la.start) continue;  // disjoint lives
       // In-place reuse: the later one is an elementwise node defined where the earlier one's life ends,
       // reading it, in exactly the same bytes.
       auto inplace_ok = [&](const Tensor* early, Life le, const Tensor* late, Life ll) {
@@ -85,10 +91,10 @@ std::string CheckNoLiveOverlap(const Graph& graph, const void* allocator) {
         }
         return false;
       };
-      if (inplace_ok(ta, a->second, tb, b->second) || inplace_ok(tb, b->second, ta, a->second)) continue;
-      return "no-overlap oracle: " + Range(ta) + " live at nodes [" + std::to_string(a->second.start) + ", " +
-             std::to_string(a->second.end) + "] and " + Range(tb) + " live at nodes [" +
-             std::to_string(b->second.start) + ", " + std::to_string(b->second.end) + "] share bytes";
+      if (inplace_ok(ta, la, tb, lb) || inplace_ok(tb, lb, ta, la)) continue;
+      return "no-overlap oracle: " + Range(ta) + " live at nodes [" + std::to_string(la.start) + ", " +
+             std::to_string(la.end) + "] and " + Range(tb) + " live at nodes [" + std::to_string(lb.start) + ", " +
+             std::to_string(lb.end) + "] share bytes";
     }
   }
   return "";

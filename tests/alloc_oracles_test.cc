@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "harness/oracles/alloc_oracles.h"
-#include "tests/alloc_test_util.h"
+#include "tests/testing/graph_fixtures.h"
 #include "core/status.h"
 #include "layers/alloc/eval.h"
 #include "layers/alloc/gallocr.h"
@@ -22,11 +22,12 @@
 namespace lifeline::oracles {
 namespace {
 
-using alloc_test::F32;
-using alloc_test::Fill;
-using alloc_test::IsOk;
-using alloc_test::Must;
-using alloc_test::Named;
+using testing_util::F32;
+using testing_util::Fill;
+using testing_util::IsOk;
+using testing_util::Must;
+using testing_util::Named;
+using testing_util::PlacedInplaceGraph;
 
 using alloc::BufferSpec;
 using alloc::BuildGraph;
@@ -48,8 +49,6 @@ testing::AssertionResult FailsNaming(const std::string& verdict, std::initialize
   return testing::AssertionSuccess();
 }
 
-
-
 // A hand-made "buffer": memory the test owns, and the token that stands for the allocator.
 struct HandBuffer {
   std::vector<uint64_t> words;  // 8-byte aligned
@@ -69,51 +68,12 @@ struct HandBuffer {
   }
 };
 
-// A graph placed by a real GraphAllocator: input, leaf, views, reshape, in-place chain, copy, concat.
-struct Placed {
-  Context ctx;
-  Tensor *x, *w, *s, *lo, *hi, *n, *m, *h, *cat, *out;
-  Graph g;
-  std::unique_ptr<GraphAllocator> alloc = Must(GraphAllocator::Create({BufferSpec{32, 1 << 20}}));
-  Placed() {
-    x = F32(ctx, {4, 4}, "x");
-    x->input = true;
-    w = F32(ctx, {4, 4}, "w");
-    s = Named(Must(ctx.Binary(Op::kAdd, x, w, false)), "s");
-    const int64_t eight[] = {8};
-    lo = Named(Must(ctx.View(s, eight, 1, 0)), "lo");
-    hi = Named(Must(ctx.View(s, eight, 1, 32)), "hi");
-    n = Named(Must(ctx.Unary(Op::kNeg, hi, 0.0f, false)), "n");
-    m = Named(Must(ctx.Unary(Op::kScale, n, 2.0f, false)), "m");  // in place of n
-    h = Named(Must(ctx.Copy(m, DType::kF16)), "h");
-    h->output = true;
-    cat = Named(Must(ctx.Concat(lo, m)), "cat");
-    out = Named(Must(ctx.Unary(Op::kNeg, cat, 0.0f, false)), "out");  // in place of cat
-    out->output = true;
-    g = Must(BuildGraph({h, out}));
-  }
-  void Allocate() {
-    ASSERT_TRUE(IsOk(alloc->Reserve(g)));
-    ASSERT_TRUE(IsOk(alloc->AllocGraph(g)));
-    // The placement exercises in-place reuse, or the "passes" tests below prove less.
-    ASSERT_EQ(m->data, n->data);
-    ASSERT_EQ(out->data, cat->data);
-  }
-  void FillLeafs() {
-    Fill(x, 1.0f, 1.0f);
-    Fill(w, 0.5f, 0.0f);
-  }
-  std::vector<BufferExtent> Extents() const {
-    return {{alloc->buffer_base(0), alloc->buffer_size(0), 32}};
-  }
-};
-
 // =====================================================================================================
 // CheckNoLiveOverlap
 // =====================================================================================================
 
 TEST(NoLiveOverlapOracle, PassesOnGraphAllocatorPlacement) {
-  Placed p;
+  PlacedInplaceGraph p;
   p.Allocate();
   EXPECT_EQ(CheckNoLiveOverlap(p.g, p.alloc.get()), "");
 }
@@ -270,7 +230,7 @@ TEST(NoLiveOverlapOracle, FlagsReuseOfTheRootOfAnOutputView) {
 // =====================================================================================================
 
 TEST(ViewsInsideSourcesOracle, PassesOnGraphAllocatorPlacement) {
-  Placed p;
+  PlacedInplaceGraph p;
   p.Allocate();
   EXPECT_EQ(CheckViewsInsideSources(p.g), "");
 }
@@ -337,7 +297,7 @@ TEST(ViewsInsideSourcesOracle, FlagsLeafViewWithMemoryWhoseSourceHasNone) {
 // =====================================================================================================
 
 TEST(PlacedInsideBuffersOracle, PassesOnGraphAllocatorPlacement) {
-  Placed p;
+  PlacedInplaceGraph p;
   p.Allocate();
   EXPECT_EQ(CheckPlacedInsideBuffers(p.g, p.alloc.get(), p.Extents()), "");
 }
@@ -493,7 +453,7 @@ TEST(CanaryOracle, DoesNotGuardTheAllocatorsOwnLeafs) {
 // =====================================================================================================
 
 TEST(DifferentialOracle, PassesOnGraphAllocatorPlacement) {
-  Placed p;
+  PlacedInplaceGraph p;
   p.Allocate();
   p.FillLeafs();
   Differential diff(p.g, p.alloc.get(), {p.h, p.out});
@@ -515,7 +475,7 @@ TEST(DifferentialOracle, PassesWithExternalMemory) {
 }
 
 TEST(DifferentialOracle, FlagsOutputCorruptedAfterThePlacedRun) {
-  Placed p;
+  PlacedInplaceGraph p;
   p.Allocate();
   p.FillLeafs();
   Differential diff(p.g, p.alloc.get(), {p.h, p.out});
@@ -526,7 +486,7 @@ TEST(DifferentialOracle, FlagsOutputCorruptedAfterThePlacedRun) {
 }
 
 TEST(DifferentialOracle, FlagsFloat16OutputCorruptedAfterThePlacedRun) {
-  Placed p;
+  PlacedInplaceGraph p;
   p.Allocate();
   p.FillLeafs();
   Differential diff(p.g, p.alloc.get(), {p.h, p.out});

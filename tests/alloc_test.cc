@@ -13,63 +13,31 @@
 #include <string_view>
 #include <vector>
 
-#include "tests/status_matchers.h"
+#include "tests/testing/status_matchers.h"
 #include "harness/oracles/alloc_oracles.h"
 #include "core/status.h"
 #include "layers/alloc/eval.h"
 #include "layers/alloc/gallocr.h"
 #include "layers/alloc/tensor.h"
-#include "tests/alloc_test_util.h"
+#include "tests/testing/graph_fixtures.h"
 
 namespace lifeline::alloc {
 namespace {
 
-using alloc_test::F32;
-using alloc_test::Fill;
-using alloc_test::IsOk;
-using alloc_test::Must;
-using alloc_test::Named;
-using alloc_test::NewTensor;
-
-// ---- helpers ----------------------------------------------------------------------------------------
-
+using testing_util::Extents;
+using testing_util::F32;
+using testing_util::Fill;
 using testing_util::HasStatus;
-
-
-std::unique_ptr<GraphAllocator> MakeAllocator(std::vector<BufferSpec> specs = {BufferSpec{}}) {
-  return Must(GraphAllocator::Create(std::move(specs)));
-}
-
-std::vector<float> Values(const Tensor* t) {
-  std::vector<float> v;
-  for (int64_t i = 0; i < t->nelements(); ++i) v.push_back(LoadElement(t->type, t->data, i));
-  return v;
-}
-
-bool Overlap(const Tensor* a, const Tensor* b) {
-  auto a0 = reinterpret_cast<uintptr_t>(a->data);
-  auto b0 = reinterpret_cast<uintptr_t>(b->data);
-  return a0 < b0 + b->nbytes() && b0 < a0 + a->nbytes();
-}
-bool InsideBuffer(const GraphAllocator& alloc, int id, const Tensor* t) {
-  auto p = reinterpret_cast<uintptr_t>(t->data);
-  auto base = reinterpret_cast<uintptr_t>(alloc.buffer_base(id));
-  return base != 0 && p >= base && p + t->nbytes() <= base + alloc.buffer_size(id);
-}
-std::vector<oracles::BufferExtent> Extents(const GraphAllocator& alloc, std::vector<BufferSpec> specs) {
-  std::vector<oracles::BufferExtent> out;
-  for (size_t i = 0; i < alloc.buffer_count(); ++i) {
-    out.push_back({alloc.buffer_base(static_cast<int>(i)), alloc.buffer_size(static_cast<int>(i)), specs[i].alignment});
-  }
-  return out;
-}
-
-// Tensor storage owned by the test, for tensors with external memory (owner null).
-struct Storage {
-  std::vector<float> bytes;  // float-sized words: aligned for any element type here
-  explicit Storage(const Tensor* t) : bytes((t->nbytes() + 3) / 4, 0.0f) {}
-  void* data() { return bytes.data(); }
-};
+using testing_util::InsideBuffer;
+using testing_util::IsOk;
+using testing_util::MakeAllocator;
+using testing_util::MixedGraph;
+using testing_util::Must;
+using testing_util::Named;
+using testing_util::NewTensor;
+using testing_util::Overlap;
+using testing_util::Storage;
+using testing_util::Values;
 
 // =====================================================================================================
 // Context: bad requests come back as statuses that name the problem.
@@ -754,46 +722,8 @@ TEST(GraphAllocatorCreate, PowerOfTwoAlignmentsAreAccepted) {
 // GraphAllocator: planning and placement
 // =====================================================================================================
 
-// A graph with a bit of everything: an input, a leaf, elementwise ops, views at offsets, a reshape, a
-// type-changing copy, a concat, and two outputs.
-struct Mixed {
-  Context ctx;
-  Tensor *x, *w, *s, *lo, *hi, *r, *n, *h, *cat, *out;
-  Graph g;
-  Mixed() {
-    x = F32(ctx, {4, 4}, "x");
-    x->input = true;
-    w = F32(ctx, {4, 4}, "w");
-    s = Named(Must(ctx.Binary(Op::kAdd, x, w, false)), "s");
-    const int64_t eight[] = {8};
-    lo = Named(Must(ctx.View(s, eight, 1, 0)), "lo");
-    hi = Named(Must(ctx.View(s, eight, 1, 32)), "hi");
-    const int64_t sixteen[] = {16};
-    r = Named(Must(ctx.Reshape(s, sixteen, 1)), "r");
-    n = Named(Must(ctx.Unary(Op::kNeg, r, 0.0f, false)), "n");
-    h = Named(Must(ctx.Copy(n, DType::kF16)), "h");
-    h->output = true;
-    cat = Named(Must(ctx.Concat(hi, lo)), "cat");
-    out = Named(Must(ctx.Unary(Op::kScale, cat, 0.5f, false)), "out");
-    out->output = true;
-    g = Must(BuildGraph({h, out}));
-  }
-  void FillLeafs() {
-    Fill(x, 0.0f, 1.0f);
-    Fill(w, 100.0f, 0.0f);
-  }
-  void ExpectValues() {
-    std::vector<float> want_h, want_out;
-    for (int i = 0; i < 16; ++i) want_h.push_back(-(100.0f + i));
-    for (int i = 0; i < 8; ++i) want_out.push_back((100.0f + 8 + i) / 2);
-    for (int i = 0; i < 8; ++i) want_out.push_back((100.0f + i) / 2);
-    EXPECT_EQ(Values(h), want_h);
-    EXPECT_EQ(Values(out), want_out);
-  }
-};
-
 TEST(GraphAllocator, PlacesEveryNonViewTensorInsideBufferZeroAligned) {
-  Mixed m;
+  MixedGraph m;
   auto alloc = MakeAllocator({BufferSpec{64, 1 << 20}});
   ASSERT_TRUE(IsOk(alloc->Reserve(m.g)));
   ASSERT_TRUE(IsOk(alloc->AllocGraph(m.g)));
@@ -826,7 +756,7 @@ TEST(GraphAllocator, PlacesEveryNonViewTensorInsideBufferZeroAligned) {
 }
 
 TEST(GraphAllocator, ViewsPointIntoTheirSourcesAtTheirOffset) {
-  Mixed m;
+  MixedGraph m;
   auto alloc = MakeAllocator();
   ASSERT_TRUE(IsOk(alloc->Reserve(m.g)));
   ASSERT_TRUE(IsOk(alloc->AllocGraph(m.g)));
@@ -989,7 +919,7 @@ TEST(GraphAllocator, MaxSizeTooSmallIsResourceExhausted) {
 }
 
 TEST(GraphAllocator, UnchangedGraphKeepsItsPlan) {
-  Mixed m;
+  MixedGraph m;
   auto alloc = MakeAllocator();
   ASSERT_TRUE(IsOk(alloc->Reserve(m.g)));
   ASSERT_TRUE(IsOk(alloc->AllocGraph(m.g)));
@@ -998,7 +928,7 @@ TEST(GraphAllocator, UnchangedGraphKeepsItsPlan) {
   EXPECT_EQ(alloc->replans(), 0);
   EXPECT_EQ(m.s->data, s_data);
   // Without a Reserve, the first AllocGraph plans once.
-  Mixed fresh;
+  MixedGraph fresh;
   auto lazy = MakeAllocator();
   ASSERT_TRUE(IsOk(lazy->AllocGraph(fresh.g)));
   ASSERT_TRUE(IsOk(lazy->AllocGraph(fresh.g)));
@@ -1315,7 +1245,7 @@ TEST(GraphAllocator, BufferIdsOfWrongLengthOrUnknownIdAreInvalidArgument) {
 TEST(GraphAllocator, LiveBufferBytesReturnToStartAfterDestruction) {
   const int64_t start = GraphAllocator::live_buffer_bytes();
   {
-    Mixed m;
+    MixedGraph m;
     auto one = MakeAllocator();
     auto two = MakeAllocator({BufferSpec{}, BufferSpec{}});
     ASSERT_TRUE(IsOk(one->Reserve(m.g)));

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/status_matchers.h"
+#include "tests/testing/status_matchers.h"
 #include "core/status.h"
 #include "layers/runtime/buffer.h"
 #include "layers/runtime/device.h"

@@ -204,8 +204,9 @@ TEST(NoLiveOverlapOracle, FlagsReuseOfAnOutputAfterItsLastReader) {
 // (planned after r's last reader) on them. CheckNoLiveOverlap only extends the life of tensors it owns
 // that are themselves outputs, and views are never owned, so a's life ends at r's last reader and the
 // overwrite passes. (This is the placement GraphAllocator made before it pinned the roots of output
-// views — GraphAllocator.OutputInplaceResultKeepsItsSourceAlive in alloc_test.cc — and the no-overlap
-// oracle could not have found it; only Differential, and only when r is among its outputs.)
+// views — GraphAllocator.OutputInplaceResultKeepsItsSourceAlive in tests/alloc/gallocr_plan_test.cc —
+// and the no-overlap oracle could not have found it; only Differential, and only when r is among its
+// outputs.)
 TEST(NoLiveOverlapOracle, FlagsReuseOfTheRootOfAnOutputView) {
   Context ctx;
   Tensor* x = F32(ctx, {8}, "x");

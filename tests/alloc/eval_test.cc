@@ -19,15 +19,8 @@
 namespace lifeline::alloc {
 namespace {
 
-using testing_util::F32;
-using testing_util::Fill;
-using testing_util::HasStatus;
-using testing_util::IsOk;
-using testing_util::Must;
-using testing_util::Named;
-using testing_util::NewTensor;
-using testing_util::Storage;
-using testing_util::Values;
+// The shared graph fixtures and status matchers of tests/testing/.
+using namespace testing_util;
 
 // Tensors with memory the test owns: each gets its own Storage.
 struct Hand {

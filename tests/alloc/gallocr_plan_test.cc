@@ -21,18 +21,8 @@
 namespace lifeline::alloc {
 namespace {
 
-using testing_util::Extents;
-using testing_util::F32;
-using testing_util::Fill;
-using testing_util::HasStatus;
-using testing_util::InsideBuffer;
-using testing_util::IsOk;
-using testing_util::MakeAllocator;
-using testing_util::MixedGraph;
-using testing_util::Must;
-using testing_util::Named;
-using testing_util::Overlap;
-using testing_util::Values;
+// The shared graph fixtures and status matchers of tests/testing/.
+using namespace testing_util;
 
 // =====================================================================================================
 // GraphAllocator::Create

@@ -16,12 +16,8 @@
 namespace lifeline::alloc {
 namespace {
 
-using testing_util::F32;
-using testing_util::HasStatus;
-using testing_util::IsOk;
-using testing_util::Must;
-using testing_util::Named;
-using testing_util::NewTensor;
+// The shared graph fixtures and status matchers of tests/testing/.
+using namespace testing_util;
 
 // =====================================================================================================
 // Context: bad requests come back as statuses that name the problem.

@@ -17,15 +17,8 @@
 namespace lifeline::alloc {
 namespace {
 
-using testing_util::Extents;
-using testing_util::F32;
-using testing_util::Fill;
-using testing_util::InsideBuffer;
-using testing_util::IsOk;
-using testing_util::MakeAllocator;
-using testing_util::Must;
-using testing_util::Named;
-using testing_util::Values;
+// The shared graph fixtures and status matchers of tests/testing/.
+using namespace testing_util;
 
 // Two allocators, as in whisper.cpp: allocator A runs the conv graph, whose result `conv` is marked
 // output; allocator B runs the encoder graph, which starts from ggml_view_tensor(conv) — a leaf of B

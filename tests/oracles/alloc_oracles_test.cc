@@ -1,4 +1,5 @@
-// The allocation oracles: each passes on a placement made by GraphAllocator and fails, naming the
+// The allocation oracles of harness/oracles/alloc_oracles.h: each passes on a placement made by
+// GraphAllocator (the shared PlacedInplaceGraph of tests/testing/graph_fixtures.h) and fails, naming the
 // tensor, on a hand-made bad placement. Hand placements put tensors in memory the test owns and set
 // their owner to a token (any stable address): the oracles treat tensors with owner == allocator as
 // "placed by the allocator".
@@ -7,27 +8,24 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "harness/oracles/alloc_oracles.h"
-#include "tests/testing/graph_fixtures.h"
 #include "core/status.h"
+#include "harness/oracles/alloc_oracles.h"
 #include "layers/alloc/eval.h"
 #include "layers/alloc/gallocr.h"
 #include "layers/alloc/tensor.h"
+#include "tests/testing/graph_fixtures.h"
 
 namespace lifeline::oracles {
 namespace {
 
-using testing_util::F32;
-using testing_util::Fill;
-using testing_util::IsOk;
-using testing_util::Must;
-using testing_util::Named;
-using testing_util::PlacedInplaceGraph;
+// The shared graph fixtures of tests/testing/.
+using namespace testing_util;
 
 using alloc::BufferSpec;
 using alloc::BuildGraph;
@@ -68,6 +66,39 @@ struct HandBuffer {
   }
 };
 
+// A one-node graph, nothing placed: leaf `leaf_name` (8 floats) and its negation `node_name`.
+struct NegOfLeaf {
+  Context ctx;
+  Tensor *leaf, *node;
+  Graph g;
+  NegOfLeaf(const std::string& leaf_name, const std::string& node_name) {
+    leaf = F32(ctx, {8}, leaf_name);
+    node = Named(Must(ctx.Unary(Op::kNeg, leaf, 0.0f, false)), node_name);
+    g = Must(BuildGraph({node}));
+  }
+};
+
+// x -> a -> b, then c = b + a, hand-placed with b over a although c still reads a: x at 0, a and b at
+// 32, c at 64. `elementwise`: a = -x and b = 3a (ops that may run in place, but not here: b is not a's
+// last reader); else both are copies.
+struct BOverLiveA {
+  Context ctx;
+  Tensor *x, *a, *b, *c;
+  Graph g;
+  HandBuffer buf{256};
+  explicit BOverLiveA(bool elementwise) {
+    x = F32(ctx, {8}, "x");
+    a = Named(Must(elementwise ? ctx.Unary(Op::kNeg, x, 0.0f, false) : ctx.Copy(x, DType::kF32)), "a");
+    b = Named(Must(elementwise ? ctx.Unary(Op::kScale, a, 3.0f, false) : ctx.Copy(a, DType::kF32)), "b");
+    c = Named(Must(ctx.Binary(Op::kAdd, b, a, false)), "c");
+    g = Must(BuildGraph({c}));
+    buf.Place(x, 0);
+    buf.Place(a, 32);
+    buf.Place(b, 32);
+    buf.Place(c, 64);
+  }
+};
+
 // =====================================================================================================
 // CheckNoLiveOverlap
 // =====================================================================================================
@@ -99,21 +130,14 @@ TEST(NoLiveOverlapOracle, FlagsTwoLiveTensorsSharingBytes) {
 }
 
 TEST(NoLiveOverlapOracle, FlagsNodeWrittenOverATensorStillToBeRead) {
-  // b is computed into a's bytes, but c reads a after that.
-  Context ctx;
-  Tensor* x = F32(ctx, {8}, "x");
-  Tensor* a = Named(Must(ctx.Copy(x, DType::kF32)), "a");
-  Tensor* b = Named(Must(ctx.Copy(a, DType::kF32)), "b");
-  Tensor* c = Named(Must(ctx.Binary(Op::kAdd, b, a, false)), "c");
-  Graph g = Must(BuildGraph({c}));
-  HandBuffer buf(256);
-  buf.Place(x, 0);
-  buf.Place(a, 32);
-  buf.Place(b, 32);
-  buf.Place(c, 64);
-  EXPECT_TRUE(FailsNaming(CheckNoLiveOverlap(g, buf.allocator()), {"a", "b"}));
-  buf.Place(b, 96);
-  EXPECT_EQ(CheckNoLiveOverlap(g, buf.allocator()), "");
+  // b is computed into a's bytes, but c reads a after that; whether or not b's op could run in place.
+  for (bool elementwise : {false, true}) {
+    SCOPED_TRACE(elementwise ? "a = -x, b = 3a" : "a and b copies");
+    BOverLiveA chain(elementwise);
+    EXPECT_TRUE(FailsNaming(CheckNoLiveOverlap(chain.g, chain.buf.allocator()), {"a", "b"}));
+    chain.buf.Place(chain.b, 96);
+    EXPECT_EQ(CheckNoLiveOverlap(chain.g, chain.buf.allocator()), "");
+  }
 }
 
 TEST(NoLiveOverlapOracle, AcceptsElementwiseNodeInPlaceOfItsLastSource) {
@@ -170,14 +194,11 @@ TEST(NoLiveOverlapOracle, FlagsTheSameSharingForANonElementwiseOp) {
 
 TEST(NoLiveOverlapOracle, FlagsInPlaceSharingOfPartOfTheSource) {
   // Elementwise, but not exactly the source's bytes: shifted by one element.
-  Context ctx;
-  Tensor* src = F32(ctx, {8}, "src");
-  Tensor* dst = Named(Must(ctx.Unary(Op::kNeg, src, 0.0f, false)), "dst");
-  Graph g = Must(BuildGraph({dst}));
+  NegOfLeaf t("src", "dst");
   HandBuffer buf(256);
-  buf.Place(src, 0);
-  buf.Place(dst, 4);
-  EXPECT_TRUE(FailsNaming(CheckNoLiveOverlap(g, buf.allocator()), {"src", "dst"}));
+  buf.Place(t.leaf, 0);
+  buf.Place(t.node, 4);
+  EXPECT_TRUE(FailsNaming(CheckNoLiveOverlap(t.g, buf.allocator()), {"src", "dst"}));
 }
 
 TEST(NoLiveOverlapOracle, FlagsReuseOfAnOutputAfterItsLastReader) {
@@ -322,10 +343,9 @@ TEST(PlacedInsideBuffersOracle, PassesOnGraphAllocatorPlacementOverTwoBuffers) {
 }
 
 TEST(PlacedInsideBuffersOracle, FlagsMisalignedTensor) {
-  Context ctx;
-  Tensor* x = F32(ctx, {8}, "x");
-  Tensor* odd = Named(Must(ctx.Unary(Op::kNeg, x, 0.0f, false)), "odd");
-  Graph g = Must(BuildGraph({odd}));
+  NegOfLeaf t("x", "odd");
+  Tensor *x = t.leaf, *odd = t.node;
+  const Graph& g = t.g;
   HandBuffer buf(256);
   std::vector<BufferExtent> extents = {{buf.base(), buf.size(), 32}};
   buf.Place(x, 0);
@@ -340,10 +360,9 @@ TEST(PlacedInsideBuffersOracle, FlagsMisalignedTensor) {
 }
 
 TEST(PlacedInsideBuffersOracle, FlagsTensorPastTheBufferEnd) {
-  Context ctx;
-  Tensor* x = F32(ctx, {8}, "x");
-  Tensor* tail = Named(Must(ctx.Unary(Op::kNeg, x, 0.0f, false)), "tail");
-  Graph g = Must(BuildGraph({tail}));
+  NegOfLeaf t("x", "tail");
+  Tensor *x = t.leaf, *tail = t.node;
+  const Graph& g = t.g;
   HandBuffer buf(256);
   std::vector<BufferExtent> extents = {{buf.base(), 128, 32}};  // the extent ends before the memory does
   buf.Place(x, 0);
@@ -357,10 +376,9 @@ TEST(PlacedInsideBuffersOracle, FlagsTensorPastTheBufferEnd) {
 }
 
 TEST(PlacedInsideBuffersOracle, FlagsLeafOutsideEveryBuffer) {
-  Context ctx;
-  Tensor* stray = F32(ctx, {8}, "stray");
-  Tensor* y = Named(Must(ctx.Unary(Op::kNeg, stray, 0.0f, false)), "y");
-  Graph g = Must(BuildGraph({y}));
+  NegOfLeaf t("stray", "y");
+  Tensor *stray = t.leaf, *y = t.node;
+  const Graph& g = t.g;
   HandBuffer buf(256);
   HandBuffer elsewhere(64);
   std::vector<BufferExtent> extents = {{buf.base(), buf.size(), 32}};
@@ -453,18 +471,28 @@ TEST(CanaryOracle, DoesNotGuardTheAllocatorsOwnLeafs) {
 // Differential
 // =====================================================================================================
 
-TEST(DifferentialOracle, PassesOnGraphAllocatorPlacement) {
+// PlacedInplaceGraph placed and filled, a Differential taken over its outputs h and out, then run on
+// the placed memory: what a test changes afterwards, the Differential's Check must see.
+struct DifferentialOnPlaced {
   PlacedInplaceGraph p;
-  p.Allocate();
-  p.FillLeafs();
-  Differential diff(p.g, p.alloc.get(), {p.h, p.out});
-  EXPECT_EQ(diff.error(), "");
-  ASSERT_TRUE(IsOk(alloc::Evaluate(p.g)));
-  EXPECT_EQ(diff.Check(), "");
+  std::optional<Differential> diff;
+  void Run() {
+    ASSERT_NO_FATAL_FAILURE(p.Allocate());
+    p.FillLeafs();
+    diff.emplace(p.g, p.alloc.get(), std::vector<Tensor*>{p.h, p.out});
+    ASSERT_TRUE(IsOk(alloc::Evaluate(p.g)));
+  }
+};
+
+TEST(DifferentialOracle, PassesOnGraphAllocatorPlacement) {
+  DifferentialOnPlaced d;
+  ASSERT_NO_FATAL_FAILURE(d.Run());
+  EXPECT_EQ(d.diff->error(), "");
+  EXPECT_EQ(d.diff->Check(), "");
   // x = 1..16, w = 0.5: s = 1.5..16.5; lo = s[0..8), n = -s[8..16), m = 2n.
-  EXPECT_EQ(alloc::LoadElement(DType::kF16, p.h->data, 0), -19.0f);
-  EXPECT_EQ(alloc::LoadElement(DType::kF32, p.out->data, 0), -1.5f);
-  EXPECT_EQ(alloc::LoadElement(DType::kF32, p.out->data, 8), 19.0f);
+  EXPECT_EQ(alloc::LoadElement(DType::kF16, d.p.h->data, 0), -19.0f);
+  EXPECT_EQ(alloc::LoadElement(DType::kF32, d.p.out->data, 0), -1.5f);
+  EXPECT_EQ(alloc::LoadElement(DType::kF32, d.p.out->data, 8), 19.0f);
 }
 
 TEST(DifferentialOracle, PassesWithExternalMemory) {
@@ -476,54 +504,35 @@ TEST(DifferentialOracle, PassesWithExternalMemory) {
 }
 
 TEST(DifferentialOracle, FlagsOutputCorruptedAfterThePlacedRun) {
-  PlacedInplaceGraph p;
-  p.Allocate();
-  p.FillLeafs();
-  Differential diff(p.g, p.alloc.get(), {p.h, p.out});
-  ASSERT_TRUE(IsOk(alloc::Evaluate(p.g)));
-  ASSERT_EQ(diff.Check(), "");
-  alloc::StoreElement(DType::kF32, p.out->data, 3, 1234.0f);
-  EXPECT_TRUE(FailsNaming(diff.Check(), {"differential oracle: output out element 3 is 1234"}));
+  DifferentialOnPlaced d;
+  ASSERT_NO_FATAL_FAILURE(d.Run());
+  ASSERT_EQ(d.diff->Check(), "");
+  alloc::StoreElement(DType::kF32, d.p.out->data, 3, 1234.0f);
+  EXPECT_TRUE(FailsNaming(d.diff->Check(), {"differential oracle: output out element 3 is 1234"}));
 }
 
 TEST(DifferentialOracle, FlagsFloat16OutputCorruptedAfterThePlacedRun) {
-  PlacedInplaceGraph p;
-  p.Allocate();
-  p.FillLeafs();
-  Differential diff(p.g, p.alloc.get(), {p.h, p.out});
-  ASSERT_TRUE(IsOk(alloc::Evaluate(p.g)));
-  static_cast<uint16_t*>(p.h->data)[5] ^= 0x0001;  // one ulp
-  EXPECT_TRUE(FailsNaming(diff.Check(), {"output h element 5"}));
+  DifferentialOnPlaced d;
+  ASSERT_NO_FATAL_FAILURE(d.Run());
+  static_cast<uint16_t*>(d.p.h->data)[5] ^= 0x0001;  // one ulp
+  EXPECT_TRUE(FailsNaming(d.diff->Check(), {"output h element 5"}));
 }
 
 TEST(DifferentialOracle, FlagsWrongNumbersFromAnOverlappingPlacement) {
   // b is placed over a although c still reads a: the placed run computes c from b twice.
-  Context ctx;
-  Tensor* x = F32(ctx, {8}, "x");
-  Tensor* a = Named(Must(ctx.Unary(Op::kNeg, x, 0.0f, false)), "a");
-  Tensor* b = Named(Must(ctx.Unary(Op::kScale, a, 3.0f, false)), "b");
-  Tensor* c = Named(Must(ctx.Binary(Op::kAdd, b, a, false)), "c");
-  Graph g = Must(BuildGraph({c}));
-  HandBuffer buf(256);
-  buf.Place(x, 0);
-  buf.Place(a, 32);
-  buf.Place(b, 32);
-  buf.Place(c, 64);
-  Fill(x, 1.0f, 1.0f);
-  Differential diff(g, buf.allocator(), {c});
-  ASSERT_TRUE(IsOk(alloc::Evaluate(g)));
+  BOverLiveA chain(/*elementwise=*/true);
+  Fill(chain.x, 1.0f, 1.0f);
+  Differential diff(chain.g, chain.buf.allocator(), {chain.c});
+  ASSERT_TRUE(IsOk(alloc::Evaluate(chain.g)));
   EXPECT_TRUE(FailsNaming(diff.Check(), {"output c element 0 is -6.0", "but -4.0"}));
 }
 
 TEST(DifferentialOracle, ReportsAFailedReferenceRun) {
   // An external node input with no memory: the reference run cannot read it.
-  Context ctx;
-  Tensor* x = F32(ctx, {8}, "x");
-  Tensor* y = Named(Must(ctx.Unary(Op::kNeg, x, 0.0f, false)), "y");
-  Graph g = Must(BuildGraph({y}));
+  NegOfLeaf t("x", "y");
   HandBuffer buf(64);
-  buf.Place(y, 0);
-  Differential diff(g, buf.allocator(), {y});
+  buf.Place(t.node, 0);
+  Differential diff(t.g, buf.allocator(), {t.node});
   EXPECT_TRUE(FailsNaming(diff.error(),
                           {"differential oracle: the reference run failed", "source x of y has no memory"}));
   EXPECT_EQ(diff.Check(), diff.error());

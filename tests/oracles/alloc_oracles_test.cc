@@ -7,11 +7,13 @@
 
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -59,6 +61,10 @@ struct HandBuffer {
     t->data = base() + offset;
     t->owner = &token;
   }
+  // A placement table: each (tensor, offset) in turn.
+  void Place(std::initializer_list<std::pair<Tensor*, size_t>> placements) {
+    for (const auto& [t, offset] : placements) Place(t, offset);
+  }
   // A view's bytes are its source's, at its offset; owner as the allocator would set it.
   void PlaceView(Tensor* v) {
     v->data = static_cast<uint8_t*>(v->view_src->data) + v->view_offs;
@@ -92,10 +98,7 @@ struct BOverLiveA {
     b = Named(Must(elementwise ? ctx.Unary(Op::kScale, a, 3.0f, false) : ctx.Copy(a, DType::kF32)), "b");
     c = Named(Must(ctx.Binary(Op::kAdd, b, a, false)), "c");
     g = Must(BuildGraph({c}));
-    buf.Place(x, 0);
-    buf.Place(a, 32);
-    buf.Place(b, 32);
-    buf.Place(c, 64);
+    buf.Place({{x, 0}, {a, 32}, {b, 32}, {c, 64}});
   }
 };
 
@@ -116,9 +119,7 @@ TEST(NoLiveOverlapOracle, FlagsTwoLiveTensorsSharingBytes) {
   Tensor* sum = Named(Must(ctx.Binary(Op::kAdd, lhs, rhs, false)), "sum");
   Graph g = Must(BuildGraph({sum}));
   HandBuffer buf(256);
-  buf.Place(lhs, 0);
-  buf.Place(rhs, 16);  // shares lhs's upper half
-  buf.Place(sum, 64);
+  buf.Place({{lhs, 0}, {rhs, 16}, {sum, 64}});  // rhs shares lhs's upper half
   EXPECT_TRUE(FailsNaming(CheckNoLiveOverlap(g, buf.allocator()), {"no-overlap oracle", "lhs", "rhs"}));
   // Disjoint, it passes; and tensors some other allocator placed are not this one's concern.
   buf.Place(rhs, 32);
@@ -150,11 +151,7 @@ TEST(NoLiveOverlapOracle, AcceptsElementwiseNodeInPlaceOfItsLastSource) {
   Tensor* s = Named(Must(ctx.Binary(Op::kAdd, m, b, false)), "s");
   Graph g = Must(BuildGraph({s}));
   HandBuffer buf(256);
-  buf.Place(a, 0);
-  buf.Place(n, 0);
-  buf.Place(m, 0);
-  buf.Place(b, 32);
-  buf.Place(s, 32);  // in place of its second source
+  buf.Place({{a, 0}, {n, 0}, {m, 0}, {b, 32}, {s, 32}});  // s in place of its second source
   EXPECT_EQ(CheckNoLiveOverlap(g, buf.allocator()), "");
 }
 
@@ -181,8 +178,7 @@ TEST(NoLiveOverlapOracle, FlagsTheSameSharingForANonElementwiseOp) {
     dst->name = "dst";
     Graph g = Must(BuildGraph({dst}));
     HandBuffer buf(256);
-    buf.Place(src, 0);
-    buf.Place(dst, 0);  // the source's bytes, at the source's last use
+    buf.Place({{src, 0}, {dst, 0}});  // dst on the source's bytes, at the source's last use
     std::string verdict = CheckNoLiveOverlap(g, buf.allocator());
     if (alloc::OpCanInplace(row.op)) {
       EXPECT_EQ(verdict, "");
@@ -196,8 +192,7 @@ TEST(NoLiveOverlapOracle, FlagsInPlaceSharingOfPartOfTheSource) {
   // Elementwise, but not exactly the source's bytes: shifted by one element.
   NegOfLeaf t("src", "dst");
   HandBuffer buf(256);
-  buf.Place(t.leaf, 0);
-  buf.Place(t.node, 4);
+  buf.Place({{t.leaf, 0}, {t.node, 4}});
   EXPECT_TRUE(FailsNaming(CheckNoLiveOverlap(t.g, buf.allocator()), {"src", "dst"}));
 }
 
@@ -211,10 +206,7 @@ TEST(NoLiveOverlapOracle, FlagsReuseOfAnOutputAfterItsLastReader) {
   Tensor* w = Named(Must(ctx.Copy(z, DType::kF32)), "w");
   Graph g = Must(BuildGraph({w}));
   HandBuffer buf(256);
-  buf.Place(x, 0);
-  buf.Place(y, 32);
-  buf.Place(z, 64);
-  buf.Place(w, 32);
+  buf.Place({{x, 0}, {y, 32}, {z, 64}, {w, 32}});
   EXPECT_TRUE(FailsNaming(CheckNoLiveOverlap(g, buf.allocator()), {"y", "w"}));
   y->output = false;  // the same bytes are fine for an ordinary tensor
   EXPECT_EQ(CheckNoLiveOverlap(g, buf.allocator()), "");
@@ -239,11 +231,8 @@ TEST(NoLiveOverlapOracle, FlagsReuseOfTheRootOfAnOutputView) {
   Graph g = Must(BuildGraph({w, r}));
   ASSERT_EQ(g.nodes, (std::vector<Tensor*>{a, r, z, w}));
   HandBuffer buf(256);
-  buf.Place(x, 0);
-  buf.Place(a, 32);
+  buf.Place({{x, 0}, {a, 32}, {z, 0}, {w, 32}});  // w over a, hence over the output r
   buf.PlaceView(r);
-  buf.Place(z, 0);
-  buf.Place(w, 32);  // over a, hence over the output r
   EXPECT_TRUE(FailsNaming(CheckNoLiveOverlap(g, buf.allocator()), {"a", "w"}));
 }
 
@@ -272,8 +261,7 @@ TEST(ViewsInsideSourcesOracle, FlagsViewOutsideItsSource) {
     Tensor* use = Named(Must(ctx.Unary(Op::kNeg, v, 0.0f, false)), "use");
     Graph g = Must(BuildGraph({use}));
     HandBuffer buf(256);
-    buf.Place(src, 64);
-    buf.Place(use, 128);
+    buf.Place({{src, 64}, {use, 128}});
     buf.PlaceView(v);
     ASSERT_EQ(CheckViewsInsideSources(g), "");
     v->data = static_cast<uint8_t*>(v->data) + row.shift;
@@ -292,8 +280,7 @@ TEST(ViewsInsideSourcesOracle, FlagsViewOfAViewOutsideTheRoot) {
   Tensor* use = Named(Must(ctx.Unary(Op::kNeg, tip, 0.0f, false)), "use");
   Graph g = Must(BuildGraph({use}));
   HandBuffer buf(256);
-  buf.Place(root, 0);
-  buf.Place(use, 64);
+  buf.Place({{root, 0}, {use, 64}});
   buf.PlaceView(mid);
   buf.PlaceView(tip);
   ASSERT_EQ(tip->data, buf.base() + 24);
@@ -348,8 +335,7 @@ TEST(PlacedInsideBuffersOracle, FlagsMisalignedTensor) {
   const Graph& g = t.g;
   HandBuffer buf(256);
   std::vector<BufferExtent> extents = {{buf.base(), buf.size(), 32}};
-  buf.Place(x, 0);
-  buf.Place(odd, 64);
+  buf.Place({{x, 0}, {odd, 64}});
   ASSERT_EQ(CheckPlacedInsideBuffers(g, buf.allocator(), extents), "");
   for (size_t offset : {4u, 8u, 16u, 100u}) {
     SCOPED_TRACE(offset);
@@ -365,8 +351,7 @@ TEST(PlacedInsideBuffersOracle, FlagsTensorPastTheBufferEnd) {
   const Graph& g = t.g;
   HandBuffer buf(256);
   std::vector<BufferExtent> extents = {{buf.base(), 128, 32}};  // the extent ends before the memory does
-  buf.Place(x, 0);
-  buf.Place(tail, 96);  // [96, 128): the last fitting slot
+  buf.Place({{x, 0}, {tail, 96}});  // tail at [96, 128): the last fitting slot
   ASSERT_EQ(CheckPlacedInsideBuffers(g, buf.allocator(), extents), "");
   buf.Place(tail, 112);
   EXPECT_TRUE(FailsNaming(CheckPlacedInsideBuffers(g, buf.allocator(), extents),

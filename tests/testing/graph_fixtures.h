@@ -1,7 +1,7 @@
 // Graph fixtures shared by the allocator tests (tests/alloc/) and the oracle tests (tests/oracles/):
 // construction helpers that end a test with the explaining status when a step it relies on fails,
 // value and placement queries, memory the test owns, and the mixed test graphs both families build
-// (`MixedGraph`, `PlacedInplaceGraph`, from one head `SumAndHalves`).
+// (`MixedGraph`, `PlacedInplaceGraph`, on one `MixedGraphBase`).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -36,7 +36,8 @@ inline testing::AssertionResult IsOk(const Status& s) {
   return testing::AssertionFailure() << s.ToString();
 }
 
-inline alloc::Tensor* NewTensor(alloc::Context& ctx, alloc::DType type, std::vector<int64_t> ne, const std::string& name) {
+inline alloc::Tensor* NewTensor(alloc::Context& ctx, alloc::DType type, std::vector<int64_t> ne,
+                                const std::string& name) {
   alloc::Tensor* t = Must(ctx.NewTensor(type, ne.data(), static_cast<int>(ne.size())));
   t->name = name;
   return t;
@@ -52,7 +53,8 @@ inline alloc::Tensor* Named(alloc::Tensor* t, const std::string& name) {
 }
 
 // A GraphAllocator over `specs` (one default buffer unless given).
-inline std::unique_ptr<alloc::GraphAllocator> MakeAllocator(std::vector<alloc::BufferSpec> specs = {alloc::BufferSpec{}}) {
+inline std::unique_ptr<alloc::GraphAllocator> MakeAllocator(
+    std::vector<alloc::BufferSpec> specs = {alloc::BufferSpec{}}) {
   return Must(alloc::GraphAllocator::Create(std::move(specs)));
 }
 
@@ -105,12 +107,17 @@ struct Storage {
 
 // ---- the mixed test graphs ----------------------------------------------------------------------------
 
-// The head of both mixed graphs: input x and leaf w (f32 4x4), their sum s, and two 8-element views of
-// s at offsets: lo (bytes 0..31) and hi (bytes 32..63).
-struct SumAndHalves {
+// What both mixed graphs share. The head: input x and leaf w (f32 4x4), their sum s, and two 8-element
+// views of s at offsets, lo (bytes 0..31) and hi (bytes 32..63). The end (EndWithOutputs): two outputs,
+// h, a float16 copy, and out, an op on cat, a concat. Each graph builds its middle in between.
+struct MixedGraphBase {
   alloc::Context ctx;
   alloc::Tensor *x, *w, *s, *lo, *hi;
-  SumAndHalves() {
+  alloc::Tensor *h = nullptr, *cat = nullptr, *out = nullptr;
+  alloc::Graph g;
+
+ protected:
+  MixedGraphBase() {
     x = F32(ctx, {4, 4}, "x");
     x->input = true;
     w = F32(ctx, {4, 4}, "w");
@@ -119,23 +126,28 @@ struct SumAndHalves {
     lo = Named(Must(ctx.View(s, eight, 1, 0)), "lo");
     hi = Named(Must(ctx.View(s, eight, 1, 32)), "hi");
   }
+  // h = f16(`to_half`) and out = `out_op`(cat, `value`) with cat = concat(`first`, `second`); h and out
+  // are outputs, and `g` is the graph of both.
+  void EndWithOutputs(alloc::Tensor* to_half, alloc::Tensor* first, alloc::Tensor* second, alloc::Op out_op,
+                      float value) {
+    h = Named(Must(ctx.Copy(to_half, alloc::DType::kF16)), "h");
+    h->output = true;
+    cat = Named(Must(ctx.Concat(first, second)), "cat");
+    out = Named(Must(ctx.Unary(out_op, cat, value, false)), "out");
+    out->output = true;
+    g = Must(alloc::BuildGraph({h, out}));
+  }
 };
 
-// A graph with a bit of everything, left unplaced: the head, a reshape r of s, n = -r, a type-changing
-// copy h = f16(n) (output), cat = concat(hi, lo) and out = cat / 2 (output). Seven tensors own memory.
-struct MixedGraph : SumAndHalves {
-  alloc::Tensor *r, *n, *h, *cat, *out;
-  alloc::Graph g;
+// A graph with a bit of everything, left unplaced: the head, a reshape r of s, n = -r, h = f16(n),
+// cat = concat(hi, lo), out = cat / 2. Seven tensors own memory.
+struct MixedGraph : MixedGraphBase {
+  alloc::Tensor *r, *n;
   MixedGraph() {
     const int64_t sixteen[] = {16};
     r = Named(Must(ctx.Reshape(s, sixteen, 1)), "r");
     n = Named(Must(ctx.Unary(alloc::Op::kNeg, r, 0.0f, false)), "n");
-    h = Named(Must(ctx.Copy(n, alloc::DType::kF16)), "h");
-    h->output = true;
-    cat = Named(Must(ctx.Concat(hi, lo)), "cat");
-    out = Named(Must(ctx.Unary(alloc::Op::kScale, cat, 0.5f, false)), "out");
-    out->output = true;
-    g = Must(alloc::BuildGraph({h, out}));
+    EndWithOutputs(n, hi, lo, alloc::Op::kScale, 0.5f);
   }
   // x = 0..15, w = 100.
   void FillLeafs() {
@@ -154,21 +166,14 @@ struct MixedGraph : SumAndHalves {
 };
 
 // The head with in-place chains, placed by a real GraphAllocator (one buffer, 32-byte alignment):
-// n = -hi, m = 2n (in place of n), h = f16(m) (output), cat = concat(lo, m), out = -cat (in place of
-// cat, output).
-struct PlacedInplaceGraph : SumAndHalves {
-  alloc::Tensor *n, *m, *h, *cat, *out;
-  alloc::Graph g;
+// n = -hi, m = 2n (in place of n), h = f16(m), cat = concat(lo, m), out = -cat (in place of cat).
+struct PlacedInplaceGraph : MixedGraphBase {
+  alloc::Tensor *n, *m;
   std::unique_ptr<alloc::GraphAllocator> alloc = MakeAllocator({alloc::BufferSpec{32, 1 << 20}});
   PlacedInplaceGraph() {
     n = Named(Must(ctx.Unary(alloc::Op::kNeg, hi, 0.0f, false)), "n");
     m = Named(Must(ctx.Unary(alloc::Op::kScale, n, 2.0f, false)), "m");
-    h = Named(Must(ctx.Copy(m, alloc::DType::kF16)), "h");
-    h->output = true;
-    cat = Named(Must(ctx.Concat(lo, m)), "cat");
-    out = Named(Must(ctx.Unary(alloc::Op::kNeg, cat, 0.0f, false)), "out");
-    out->output = true;
-    g = Must(alloc::BuildGraph({h, out}));
+    EndWithOutputs(m, lo, m, alloc::Op::kNeg, 0.0f);
   }
   void Allocate() {
     ASSERT_TRUE(IsOk(alloc->Reserve(g)));

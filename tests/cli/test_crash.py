@@ -1,7 +1,7 @@
 """The crash-report parser on real reports captured from this project's binaries (tests/data/reports/).
 
 Each report was produced by a lifeline binary in its lane: the reproducer inputs of wasm-lang-dangling with
-the bug switched on, and tests/lane_selftest.cc's deliberate errors."""
+the bug switched on, and tests/lanes/lane_selftest.cc's deliberate errors."""
 import unittest
 from pathlib import Path
 

@@ -1,4 +1,4 @@
-// A target for testing the replay driver itself (tests/py/test_replay_driver.py):
+// A target for testing the replay driver itself (tests/cli/test_replay_driver.py):
 //   input starting with 'O': reads one byte past the end (must be an ASan/valgrind report: the driver
 //                            gives each input an exactly sized heap copy)
 //   anything else: prints "probe: <size>" so the test sees which inputs ran, in which order

@@ -1,4 +1,5 @@
-// The allocation oracles: each passes on a placement made by GraphAllocator and fails, naming the
+// The allocation oracles of harness/oracles/alloc_oracles.h: each passes on a placement made by
+// GraphAllocator (the shared PlacedInplaceGraph of tests/testing/graph_fixtures.h) and fails, naming the
 // tensor, on a hand-made bad placement. Hand placements put tensors in memory the test owns and set
 // their owner to a token (any stable address): the oracles treat tensors with owner == allocator as
 // "placed by the allocator".
@@ -6,27 +7,27 @@
 
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
-#include "harness/oracles/alloc_oracles.h"
-#include "tests/alloc_test_util.h"
 #include "core/status.h"
+#include "harness/oracles/alloc_oracles.h"
 #include "layers/alloc/eval.h"
 #include "layers/alloc/gallocr.h"
 #include "layers/alloc/tensor.h"
+#include "tests/testing/graph_fixtures.h"
 
 namespace lifeline::oracles {
 namespace {
 
-using alloc_test::F32;
-using alloc_test::Fill;
-using alloc_test::IsOk;
-using alloc_test::Must;
-using alloc_test::Named;
+// The shared graph fixtures of tests/testing/.
+using namespace testing_util;
 
 using alloc::BufferSpec;
 using alloc::BuildGraph;
@@ -48,8 +49,6 @@ testing::AssertionResult FailsNaming(const std::string& verdict, std::initialize
   return testing::AssertionSuccess();
 }
 
-
-
 // A hand-made "buffer": memory the test owns, and the token that stands for the allocator.
 struct HandBuffer {
   std::vector<uint64_t> words;  // 8-byte aligned
@@ -62,6 +61,10 @@ struct HandBuffer {
     t->data = base() + offset;
     t->owner = &token;
   }
+  // A placement table: each (tensor, offset) in turn.
+  void Place(std::initializer_list<std::pair<Tensor*, size_t>> placements) {
+    for (const auto& [t, offset] : placements) Place(t, offset);
+  }
   // A view's bytes are its source's, at its offset; owner as the allocator would set it.
   void PlaceView(Tensor* v) {
     v->data = static_cast<uint8_t*>(v->view_src->data) + v->view_offs;
@@ -69,42 +72,33 @@ struct HandBuffer {
   }
 };
 
-// A graph placed by a real GraphAllocator: input, leaf, views, reshape, in-place chain, copy, concat.
-struct Placed {
+// A one-node graph, nothing placed: leaf `leaf_name` (8 floats) and its negation `node_name`.
+struct NegOfLeaf {
   Context ctx;
-  Tensor *x, *w, *s, *lo, *hi, *n, *m, *h, *cat, *out;
+  Tensor *leaf, *node;
   Graph g;
-  std::unique_ptr<GraphAllocator> alloc = Must(GraphAllocator::Create({BufferSpec{32, 1 << 20}}));
-  Placed() {
-    x = F32(ctx, {4, 4}, "x");
-    x->input = true;
-    w = F32(ctx, {4, 4}, "w");
-    s = Named(Must(ctx.Binary(Op::kAdd, x, w, false)), "s");
-    const int64_t eight[] = {8};
-    lo = Named(Must(ctx.View(s, eight, 1, 0)), "lo");
-    hi = Named(Must(ctx.View(s, eight, 1, 32)), "hi");
-    n = Named(Must(ctx.Unary(Op::kNeg, hi, 0.0f, false)), "n");
-    m = Named(Must(ctx.Unary(Op::kScale, n, 2.0f, false)), "m");  // in place of n
-    h = Named(Must(ctx.Copy(m, DType::kF16)), "h");
-    h->output = true;
-    cat = Named(Must(ctx.Concat(lo, m)), "cat");
-    out = Named(Must(ctx.Unary(Op::kNeg, cat, 0.0f, false)), "out");  // in place of cat
-    out->output = true;
-    g = Must(BuildGraph({h, out}));
+  NegOfLeaf(const std::string& leaf_name, const std::string& node_name) {
+    leaf = F32(ctx, {8}, leaf_name);
+    node = Named(Must(ctx.Unary(Op::kNeg, leaf, 0.0f, false)), node_name);
+    g = Must(BuildGraph({node}));
   }
-  void Allocate() {
-    ASSERT_TRUE(IsOk(alloc->Reserve(g)));
-    ASSERT_TRUE(IsOk(alloc->AllocGraph(g)));
-    // The placement exercises in-place reuse, or the "passes" tests below prove less.
-    ASSERT_EQ(m->data, n->data);
-    ASSERT_EQ(out->data, cat->data);
-  }
-  void FillLeafs() {
-    Fill(x, 1.0f, 1.0f);
-    Fill(w, 0.5f, 0.0f);
-  }
-  std::vector<BufferExtent> Extents() const {
-    return {{alloc->buffer_base(0), alloc->buffer_size(0), 32}};
+};
+
+// x -> a -> b, then c = b + a, hand-placed with b over a although c still reads a: x at 0, a and b at
+// 32, c at 64. `elementwise`: a = -x and b = 3a (ops that may run in place, but not here: b is not a's
+// last reader); else both are copies.
+struct BOverLiveA {
+  Context ctx;
+  Tensor *x, *a, *b, *c;
+  Graph g;
+  HandBuffer buf{256};
+  explicit BOverLiveA(bool elementwise) {
+    x = F32(ctx, {8}, "x");
+    a = Named(Must(elementwise ? ctx.Unary(Op::kNeg, x, 0.0f, false) : ctx.Copy(x, DType::kF32)), "a");
+    b = Named(Must(elementwise ? ctx.Unary(Op::kScale, a, 3.0f, false) : ctx.Copy(a, DType::kF32)), "b");
+    c = Named(Must(ctx.Binary(Op::kAdd, b, a, false)), "c");
+    g = Must(BuildGraph({c}));
+    buf.Place({{x, 0}, {a, 32}, {b, 32}, {c, 64}});
   }
 };
 
@@ -113,7 +107,7 @@ struct Placed {
 // =====================================================================================================
 
 TEST(NoLiveOverlapOracle, PassesOnGraphAllocatorPlacement) {
-  Placed p;
+  PlacedInplaceGraph p;
   p.Allocate();
   EXPECT_EQ(CheckNoLiveOverlap(p.g, p.alloc.get()), "");
 }
@@ -125,9 +119,7 @@ TEST(NoLiveOverlapOracle, FlagsTwoLiveTensorsSharingBytes) {
   Tensor* sum = Named(Must(ctx.Binary(Op::kAdd, lhs, rhs, false)), "sum");
   Graph g = Must(BuildGraph({sum}));
   HandBuffer buf(256);
-  buf.Place(lhs, 0);
-  buf.Place(rhs, 16);  // shares lhs's upper half
-  buf.Place(sum, 64);
+  buf.Place({{lhs, 0}, {rhs, 16}, {sum, 64}});  // rhs shares lhs's upper half
   EXPECT_TRUE(FailsNaming(CheckNoLiveOverlap(g, buf.allocator()), {"no-overlap oracle", "lhs", "rhs"}));
   // Disjoint, it passes; and tensors some other allocator placed are not this one's concern.
   buf.Place(rhs, 32);
@@ -139,21 +131,14 @@ TEST(NoLiveOverlapOracle, FlagsTwoLiveTensorsSharingBytes) {
 }
 
 TEST(NoLiveOverlapOracle, FlagsNodeWrittenOverATensorStillToBeRead) {
-  // b is computed into a's bytes, but c reads a after that.
-  Context ctx;
-  Tensor* x = F32(ctx, {8}, "x");
-  Tensor* a = Named(Must(ctx.Copy(x, DType::kF32)), "a");
-  Tensor* b = Named(Must(ctx.Copy(a, DType::kF32)), "b");
-  Tensor* c = Named(Must(ctx.Binary(Op::kAdd, b, a, false)), "c");
-  Graph g = Must(BuildGraph({c}));
-  HandBuffer buf(256);
-  buf.Place(x, 0);
-  buf.Place(a, 32);
-  buf.Place(b, 32);
-  buf.Place(c, 64);
-  EXPECT_TRUE(FailsNaming(CheckNoLiveOverlap(g, buf.allocator()), {"a", "b"}));
-  buf.Place(b, 96);
-  EXPECT_EQ(CheckNoLiveOverlap(g, buf.allocator()), "");
+  // b is computed into a's bytes, but c reads a after that; whether or not b's op could run in place.
+  for (bool elementwise : {false, true}) {
+    SCOPED_TRACE(elementwise ? "a = -x, b = 3a" : "a and b copies");
+    BOverLiveA chain(elementwise);
+    EXPECT_TRUE(FailsNaming(CheckNoLiveOverlap(chain.g, chain.buf.allocator()), {"a", "b"}));
+    chain.buf.Place(chain.b, 96);
+    EXPECT_EQ(CheckNoLiveOverlap(chain.g, chain.buf.allocator()), "");
+  }
 }
 
 TEST(NoLiveOverlapOracle, AcceptsElementwiseNodeInPlaceOfItsLastSource) {
@@ -166,11 +151,7 @@ TEST(NoLiveOverlapOracle, AcceptsElementwiseNodeInPlaceOfItsLastSource) {
   Tensor* s = Named(Must(ctx.Binary(Op::kAdd, m, b, false)), "s");
   Graph g = Must(BuildGraph({s}));
   HandBuffer buf(256);
-  buf.Place(a, 0);
-  buf.Place(n, 0);
-  buf.Place(m, 0);
-  buf.Place(b, 32);
-  buf.Place(s, 32);  // in place of its second source
+  buf.Place({{a, 0}, {n, 0}, {m, 0}, {b, 32}, {s, 32}});  // s in place of its second source
   EXPECT_EQ(CheckNoLiveOverlap(g, buf.allocator()), "");
 }
 
@@ -197,8 +178,7 @@ TEST(NoLiveOverlapOracle, FlagsTheSameSharingForANonElementwiseOp) {
     dst->name = "dst";
     Graph g = Must(BuildGraph({dst}));
     HandBuffer buf(256);
-    buf.Place(src, 0);
-    buf.Place(dst, 0);  // the source's bytes, at the source's last use
+    buf.Place({{src, 0}, {dst, 0}});  // dst on the source's bytes, at the source's last use
     std::string verdict = CheckNoLiveOverlap(g, buf.allocator());
     if (alloc::OpCanInplace(row.op)) {
       EXPECT_EQ(verdict, "");
@@ -210,14 +190,10 @@ TEST(NoLiveOverlapOracle, FlagsTheSameSharingForANonElementwiseOp) {
 
 TEST(NoLiveOverlapOracle, FlagsInPlaceSharingOfPartOfTheSource) {
   // Elementwise, but not exactly the source's bytes: shifted by one element.
-  Context ctx;
-  Tensor* src = F32(ctx, {8}, "src");
-  Tensor* dst = Named(Must(ctx.Unary(Op::kNeg, src, 0.0f, false)), "dst");
-  Graph g = Must(BuildGraph({dst}));
+  NegOfLeaf t("src", "dst");
   HandBuffer buf(256);
-  buf.Place(src, 0);
-  buf.Place(dst, 4);
-  EXPECT_TRUE(FailsNaming(CheckNoLiveOverlap(g, buf.allocator()), {"src", "dst"}));
+  buf.Place({{t.leaf, 0}, {t.node, 4}});
+  EXPECT_TRUE(FailsNaming(CheckNoLiveOverlap(t.g, buf.allocator()), {"src", "dst"}));
 }
 
 TEST(NoLiveOverlapOracle, FlagsReuseOfAnOutputAfterItsLastReader) {
@@ -230,10 +206,7 @@ TEST(NoLiveOverlapOracle, FlagsReuseOfAnOutputAfterItsLastReader) {
   Tensor* w = Named(Must(ctx.Copy(z, DType::kF32)), "w");
   Graph g = Must(BuildGraph({w}));
   HandBuffer buf(256);
-  buf.Place(x, 0);
-  buf.Place(y, 32);
-  buf.Place(z, 64);
-  buf.Place(w, 32);
+  buf.Place({{x, 0}, {y, 32}, {z, 64}, {w, 32}});
   EXPECT_TRUE(FailsNaming(CheckNoLiveOverlap(g, buf.allocator()), {"y", "w"}));
   y->output = false;  // the same bytes are fine for an ordinary tensor
   EXPECT_EQ(CheckNoLiveOverlap(g, buf.allocator()), "");
@@ -244,8 +217,9 @@ TEST(NoLiveOverlapOracle, FlagsReuseOfAnOutputAfterItsLastReader) {
 // (planned after r's last reader) on them. CheckNoLiveOverlap only extends the life of tensors it owns
 // that are themselves outputs, and views are never owned, so a's life ends at r's last reader and the
 // overwrite passes. (This is the placement GraphAllocator made before it pinned the roots of output
-// views — GraphAllocator.OutputInplaceResultKeepsItsSourceAlive in alloc_test.cc — and the no-overlap
-// oracle could not have found it; only Differential, and only when r is among its outputs.)
+// views — GraphAllocator.OutputInplaceResultKeepsItsSourceAlive in tests/alloc/gallocr_plan_test.cc —
+// and the no-overlap oracle could not have found it; only Differential, and only when r is among its
+// outputs.)
 TEST(NoLiveOverlapOracle, FlagsReuseOfTheRootOfAnOutputView) {
   Context ctx;
   Tensor* x = F32(ctx, {8}, "x");
@@ -257,11 +231,8 @@ TEST(NoLiveOverlapOracle, FlagsReuseOfTheRootOfAnOutputView) {
   Graph g = Must(BuildGraph({w, r}));
   ASSERT_EQ(g.nodes, (std::vector<Tensor*>{a, r, z, w}));
   HandBuffer buf(256);
-  buf.Place(x, 0);
-  buf.Place(a, 32);
+  buf.Place({{x, 0}, {a, 32}, {z, 0}, {w, 32}});  // w over a, hence over the output r
   buf.PlaceView(r);
-  buf.Place(z, 0);
-  buf.Place(w, 32);  // over a, hence over the output r
   EXPECT_TRUE(FailsNaming(CheckNoLiveOverlap(g, buf.allocator()), {"a", "w"}));
 }
 
@@ -270,7 +241,7 @@ TEST(NoLiveOverlapOracle, FlagsReuseOfTheRootOfAnOutputView) {
 // =====================================================================================================
 
 TEST(ViewsInsideSourcesOracle, PassesOnGraphAllocatorPlacement) {
-  Placed p;
+  PlacedInplaceGraph p;
   p.Allocate();
   EXPECT_EQ(CheckViewsInsideSources(p.g), "");
 }
@@ -290,8 +261,7 @@ TEST(ViewsInsideSourcesOracle, FlagsViewOutsideItsSource) {
     Tensor* use = Named(Must(ctx.Unary(Op::kNeg, v, 0.0f, false)), "use");
     Graph g = Must(BuildGraph({use}));
     HandBuffer buf(256);
-    buf.Place(src, 64);
-    buf.Place(use, 128);
+    buf.Place({{src, 64}, {use, 128}});
     buf.PlaceView(v);
     ASSERT_EQ(CheckViewsInsideSources(g), "");
     v->data = static_cast<uint8_t*>(v->data) + row.shift;
@@ -310,8 +280,7 @@ TEST(ViewsInsideSourcesOracle, FlagsViewOfAViewOutsideTheRoot) {
   Tensor* use = Named(Must(ctx.Unary(Op::kNeg, tip, 0.0f, false)), "use");
   Graph g = Must(BuildGraph({use}));
   HandBuffer buf(256);
-  buf.Place(root, 0);
-  buf.Place(use, 64);
+  buf.Place({{root, 0}, {use, 64}});
   buf.PlaceView(mid);
   buf.PlaceView(tip);
   ASSERT_EQ(tip->data, buf.base() + 24);
@@ -337,7 +306,7 @@ TEST(ViewsInsideSourcesOracle, FlagsLeafViewWithMemoryWhoseSourceHasNone) {
 // =====================================================================================================
 
 TEST(PlacedInsideBuffersOracle, PassesOnGraphAllocatorPlacement) {
-  Placed p;
+  PlacedInplaceGraph p;
   p.Allocate();
   EXPECT_EQ(CheckPlacedInsideBuffers(p.g, p.alloc.get(), p.Extents()), "");
 }
@@ -361,14 +330,12 @@ TEST(PlacedInsideBuffersOracle, PassesOnGraphAllocatorPlacementOverTwoBuffers) {
 }
 
 TEST(PlacedInsideBuffersOracle, FlagsMisalignedTensor) {
-  Context ctx;
-  Tensor* x = F32(ctx, {8}, "x");
-  Tensor* odd = Named(Must(ctx.Unary(Op::kNeg, x, 0.0f, false)), "odd");
-  Graph g = Must(BuildGraph({odd}));
+  NegOfLeaf t("x", "odd");
+  Tensor *x = t.leaf, *odd = t.node;
+  const Graph& g = t.g;
   HandBuffer buf(256);
   std::vector<BufferExtent> extents = {{buf.base(), buf.size(), 32}};
-  buf.Place(x, 0);
-  buf.Place(odd, 64);
+  buf.Place({{x, 0}, {odd, 64}});
   ASSERT_EQ(CheckPlacedInsideBuffers(g, buf.allocator(), extents), "");
   for (size_t offset : {4u, 8u, 16u, 100u}) {
     SCOPED_TRACE(offset);
@@ -379,14 +346,12 @@ TEST(PlacedInsideBuffersOracle, FlagsMisalignedTensor) {
 }
 
 TEST(PlacedInsideBuffersOracle, FlagsTensorPastTheBufferEnd) {
-  Context ctx;
-  Tensor* x = F32(ctx, {8}, "x");
-  Tensor* tail = Named(Must(ctx.Unary(Op::kNeg, x, 0.0f, false)), "tail");
-  Graph g = Must(BuildGraph({tail}));
+  NegOfLeaf t("x", "tail");
+  Tensor *x = t.leaf, *tail = t.node;
+  const Graph& g = t.g;
   HandBuffer buf(256);
   std::vector<BufferExtent> extents = {{buf.base(), 128, 32}};  // the extent ends before the memory does
-  buf.Place(x, 0);
-  buf.Place(tail, 96);  // [96, 128): the last fitting slot
+  buf.Place({{x, 0}, {tail, 96}});  // tail at [96, 128): the last fitting slot
   ASSERT_EQ(CheckPlacedInsideBuffers(g, buf.allocator(), extents), "");
   buf.Place(tail, 112);
   EXPECT_TRUE(FailsNaming(CheckPlacedInsideBuffers(g, buf.allocator(), extents),
@@ -396,10 +361,9 @@ TEST(PlacedInsideBuffersOracle, FlagsTensorPastTheBufferEnd) {
 }
 
 TEST(PlacedInsideBuffersOracle, FlagsLeafOutsideEveryBuffer) {
-  Context ctx;
-  Tensor* stray = F32(ctx, {8}, "stray");
-  Tensor* y = Named(Must(ctx.Unary(Op::kNeg, stray, 0.0f, false)), "y");
-  Graph g = Must(BuildGraph({y}));
+  NegOfLeaf t("stray", "y");
+  Tensor *stray = t.leaf, *y = t.node;
+  const Graph& g = t.g;
   HandBuffer buf(256);
   HandBuffer elsewhere(64);
   std::vector<BufferExtent> extents = {{buf.base(), buf.size(), 32}};
@@ -492,18 +456,28 @@ TEST(CanaryOracle, DoesNotGuardTheAllocatorsOwnLeafs) {
 // Differential
 // =====================================================================================================
 
+// PlacedInplaceGraph placed and filled, a Differential taken over its outputs h and out, then run on
+// the placed memory: what a test changes afterwards, the Differential's Check must see.
+struct DifferentialOnPlaced {
+  PlacedInplaceGraph p;
+  std::optional<Differential> diff;
+  void Run() {
+    ASSERT_NO_FATAL_FAILURE(p.Allocate());
+    p.FillLeafs();
+    diff.emplace(p.g, p.alloc.get(), std::vector<Tensor*>{p.h, p.out});
+    ASSERT_TRUE(IsOk(alloc::Evaluate(p.g)));
+  }
+};
+
 TEST(DifferentialOracle, PassesOnGraphAllocatorPlacement) {
-  Placed p;
-  p.Allocate();
-  p.FillLeafs();
-  Differential diff(p.g, p.alloc.get(), {p.h, p.out});
-  EXPECT_EQ(diff.error(), "");
-  ASSERT_TRUE(IsOk(alloc::Evaluate(p.g)));
-  EXPECT_EQ(diff.Check(), "");
+  DifferentialOnPlaced d;
+  ASSERT_NO_FATAL_FAILURE(d.Run());
+  EXPECT_EQ(d.diff->error(), "");
+  EXPECT_EQ(d.diff->Check(), "");
   // x = 1..16, w = 0.5: s = 1.5..16.5; lo = s[0..8), n = -s[8..16), m = 2n.
-  EXPECT_EQ(alloc::LoadElement(DType::kF16, p.h->data, 0), -19.0f);
-  EXPECT_EQ(alloc::LoadElement(DType::kF32, p.out->data, 0), -1.5f);
-  EXPECT_EQ(alloc::LoadElement(DType::kF32, p.out->data, 8), 19.0f);
+  EXPECT_EQ(alloc::LoadElement(DType::kF16, d.p.h->data, 0), -19.0f);
+  EXPECT_EQ(alloc::LoadElement(DType::kF32, d.p.out->data, 0), -1.5f);
+  EXPECT_EQ(alloc::LoadElement(DType::kF32, d.p.out->data, 8), 19.0f);
 }
 
 TEST(DifferentialOracle, PassesWithExternalMemory) {
@@ -515,54 +489,35 @@ TEST(DifferentialOracle, PassesWithExternalMemory) {
 }
 
 TEST(DifferentialOracle, FlagsOutputCorruptedAfterThePlacedRun) {
-  Placed p;
-  p.Allocate();
-  p.FillLeafs();
-  Differential diff(p.g, p.alloc.get(), {p.h, p.out});
-  ASSERT_TRUE(IsOk(alloc::Evaluate(p.g)));
-  ASSERT_EQ(diff.Check(), "");
-  alloc::StoreElement(DType::kF32, p.out->data, 3, 1234.0f);
-  EXPECT_TRUE(FailsNaming(diff.Check(), {"differential oracle: output out element 3 is 1234"}));
+  DifferentialOnPlaced d;
+  ASSERT_NO_FATAL_FAILURE(d.Run());
+  ASSERT_EQ(d.diff->Check(), "");
+  alloc::StoreElement(DType::kF32, d.p.out->data, 3, 1234.0f);
+  EXPECT_TRUE(FailsNaming(d.diff->Check(), {"differential oracle: output out element 3 is 1234"}));
 }
 
 TEST(DifferentialOracle, FlagsFloat16OutputCorruptedAfterThePlacedRun) {
-  Placed p;
-  p.Allocate();
-  p.FillLeafs();
-  Differential diff(p.g, p.alloc.get(), {p.h, p.out});
-  ASSERT_TRUE(IsOk(alloc::Evaluate(p.g)));
-  static_cast<uint16_t*>(p.h->data)[5] ^= 0x0001;  // one ulp
-  EXPECT_TRUE(FailsNaming(diff.Check(), {"output h element 5"}));
+  DifferentialOnPlaced d;
+  ASSERT_NO_FATAL_FAILURE(d.Run());
+  static_cast<uint16_t*>(d.p.h->data)[5] ^= 0x0001;  // one ulp
+  EXPECT_TRUE(FailsNaming(d.diff->Check(), {"output h element 5"}));
 }
 
 TEST(DifferentialOracle, FlagsWrongNumbersFromAnOverlappingPlacement) {
   // b is placed over a although c still reads a: the placed run computes c from b twice.
-  Context ctx;
-  Tensor* x = F32(ctx, {8}, "x");
-  Tensor* a = Named(Must(ctx.Unary(Op::kNeg, x, 0.0f, false)), "a");
-  Tensor* b = Named(Must(ctx.Unary(Op::kScale, a, 3.0f, false)), "b");
-  Tensor* c = Named(Must(ctx.Binary(Op::kAdd, b, a, false)), "c");
-  Graph g = Must(BuildGraph({c}));
-  HandBuffer buf(256);
-  buf.Place(x, 0);
-  buf.Place(a, 32);
-  buf.Place(b, 32);
-  buf.Place(c, 64);
-  Fill(x, 1.0f, 1.0f);
-  Differential diff(g, buf.allocator(), {c});
-  ASSERT_TRUE(IsOk(alloc::Evaluate(g)));
+  BOverLiveA chain(/*elementwise=*/true);
+  Fill(chain.x, 1.0f, 1.0f);
+  Differential diff(chain.g, chain.buf.allocator(), {chain.c});
+  ASSERT_TRUE(IsOk(alloc::Evaluate(chain.g)));
   EXPECT_TRUE(FailsNaming(diff.Check(), {"output c element 0 is -6.0", "but -4.0"}));
 }
 
 TEST(DifferentialOracle, ReportsAFailedReferenceRun) {
   // An external node input with no memory: the reference run cannot read it.
-  Context ctx;
-  Tensor* x = F32(ctx, {8}, "x");
-  Tensor* y = Named(Must(ctx.Unary(Op::kNeg, x, 0.0f, false)), "y");
-  Graph g = Must(BuildGraph({y}));
+  NegOfLeaf t("x", "y");
   HandBuffer buf(64);
-  buf.Place(y, 0);
-  Differential diff(g, buf.allocator(), {y});
+  buf.Place(t.node, 0);
+  Differential diff(t.g, buf.allocator(), {t.node});
   EXPECT_TRUE(FailsNaming(diff.error(),
                           {"differential oracle: the reference run failed", "source x of y has no memory"}));
   EXPECT_EQ(diff.Check(), diff.error());

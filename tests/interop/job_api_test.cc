@@ -84,26 +84,33 @@ TEST(AsyncHandoff, SeveralJobsInFlightEachSeeTheirOwnLanguage) {
   EXPECT_EQ(JobApi::live_language_copies(), 0);
 }
 
-TEST(AsyncHandoff, CancelBeforeStartMeansTheWorkerDoesNothing) {
+// A multilingual context in slot 0 with one job for "it" submitted through the JS glue and not started.
+struct PendingJob {
   JobApi api;
-  ASSERT_TRUE(api.Init(true).ok());
   std::string lang = "it";
-  JobId id = CallFullDefaultFromJs(api, 0, {}, Bytes(lang), lang.size(), 1, false).value();
-  ASSERT_TRUE(api.Cancel(id).ok());
-  JobResult r = api.Join(id).value();
+  JobId id = 0;
+  void Submit() {
+    ASSERT_TRUE(api.Init(true).ok());
+    id = CallFullDefaultFromJs(api, 0, {}, Bytes(lang), lang.size(), 1, false).value();
+  }
+};
+
+TEST(AsyncHandoff, CancelBeforeStartMeansTheWorkerDoesNothing) {
+  PendingJob job;
+  ASSERT_NO_FATAL_FAILURE(job.Submit());
+  ASSERT_TRUE(job.api.Cancel(job.id).ok());
+  JobResult r = job.api.Join(job.id).value();
   EXPECT_TRUE(r.cancelled);
   EXPECT_EQ(r.language_seen, "");
   EXPECT_EQ(JobApi::live_language_copies(), 0) << "a cancelled job still frees its copy";
 }
 
 TEST(AsyncHandoff, CancelAfterStartIsRefused) {
-  JobApi api;
-  ASSERT_TRUE(api.Init(true).ok());
-  std::string lang = "it";
-  JobId id = CallFullDefaultFromJs(api, 0, {}, Bytes(lang), lang.size(), 1, false).value();
-  ASSERT_TRUE(api.Start(id).ok());
-  EXPECT_EQ(api.Cancel(id).code(), StatusCode::kFailedPrecondition);
-  EXPECT_FALSE(api.Join(id).value().cancelled);
+  PendingJob job;
+  ASSERT_NO_FATAL_FAILURE(job.Submit());
+  ASSERT_TRUE(job.api.Start(job.id).ok());
+  EXPECT_EQ(job.api.Cancel(job.id).code(), StatusCode::kFailedPrecondition);
+  EXPECT_FALSE(job.api.Join(job.id).value().cancelled);
 }
 
 TEST(AsyncHandoff, FreeJoinsTheSlotsJobsAndRebindReusesTheSlot) {

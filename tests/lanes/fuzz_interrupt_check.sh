@@ -3,7 +3,7 @@
 # target's crash artifact and the working corpus of the target that was running, prints its table and
 # exits 130. Run by ctest in the fuzz lane (unit.fuzz-interrupt-keeps-everything).
 set -u
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 fail() { echo "FAIL: $*"; echo "---- job output"; cat "$out/job.log"; exit 1; }

@@ -24,7 +24,7 @@ std::string Range(const Tensor* t) {
 
 }  // namespace
 
-std::string CheckNoLiveOverlap(const Graph& graph, const void* allocator) {
+Status CheckNoLiveOverlap(const Graph& graph, const void* allocator) {
   const int n = static_cast<int>(graph.nodes.size());
   struct Life {
     int start;
@@ -92,59 +92,59 @@ std::string CheckNoLiveOverlap(const Graph& graph, const void* allocator) {
         return false;
       };
       if (inplace_ok(ta, la, tb, lb) || inplace_ok(tb, lb, ta, la)) continue;
-      return "no-overlap oracle: " + Range(ta) + " live at nodes [" + std::to_string(la.start) + ", " +
+      return Internal("no-overlap oracle: " + Range(ta) + " live at nodes [" + std::to_string(la.start) + ", " +
              std::to_string(la.end) + "] and " + Range(tb) + " live at nodes [" + std::to_string(lb.start) + ", " +
-             std::to_string(lb.end) + "] share bytes";
+             std::to_string(lb.end) + "] share bytes");
     }
   }
-  return "";
+  return Status::Ok();
 }
 
-std::string CheckViewsInsideSources(const Graph& graph) {
-  auto check = [](const Tensor* t) -> std::string {
-    if (!t->is_view() || t->data == nullptr) return "";
+Status CheckViewsInsideSources(const Graph& graph) {
+  auto check = [](const Tensor* t) -> Status {
+    if (!t->is_view() || t->data == nullptr) return Status::Ok();
     const Tensor* r = t->root();
-    if (r->data == nullptr) return "view oracle: " + t->name + " has memory but its source " + r->name + " has none";
+    if (r->data == nullptr) return Internal("view oracle: " + t->name + " has memory but its source " + r->name + " has none");
     const uint8_t* v = static_cast<const uint8_t*>(t->data);
     const uint8_t* s = static_cast<const uint8_t*>(r->data);
     if (v < s || v + t->nbytes() > s + r->nbytes()) {
-      return "view oracle: " + Range(t) + " lies outside its source " + Range(r);
+      return Internal("view oracle: " + Range(t) + " lies outside its source " + Range(r));
     }
-    return "";
+    return Status::Ok();
   };
   for (const Tensor* t : graph.leafs) {
-    if (std::string e = check(t); !e.empty()) return e;
+    if (Status e = check(t); !e.ok()) return e;
   }
   for (const Tensor* t : graph.nodes) {
-    if (std::string e = check(t); !e.empty()) return e;
+    if (Status e = check(t); !e.ok()) return e;
   }
-  return "";
+  return Status::Ok();
 }
 
-std::string CheckPlacedInsideBuffers(const Graph& graph, const void* allocator, const std::vector<BufferExtent>& buffers) {
-  auto check = [&](const Tensor* t) -> std::string {
-    if (!Owned(t, allocator)) return "";
+Status CheckPlacedInsideBuffers(const Graph& graph, const void* allocator, const std::vector<BufferExtent>& buffers) {
+  auto check = [&](const Tensor* t) -> Status {
+    if (!Owned(t, allocator)) return Status::Ok();
     const uint8_t* p = static_cast<const uint8_t*>(t->data);
     for (const BufferExtent& b : buffers) {
       if (b.base == nullptr || p < b.base || p >= b.base + b.size) continue;
       if (p + t->nbytes() > b.base + b.size) {
-        return "buffer oracle: " + Range(t) + " runs past the end of its " + std::to_string(b.size) + "-byte buffer";
+        return Internal("buffer oracle: " + Range(t) + " runs past the end of its " + std::to_string(b.size) + "-byte buffer");
       }
       if ((p - b.base) % b.alignment != 0) {
-        return "buffer oracle: " + t->name + " at offset " + std::to_string(p - b.base) + " is not aligned to " +
-               std::to_string(b.alignment);
+        return Internal("buffer oracle: " + t->name + " at offset " + std::to_string(p - b.base) + " is not aligned to " +
+               std::to_string(b.alignment));
       }
-      return "";
+      return Status::Ok();
     }
-    return "buffer oracle: " + Range(t) + " is placed by the allocator but lies in none of its buffers";
+    return Internal("buffer oracle: " + Range(t) + " is placed by the allocator but lies in none of its buffers");
   };
   for (const Tensor* t : graph.leafs) {
-    if (std::string e = check(t); !e.empty()) return e;
+    if (Status e = check(t); !e.ok()) return e;
   }
   for (const Tensor* t : graph.nodes) {
-    if (std::string e = check(t); !e.empty()) return e;
+    if (Status e = check(t); !e.ok()) return e;
   }
-  return "";
+  return Status::Ok();
 }
 
 Canary::Canary(const Graph& graph, const void* allocator) {
@@ -157,14 +157,14 @@ Canary::Canary(const Graph& graph, const void* allocator) {
   for (const Tensor* t : graph.leafs) save(t);
 }
 
-std::string Canary::Check() const {
+Status Canary::Check() const {
   for (const auto& [t, bytes] : saved_) {
     if (std::memcmp(t->data, bytes.data(), bytes.size()) != 0) {
-      return "canary oracle: external tensor " + t->name + " (" + std::to_string(bytes.size()) +
-             " bytes, not this graph's to write) changed";
+      return Internal("canary oracle: external tensor " + t->name + " (" + std::to_string(bytes.size()) +
+             " bytes, not this graph's to write) changed");
     }
   }
-  return "";
+  return Status::Ok();
 }
 
 Differential::Differential(const Graph& graph, const void* allocator, const std::vector<Tensor*>& outputs) {
@@ -189,7 +189,7 @@ Differential::Differential(const Graph& graph, const void* allocator, const std:
     return it != shadow.end() ? it->second.get() : t->data;
   };
   if (Status s = alloc::Evaluate(graph, data_of); !s.ok()) {
-    error_ = "differential oracle: the reference run failed: " + s.ToString();
+    error_ = Internal("differential oracle: the reference run failed: " + s.ToString());
     return;
   }
   for (const Tensor* out : outputs) {
@@ -198,8 +198,8 @@ Differential::Differential(const Graph& graph, const void* allocator, const std:
   }
 }
 
-std::string Differential::Check() const {
-  if (!error_.empty()) return error_;
+Status Differential::Check() const {
+  if (!error_.ok()) return error_;
   for (const auto& [t, bytes] : expected_) {
     if (std::memcmp(t->data, bytes.data(), bytes.size()) == 0) continue;
     size_t n = t->nelements();
@@ -207,13 +207,13 @@ std::string Differential::Check() const {
       float got = alloc::LoadElement(t->type, t->data, static_cast<int64_t>(i));
       float want = alloc::LoadElement(t->type, bytes.data(), static_cast<int64_t>(i));
       if (std::memcmp(&got, &want, sizeof(float)) != 0) {
-        return "differential oracle: output " + t->name + " element " + std::to_string(i) + " is " +
-               std::to_string(got) + " on placed memory but " + std::to_string(want) + " on separate memory";
+        return Internal("differential oracle: output " + t->name + " element " + std::to_string(i) + " is " +
+               std::to_string(got) + " on placed memory but " + std::to_string(want) + " on separate memory");
       }
     }
-    return "differential oracle: output " + t->name + " differs in its bytes";
+    return Internal("differential oracle: output " + t->name + " differs in its bytes");
   }
-  return "";
+  return Status::Ok();
 }
 
 }  // namespace lifeline::oracles

@@ -1,9 +1,12 @@
 // Oracles for graph allocation, computed from the graph's structure and the placed addresses only, never
-// from the allocator's own bookkeeping. Shared by tests and the alloc_graph_topology target. Each check
-// returns an empty string when its property holds, else a message naming the tensors involved.
+// from the allocator's own bookkeeping. Shared by the graph programs' adapters
+// (harness/programs/graph/) and the allocator tests. Each check returns OK when its property holds, else
+// an INTERNAL status whose message names the oracle and the tensors involved.
 #pragma once
 
 #include <string>
+
+#include "core/status.h"
 #include <utility>
 #include <vector>
 
@@ -15,10 +18,10 @@ namespace lifeline::oracles {
 // definition (leafs and inputs: from the start) to its last reader, direct or through views; outputs to
 // the end. One exception, in-place reuse: an elementwise node may occupy exactly the bytes of a source
 // whose last reader it is.
-std::string CheckNoLiveOverlap(const alloc::Graph& graph, const void* allocator);
+Status CheckNoLiveOverlap(const alloc::Graph& graph, const void* allocator);
 
 // Every view's bytes lie inside the bytes of the tensor its view chain ends in.
-std::string CheckViewsInsideSources(const alloc::Graph& graph);
+Status CheckViewsInsideSources(const alloc::Graph& graph);
 
 // Every tensor placed by the allocator lies inside one of its buffers, at an offset aligned as the buffer
 // requires. `buffers`: (base, size, alignment) per buffer.
@@ -27,7 +30,7 @@ struct BufferExtent {
   size_t size;
   size_t alignment;
 };
-std::string CheckPlacedInsideBuffers(const alloc::Graph& graph, const void* allocator,
+Status CheckPlacedInsideBuffers(const alloc::Graph& graph, const void* allocator,
                                      const std::vector<BufferExtent>& buffers);
 
 // Canary: the bytes of tensors the graph must not write (external memory: pre-allocated tensors and
@@ -35,7 +38,7 @@ std::string CheckPlacedInsideBuffers(const alloc::Graph& graph, const void* allo
 class Canary {
  public:
   Canary(const alloc::Graph& graph, const void* allocator);
-  std::string Check() const;
+  Status Check() const;
 
  private:
   std::vector<std::pair<const alloc::Tensor*, std::vector<uint8_t>>> saved_;
@@ -48,12 +51,13 @@ class Differential {
   // Snapshot leafs and run the reference. Call after the leafs are filled, before the placed run.
   Differential(const alloc::Graph& graph, const void* allocator, const std::vector<alloc::Tensor*>& outputs);
   // Compares each output's placed bytes with the reference bytes.
-  std::string Check() const;
-  const std::string& error() const { return error_; }
+  Status Check() const;
+  // Whether the reference run itself succeeded (Check() reports it too).
+  const Status& error() const { return error_; }
 
  private:
   std::vector<std::pair<const alloc::Tensor*, std::vector<uint8_t>>> expected_;
-  std::string error_;
+  Status error_;
 };
 
 }  // namespace lifeline::oracles

@@ -44,8 +44,8 @@ TEST(GraphAllocator, TwoBuffersPlaceNodesInTheirAssignedBuffer) {
   EXPECT_TRUE(InsideBuffer(*alloc, 1, c));
   EXPECT_EQ(alloc->placement_of(b)->buffer_id, 1);
   EXPECT_EQ(alloc->placement_of(c)->size_max, 128u);
-  EXPECT_EQ(oracles::CheckPlacedInsideBuffers(g, alloc.get(), Extents(*alloc, specs)), "");
-  EXPECT_EQ(oracles::CheckNoLiveOverlap(g, alloc.get()), "");
+  EXPECT_TRUE(IsOk(oracles::CheckPlacedInsideBuffers(g, alloc.get(), Extents(*alloc, specs))));
+  EXPECT_TRUE(IsOk(oracles::CheckNoLiveOverlap(g, alloc.get())));
   Fill(x, 1.0f, 1.0f);
   ASSERT_TRUE(IsOk(Evaluate(g)));
   EXPECT_EQ(Values(c), (std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4, 5, 6, 7, 8}));

@@ -67,12 +67,12 @@ TEST(GraphAllocator, RewiredGraphWithSameNodeCountIsReplanned) {
   ASSERT_TRUE(IsOk(alloc->AllocGraph(g2)));
   EXPECT_EQ(alloc->replans(), 1);
   EXPECT_FALSE(Overlap(b, a));
-  EXPECT_EQ(oracles::CheckNoLiveOverlap(g2, alloc.get()), "");
-  EXPECT_EQ(oracles::CheckPlacedInsideBuffers(g2, alloc.get(), Extents(*alloc, {BufferSpec{}})), "");
+  EXPECT_TRUE(IsOk(oracles::CheckNoLiveOverlap(g2, alloc.get())));
+  EXPECT_TRUE(IsOk(oracles::CheckPlacedInsideBuffers(g2, alloc.get(), Extents(*alloc, {BufferSpec{}}))));
   Fill(x, 1.0f, 1.0f);
   oracles::Differential diff(g2, alloc.get(), {c});
   ASSERT_TRUE(IsOk(Evaluate(g2)));
-  EXPECT_EQ(diff.Check(), "");
+  EXPECT_TRUE(IsOk(diff.Check()));
   EXPECT_EQ(Values(c), std::vector<float>(8, 0.0f));
 }
 
@@ -102,8 +102,8 @@ TEST(GraphAllocator, LeafThatLostItsDataIsReplannedAndPlaced) {
   EXPECT_EQ(p->buffer_id, 0);
   EXPECT_EQ(w->data, alloc->buffer_base(0) + p->offset);
   EXPECT_FALSE(Overlap(w, x));
-  EXPECT_EQ(oracles::CheckNoLiveOverlap(g, alloc.get()), "");
-  EXPECT_EQ(oracles::CheckPlacedInsideBuffers(g, alloc.get(), Extents(*alloc, {BufferSpec{}})), "");
+  EXPECT_TRUE(IsOk(oracles::CheckNoLiveOverlap(g, alloc.get())));
+  EXPECT_TRUE(IsOk(oracles::CheckPlacedInsideBuffers(g, alloc.get(), Extents(*alloc, {BufferSpec{}}))));
   Fill(x, 1.0f, 1.0f);
   Fill(w, -2.0f, 0.0f);
   ASSERT_TRUE(IsOk(Evaluate(g)));
@@ -160,12 +160,12 @@ TEST(GraphAllocator, GrownGraphCanBeReservedAgain) {
     EXPECT_TRUE(InsideBuffer(*alloc, 0, t));
     EXPECT_EQ(t->owner, alloc.get());
   }
-  EXPECT_EQ(oracles::CheckNoLiveOverlap(g2, alloc.get()), "");
-  EXPECT_EQ(oracles::CheckPlacedInsideBuffers(g2, alloc.get(), Extents(*alloc, {BufferSpec{}})), "");
+  EXPECT_TRUE(IsOk(oracles::CheckNoLiveOverlap(g2, alloc.get())));
+  EXPECT_TRUE(IsOk(oracles::CheckPlacedInsideBuffers(g2, alloc.get(), Extents(*alloc, {BufferSpec{}}))));
   Fill(x, 1.0f, 1.0f);
   oracles::Differential diff(g2, alloc.get(), {d});
   ASSERT_TRUE(IsOk(Evaluate(g2)));
-  EXPECT_EQ(diff.Check(), "");
+  EXPECT_TRUE(IsOk(diff.Check()));
   std::vector<float> want;
   for (int rep = 0; rep < 2; ++rep) {
     for (int i = 1; i <= 8; ++i) want.push_back(-6.0f * static_cast<float>(i));

@@ -63,11 +63,11 @@ struct ConvEncoder {
     EXPECT_EQ(Values(embd), want_conv);
     EXPECT_EQ(Values(enc), want_enc);
     EXPECT_EQ(Values(conv), want_conv);
-    EXPECT_EQ(canary.Check(), "");
-    EXPECT_EQ(diff.Check(), "");
-    EXPECT_EQ(oracles::CheckNoLiveOverlap(encoder_graph, alloc_b.get()), "");
-    EXPECT_EQ(oracles::CheckViewsInsideSources(encoder_graph), "");
-    EXPECT_EQ(oracles::CheckPlacedInsideBuffers(encoder_graph, alloc_b.get(), Extents(*alloc_b, {BufferSpec{}})), "");
+    EXPECT_TRUE(IsOk(canary.Check()));
+    EXPECT_TRUE(IsOk(diff.Check()));
+    EXPECT_TRUE(IsOk(oracles::CheckNoLiveOverlap(encoder_graph, alloc_b.get())));
+    EXPECT_TRUE(IsOk(oracles::CheckViewsInsideSources(encoder_graph)));
+    EXPECT_TRUE(IsOk(oracles::CheckPlacedInsideBuffers(encoder_graph, alloc_b.get(), Extents(*alloc_b, {BufferSpec{}}))));
   }
 };
 

@@ -18,6 +18,7 @@
 #include "layers/alloc/eval.h"
 #include "layers/alloc/gallocr.h"
 #include "layers/alloc/tensor.h"
+#include "tests/testing/status_matchers.h"
 
 namespace lifeline::testing_util {
 
@@ -29,11 +30,6 @@ template <typename T>
 T Must(StatusOr<T> r) {
   if (!r.ok()) throw std::runtime_error("unexpected status: " + r.status().ToString());
   return std::move(r).value();
-}
-
-inline testing::AssertionResult IsOk(const Status& s) {
-  if (s.ok()) return testing::AssertionSuccess();
-  return testing::AssertionFailure() << s.ToString();
 }
 
 inline alloc::Tensor* NewTensor(alloc::Context& ctx, alloc::DType type, std::vector<int64_t> ne,

@@ -10,6 +10,12 @@
 
 namespace lifeline::testing_util {
 
+// `s` is OK; otherwise the failure shows it.
+inline ::testing::AssertionResult IsOk(const Status& s) {
+  if (s.ok()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << s.ToString();
+}
+
 // `s` has `code` and a message containing `needle` (any message when `needle` is empty).
 inline ::testing::AssertionResult HasStatus(const Status& s, StatusCode code, std::string_view needle = {}) {
   if (s.code() != code) {

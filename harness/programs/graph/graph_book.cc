@@ -19,15 +19,14 @@ void FillLeaf(Tensor* t, int graph, int index) {
 
 void ComputeUnderOracles(const alloc::Graph& graph, const void* owner, const std::vector<oracles::BufferExtent>& buffers,
                          const std::vector<Tensor*>& outputs, const std::function<void()>& compute) {
-  auto expect = [](const std::string& violation) { LIFELINE_CHECK(violation.empty(), violation); };
-  expect(oracles::CheckPlacedInsideBuffers(graph, owner, buffers));
-  expect(oracles::CheckViewsInsideSources(graph));
-  expect(oracles::CheckNoLiveOverlap(graph, owner));
+  LIFELINE_CHECK_OK(oracles::CheckPlacedInsideBuffers(graph, owner, buffers));
+  LIFELINE_CHECK_OK(oracles::CheckViewsInsideSources(graph));
+  LIFELINE_CHECK_OK(oracles::CheckNoLiveOverlap(graph, owner));
   oracles::Canary canary(graph, owner);
   oracles::Differential differential(graph, owner, outputs);
   compute();
-  expect(canary.Check());
-  expect(differential.Check());
+  LIFELINE_CHECK_OK(canary.Check());
+  LIFELINE_CHECK_OK(differential.Check());
 }
 
 GraphBook::Graph& GraphBook::Get(int g) {

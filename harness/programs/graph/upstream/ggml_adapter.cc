@@ -225,7 +225,7 @@ class GgmlAdapter final : public AllocatorAdapter {
       LIFELINE_CHECK(st == GGML_STATUS_SUCCESS, "ggml_backend_graph_compute of g" + std::to_string(g) + " returned " +
                                                     std::string(ggml_status_to_string(st)));
     });
-    Expect(CompareWithFreshAllocator(g, *inst));
+    LIFELINE_CHECK_OK(CompareWithFreshAllocator(g, *inst));
     for (int i = 0; i < book_.size(g); ++i) {
       if (inst->t[i] != nullptr) placed_[{g, i}] = inst->t[i];
     }
@@ -240,8 +240,6 @@ class GgmlAdapter final : public AllocatorAdapter {
   }
 
  private:
-  static void Expect(const std::string& violation) { LIFELINE_CHECK(violation.empty(), violation); }
-
   // One buffer type per (allocator, alignment): gallocr shares the allocator of repeated types.
   // ggml's CPU kernels load elements in place (float, ggml_fp16_t), so a host buffer type aligns to at least
   // 4 bytes: the layer's 1- and 2-byte alignments would only make every f32 read misaligned, which says
@@ -381,7 +379,7 @@ class GgmlAdapter final : public AllocatorAdapter {
 
   // The same graph, built again and placed by a fresh gallocr with a single buffer, must compute the same
   // output bytes.
-  std::string CompareWithFreshAllocator(int g, const Instance& inst) {
+  Status CompareWithFreshAllocator(int g, const Instance& inst) {
     alloc::BufferSpec spec;
     spec.alignment = 32;
     BufferType* type = TypeFor(-1, spec);
@@ -423,7 +421,7 @@ class GgmlAdapter final : public AllocatorAdapter {
     }
     ggml_gallocr_free(fresh);
     instances_.pop_back();  // `again` was the last build; nothing views it
-    return error;
+    return error.empty() ? Status::Ok() : Internal(error);
   }
 
   void Release() {

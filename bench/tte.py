@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Time-to-exposure: how fast the fuzz target finds a documented bug from the seed corpus alone.
 
-  bench/tte.py [BUG_ID...] [--trials 10] [--budget 60] [--step-mutator]   every bug in repro/ by default
+  bench/tte.py [BUG_ID...] [--trials 10] [--budget 60]   every bug in repro/ by default
   bench/tte.py BUG_ID --fixed --trials 1 --budget 600     the same job on the fixed code: expect no crash
   bench/tte.py BUG_ID --upstream                          the bug's upstream variant (repro upstream_variant)
   bench/tte.py UPSTREAM_OPEN_ID                           an upstream-open finding, on the pinned upstream
@@ -100,8 +100,6 @@ def main() -> int:
     ap.add_argument("--seeds", help="seed directory (default: corpus/<target>)")
     ap.add_argument("--upstream", action="store_true",
                     help="fuzz the bug's upstream variant (the target built against the patched upstream)")
-    ap.add_argument("--step-mutator", action="store_true",
-                    help="turn on a target's op-level LLVMFuzzerCustomMutator (LIFELINE_STEP_MUTATOR=1)")
     args = ap.parse_args()
     if args.trials < 1 or args.budget < 1:
         print("tte: --trials and --budget must be positive", file=sys.stderr)
@@ -186,8 +184,6 @@ def run_bug(args, bug_id: str):
     env.pop("LIFELINE_REINTRODUCE", None)
     if not args.fixed and not scan:
         env["LIFELINE_REINTRODUCE"] = bug.id
-    if args.step_mutator:
-        env["LIFELINE_STEP_MUTATOR"] = "1"
 
     rows = []
     print(f"{'trial':>5} {'seed':>5} {'result':<10} {'seconds':>8} {'execs':>9}  signature")
@@ -245,7 +241,6 @@ def run_bug(args, bug_id: str):
         "bug": bug.id, "target": target, "fixed_code": args.fixed, "upstream_variant": args.upstream,
         "seeds": str(seeds),
         "trials": args.trials,
-        "step_mutator": args.step_mutator,
         "budget_s": args.budget, "found": len(times),
         "median_s": round(statistics.median(times), 2) if times else None,
         "rmst_s": round(rmst(km, args.budget), 2),
@@ -254,8 +249,7 @@ def run_bug(args, bug_id: str):
         "rows": rows,
     }
     mode = ("fixed" if args.fixed else "upstream-variant" if args.upstream else
-            "pinned-upstream" if bug.status == "upstream-open" else "reintroduced") + \
-        ("-step-mutator" if args.step_mutator else "")
+            "pinned-upstream" if bug.status == "upstream-open" else "reintroduced")
     print(f"\n{bug.id} ({mode}): found {len(times)}/{args.trials}"
           + (f", median {summary['median_s']} s" if times else "")
           + f", RMST {summary['rmst_s']} s, other crashes {summary['other_crashes']}, budget {args.budget} s per trial")

@@ -6,8 +6,9 @@
 // first, then objects, so the purge workaround (free the bytes, keep the object) is told apart; values
 // read back equal the CPU model; the validation layer is silent; the iteration ends with nothing left.
 // Program: harness/programs/runtime/ (format.h: DecodeReclaim; executor.h); implementation: layers/runtime
-// through harness/programs/runtime/standin/lifeline_runtime.h; oracles: harness/oracles/runtime_oracles.h. igl-capture-retains-buffers (facebook/igl
-// #179) is invisible to ASan and LSan — everything stays reachable — so only this accounting sees it.
+// through harness/programs/runtime/standin/lifeline_runtime.h; oracles: harness/oracles/runtime_oracles.h.
+// igl-capture-retains-buffers (facebook/igl #179) is invisible to ASan and LSan — everything stays
+// reachable — so only this accounting sees it.
 // Out of scope: memory types other than host-visible coherent; sizes above 4 KiB.
 // Replay: build/<lane>/targets/runtime_buffer_reclaim FILE|DIR   (LIFELINE_REINTRODUCE=
 // igl-capture-retains-buffers switches the bug on).

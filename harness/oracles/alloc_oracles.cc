@@ -104,7 +104,9 @@ Status CheckViewsInsideSources(const Graph& graph) {
   auto check = [](const Tensor* t) -> Status {
     if (!t->is_view() || t->data == nullptr) return Status::Ok();
     const Tensor* r = t->root();
-    if (r->data == nullptr) return Internal("view oracle: " + t->name + " has memory but its source " + r->name + " has none");
+    if (r->data == nullptr) {
+      return Internal("view oracle: " + t->name + " has memory but its source " + r->name + " has none");
+    }
     const uint8_t* v = static_cast<const uint8_t*>(t->data);
     const uint8_t* s = static_cast<const uint8_t*>(r->data);
     if (v < s || v + t->nbytes() > s + r->nbytes()) {
@@ -128,7 +130,8 @@ Status CheckPlacedInsideBuffers(const Graph& graph, const void* allocator, const
     for (const BufferExtent& b : buffers) {
       if (b.base == nullptr || p < b.base || p >= b.base + b.size) continue;
       if (p + t->nbytes() > b.base + b.size) {
-        return Internal("buffer oracle: " + Range(t) + " runs past the end of its " + std::to_string(b.size) + "-byte buffer");
+        return Internal("buffer oracle: " + Range(t) + " runs past the end of its " + std::to_string(b.size) +
+                        "-byte buffer");
       }
       if ((p - b.base) % b.alignment != 0) {
         return Internal("buffer oracle: " + t->name + " at offset " + std::to_string(p - b.base) + " is not aligned to " +

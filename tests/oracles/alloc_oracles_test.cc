@@ -41,7 +41,9 @@ using alloc::Tensor;
 // An oracle's verdict is a failure that mentions every one of `names`.
 testing::AssertionResult FailsNaming(const Status& verdict, std::initializer_list<std::string_view> names) {
   if (verdict.ok()) return testing::AssertionFailure() << "the oracle passed";
-  if (verdict.code() != StatusCode::kInternal) return testing::AssertionFailure() << "not INTERNAL: " << verdict.ToString();
+  if (verdict.code() != StatusCode::kInternal) {
+    return testing::AssertionFailure() << "not INTERNAL: " << verdict.ToString();
+  }
   for (std::string_view n : names) {
     if (verdict.message().find(n) == std::string::npos) {
       return testing::AssertionFailure() << "'" << verdict.message() << "' does not name '" << n << "'";

@@ -134,7 +134,8 @@ void Executor::CheckAccounting(const std::string& when) {
   }
   Subject::Ledger ledger = subject_.GetLedger();
   LIFELINE_CHECK_OK(programs::At(when, oracles::CheckProducerTotals(ledger.storages_live, ledger.bytes_live, storages,
-                                                                    bytes, [&] { return subject_.DescribeLiveStorages(); })));
+                                                                    bytes,
+                                                                    [&] { return subject_.DescribeLiveStorages(); })));
   LIFELINE_CHECK_OK(
       programs::At(when, oracles::CheckConsumerTotals(ledger.buffers_live, ledger.views_live, buffers, views)));
 }

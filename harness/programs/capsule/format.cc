@@ -61,10 +61,8 @@ bool HasSource(OpKind k) { return k != OpKind::kCreateTensor && k != OpKind::kCr
 Program Decode(const uint8_t* data, size_t size, const PeerRules& peer) {
   FuzzedDataProvider fdp(data, size);
   Model m(peer);
-  Program program;
-  programs::ForEachOp(fdp, kMaxOps, [&](size_t) {
-    Op op;
-    op.kind = *programs::PickLegal<OpKind>(fdp, [&](OpKind k) { return m.Legal(k); });  // collect always is
+  // Collect is always legal.
+  return programs::DecodeOps<Op>(fdp, kMaxOps, m, [&](Op& op) {
     switch (op.kind) {
       case OpKind::kCreateTensor:
       case OpKind::kCreateArray: {
@@ -109,10 +107,7 @@ Program Decode(const uint8_t* data, size_t size, const PeerRules& peer) {
     if (HasDest(op.kind)) op.dst = static_cast<uint8_t>(m.FreeSlot(DestKind(op.kind)));
     op.expect_error = m.Predict(op);
     m.Apply(op, op.expect_error);
-    program.push_back(std::move(op));
-    return true;
   });
-  return program;
 }
 
 std::string Describe(const Op& op) {

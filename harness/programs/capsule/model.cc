@@ -74,6 +74,14 @@ void Model::AddImport(int target, int dst) {
   MutableSlot(SlotKind::kView, dst) = Add({NodeKind::kView, nodes_[target].content, {buffer}});
 }
 
+int Model::Consume(int capsule) {
+  Node& c = nodes_[capsule];
+  c.consumed = true;
+  int target = c.refs[0];
+  c.refs.clear();
+  return target;
+}
+
 bool Model::PeerExports(DType dtype, bool readonly) const {
   return (dtype != DType::kBool || peer_.exports_bool) && (!readonly || peer_.exports_read_only);
 }
@@ -155,14 +163,7 @@ void Model::Apply(const Op& op, const std::string& error) {
       MutableSlot(SlotKind::kCapsule, op.dst) = Add({NodeKind::kCapsule, nodes_[e].content, {e}});
       break;
     }
-    case OpKind::kImportCapsule: {
-      Node& c = nodes_[src(SlotKind::kCapsule)];
-      c.consumed = true;
-      int target = c.refs[0];
-      c.refs.clear();
-      AddImport(target, op.dst);
-      break;
-    }
+    case OpKind::kImportCapsule: AddImport(Consume(src(SlotKind::kCapsule)), op.dst); break;
     case OpKind::kImportFromTensor: {
       const Node t = nodes_[src(SlotKind::kTensor)];
       int storage = t.refs[0];
@@ -184,11 +185,8 @@ void Model::Apply(const Op& op, const std::string& error) {
       break;
     }
     case OpKind::kNumpyFromCapsule: {
-      Node& c = nodes_[src(SlotKind::kCapsule)];
-      c.consumed = true;
-      int target = c.refs[0];
-      c.refs.clear();
-      Content content = c.content;
+      const Content content = nodes_[src(SlotKind::kCapsule)].content;
+      int target = Consume(src(SlotKind::kCapsule));
       MutableSlot(SlotKind::kArray, op.dst) =
           AddArray(content, {target}, PeerExports(content.dtype, peer_.imports_read_only));
       break;

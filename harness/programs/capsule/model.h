@@ -66,6 +66,9 @@ class Model {
   int Add(Node n);
   int AddStorage(int64_t bytes, Content c);
   int AddArray(Content c, std::vector<int> refs, bool exportable);
+  // A consumer takes over capsule node `capsule`: it is consumed and holds nothing; returns the export
+  // it held.
+  int Consume(int capsule);
   // An import: buffer -> `target` export, view -> buffer, into view slot `dst`.
   void AddImport(int target, int dst);
   int& MutableSlot(SlotKind kind, int i) { return slots_[static_cast<int>(kind)][i]; }

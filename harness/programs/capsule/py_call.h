@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "layers/interop/dlpack_types.h"
 #include "layers/interop/python_runtime.h"
 
 namespace lifeline::capsule {
@@ -19,5 +20,8 @@ py::Ref CallMethod(PyObject* obj, const char* name);
 py::Ref Str(std::string_view s);
 py::Ref ShapeTuple(const std::vector<int64_t>& shape);
 py::Ref Bool(bool b);
+// fn(dtype name, shape tuple, layout name, seed, readonly): how both parties' producers are called.
+py::Ref CallCreate(const py::Ref& fn, interop::DType dtype, const std::vector<int64_t>& shape,
+                   interop::Layout layout, uint8_t seed, bool readonly);
 
 }  // namespace lifeline::capsule

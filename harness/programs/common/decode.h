@@ -40,13 +40,22 @@ std::optional<Kind> PickLegal(FuzzedDataProvider& fdp, Legal&& legal) {
   return PickFrom(fdp, kinds);
 }
 
-// The decode loop: `decode_one(i)` decodes op `i` for i = 0, 1, ... while fewer than `max_ops` ops are
-// decoded and bytes remain; it returns false to stop early (nothing is legal any more).
-template <typename DecodeOne>
-void ForEachOp(FuzzedDataProvider& fdp, size_t max_ops, DecodeOne&& decode_one) {
-  for (size_t i = 0; i < max_ops && fdp.remaining_bytes() > 0; ++i) {
-    if (!decode_one(i)) break;
+// The decode loop of every family: op after op while fewer than `max_ops` are decoded and bytes remain,
+// each op's kind picked among the kinds `model.Legal(kind)` allows now (PickLegal), then `decode(op)`
+// decodes its operands and has the model predict and record it. Stops early when no kind is legal.
+template <typename Op, typename Model, typename DecodeOperands>
+std::vector<Op> DecodeOps(FuzzedDataProvider& fdp, size_t max_ops, const Model& model, DecodeOperands&& decode) {
+  using Kind = decltype(Op{}.kind);
+  std::vector<Op> ops;
+  while (ops.size() < max_ops && fdp.remaining_bytes() > 0) {
+    std::optional<Kind> kind = PickLegal<Kind>(fdp, [&](Kind k) { return model.Legal(k); });
+    if (!kind) break;
+    Op op;
+    op.kind = *kind;
+    decode(op);
+    ops.push_back(std::move(op));
   }
+  return ops;
 }
 
 }  // namespace lifeline::programs

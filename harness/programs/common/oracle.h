@@ -16,6 +16,18 @@ inline void CheckStatus(const std::string& op, const Status& got, StatusCode pre
                                               ", model predicted " + std::string(StatusCodeName(predicted)));
 }
 
+// The status oracle on a call that returns a value, then, when it succeeded, the value against the model's
+// prediction: "<what> <value>, model predicted <expected>" (e.g. what = "Init returned slot").
+template <typename T, typename E>
+void CheckReturned(const std::string& op, const StatusOr<T>& got, StatusCode predicted, const char* what,
+                   const E& expected) {
+  CheckStatus(op, got.status(), predicted);
+  if (got.ok()) {
+    LIFELINE_CHECK(got.value() == expected, std::string(what) + " " + std::to_string(got.value()) +
+                                                ", model predicted " + std::to_string(expected));
+  }
+}
+
 // `verdict` with `where` (e.g. "op 3 (compute ctx0 [...]): ") in front of its message.
 inline Status At(const std::string& where, const Status& verdict) {
   return verdict.ok() ? verdict : Status(verdict.code(), where + verdict.message());

@@ -21,13 +21,16 @@ constexpr int64_t kMaxDim1Concat = 64;
 
 int PickInt(FuzzedDataProvider& fdp, size_t n) { return static_cast<int>(Pick(fdp, n)); }
 
-// A sealed graph to mutate, or -1 when the pick is frozen (other graphs view it; it stays as it is) and
-// the step became a Reserve of it instead.
+// A sealed graph to mutate (the step's graph from now on), or -1 when the pick is frozen (other graphs
+// view it; it stays as it is) and the step became a Reserve of it instead.
 int PickMutable(FuzzedDataProvider& fdp, Model& m, Step& step) {
   int gi = PickFrom(fdp, m.sealed());
-  if (!m.g[gi].frozen) return gi;
-  m.FallBackToReserve(gi, step);
-  return -1;
+  if (m.g[gi].frozen) {
+    m.FallBackToReserve(gi, step);
+    return -1;
+  }
+  step.graph = gi;
+  return gi;
 }
 
 ModelTensor DecodeLeaf(FuzzedDataProvider& fdp) {
@@ -133,15 +136,12 @@ void DecodeSeal(Model& m, int open, Step& step) {
   if (m.g.size() < static_cast<size_t>(kMaxGraphs)) m.g.emplace_back();
 }
 
-// Same counts, different edges: a node of a sealed graph takes another source of its shape.
-void DecodeRewire(FuzzedDataProvider& fdp, Model& m, Step& step) {
-  int gi = PickMutable(fdp, m, step);
-  if (gi < 0) return;
+// Same counts, different edges: a node of sealed graph `gi` takes another source of its shape.
+void DecodeRewire(FuzzedDataProvider& fdp, Model& m, int gi, Step& step) {
   ModelGraph& mg = m.g[gi];
   std::vector<int> nodes = mg.Where([](const ModelTensor& t, int) {
     return t.spec.src[0] >= 0 && t.spec.op != Op::kView && t.spec.op != Op::kReshape;
   });
-  step.graph = gi;
   if (nodes.empty()) return m.FallBackToReserve(gi, step);  // only views: nothing to rewire
   step.tensor_index = PickFrom(fdp, nodes);
   ModelTensor& node = mg.t[step.tensor_index];
@@ -167,12 +167,9 @@ void DecodeRewire(FuzzedDataProvider& fdp, Model& m, Step& step) {
   }
 }
 
-// A sealed graph gains a node (the negation of one of its outputs), itself an output.
-void DecodeGrow(FuzzedDataProvider& fdp, Model& m, Step& step) {
-  int gi = PickMutable(fdp, m, step);
-  if (gi < 0) return;
+// Sealed graph `gi` gains a node (the negation of one of its outputs), itself an output.
+void DecodeGrow(FuzzedDataProvider& fdp, Model& m, int gi, Step& step) {
   ModelGraph& mg = m.g[gi];
-  step.graph = gi;
   if (mg.t.size() >= static_cast<size_t>(kMaxTensorsPerGraph)) return m.FallBackToReserve(gi, step);  // full
   int a = PickFrom(fdp, mg.Where([](const ModelTensor& t, int) { return t.spec.output; }));
   ModelTensor mt = Derived(mg.t[a], Op::kNeg, a);
@@ -181,12 +178,9 @@ void DecodeGrow(FuzzedDataProvider& fdp, Model& m, Step& step) {
   m.Mutated(gi);
 }
 
-// A plain leaf of a sealed graph gains or loses memory from outside.
-void DecodeTogglePrealloc(FuzzedDataProvider& fdp, Model& m, Step& step) {
-  int gi = PickMutable(fdp, m, step);
-  if (gi < 0) return;
+// A plain leaf of sealed graph `gi` gains or loses memory from outside.
+void DecodeTogglePrealloc(FuzzedDataProvider& fdp, Model& m, int gi, Step& step) {
   ModelGraph& mg = m.g[gi];
-  step.graph = gi;
   // Plain leafs that no in-place op writes into, directly or through views.
   std::vector<int> leafs = mg.Where([&](const ModelTensor& t, int idx) {
     if (t.spec.op != Op::kNone || t.spec.external_graph >= 0) return false;
@@ -223,11 +217,7 @@ Program Decode(const uint8_t* data, size_t size) {
   }
   m.g.emplace_back();
 
-  programs::ForEachOp(fdp, kMaxSteps, [&](size_t) {
-    std::optional<StepKind> kind = programs::PickLegal<StepKind>(fdp, [&](StepKind k) { return m.Legal(k); });
-    if (!kind) return false;
-    Step step;
-    step.kind = *kind;
+  p.steps = programs::DecodeOps<Step>(fdp, kMaxSteps, m, [&](Step& step) {
     const int open = m.open();
     switch (step.kind) {
       case StepKind::kLeaf: m.AddTensor(open, step, DecodeLeaf(fdp)); break;
@@ -250,12 +240,21 @@ Program Decode(const uint8_t* data, size_t size) {
         m.ReserveOrAlloc(gi, k, step);
         break;
       }
-      case StepKind::kRewire: DecodeRewire(fdp, m, step); break;
-      case StepKind::kGrow: DecodeGrow(fdp, m, step); break;
-      case StepKind::kTogglePrealloc: DecodeTogglePrealloc(fdp, m, step); break;
+      case StepKind::kRewire:
+      case StepKind::kGrow:
+      case StepKind::kTogglePrealloc: {
+        const int gi = PickMutable(fdp, m, step);
+        if (gi < 0) break;
+        if (step.kind == StepKind::kRewire) {
+          DecodeRewire(fdp, m, gi, step);
+        } else if (step.kind == StepKind::kGrow) {
+          DecodeGrow(fdp, m, gi, step);
+        } else {
+          DecodeTogglePrealloc(fdp, m, gi, step);
+        }
+        break;
+      }
     }
-    p.steps.push_back(step);
-    return true;
   });
   return p;
 }

@@ -83,15 +83,9 @@ void Executor::JoinAndCheck(uint32_t id) {
 void Executor::Step(const Op& op) {
   const std::string what = Describe(op);
   switch (op.kind) {
-    case OpKind::kBind: {
-      StatusOr<size_t> slot = api_.Init(op.multilingual);
-      programs::CheckStatus(what, slot.status(), op.expect);
-      if (slot.ok()) {
-        LIFELINE_CHECK(slot.value() == op.expect_slot, "Init returned slot " + std::to_string(slot.value()) +
-                                                           ", model predicted " + std::to_string(op.expect_slot));
-      }
+    case OpKind::kBind:
+      programs::CheckReturned(what, api_.Init(op.multilingual), op.expect, "Init returned slot", op.expect_slot);
       break;
-    }
     case OpKind::kRebind: {
       std::vector<uint32_t> ids;
       for (const auto& [id, e] : in_flight_) {
@@ -99,10 +93,7 @@ void Executor::Step(const Op& op) {
       }
       for (uint32_t id : ids) JoinAndCheck(id);
       programs::CheckStatus(what, api_.Free(op.slot), op.expect);
-      StatusOr<size_t> slot = api_.Init(op.multilingual);
-      programs::CheckStatus(what, slot.status(), op.expect);
-      LIFELINE_CHECK(slot.value() == op.expect_slot, "rebind landed in slot " + std::to_string(slot.value()) +
-                                                         ", model predicted " + std::to_string(op.expect_slot));
+      programs::CheckReturned(what, api_.Init(op.multilingual), op.expect, "rebind landed in slot", op.expect_slot);
       break;
     }
     case OpKind::kSubmitAsync: {
@@ -113,12 +104,8 @@ void Executor::Step(const Op& op) {
         in_flight_[op.job] = ExpectedOf(op);
         cancelled_[op.job] = false;
       }
-      StatusOr<uint32_t> id = api_.SubmitAsync(op.slot, op.audio, op.language, op.n_threads, op.translate);
-      programs::CheckStatus(what, id.status(), op.expect);
-      if (id.ok()) {
-        LIFELINE_CHECK(id.value() == op.job, "submit returned job " + std::to_string(id.value()) +
-                                                 ", model predicted " + std::to_string(op.job));
-      }
+      programs::CheckReturned(what, api_.SubmitAsync(op.slot, op.audio, op.language, op.n_threads, op.translate),
+                              op.expect, "submit returned job", op.job);
       break;
     }
     case OpKind::kSubmitSync: {

@@ -38,10 +38,8 @@ void DecodeSubmit(FuzzedDataProvider& fdp, Op& op) {
 Program Decode(const uint8_t* data, size_t size) {
   FuzzedDataProvider fdp(data, size);
   Model m;
-  Program program;
-  programs::ForEachOp(fdp, kMaxOps, [&](size_t) {
-    Op op;
-    op.kind = *programs::PickLegal<OpKind>(fdp, [&](OpKind k) { return m.Legal(k); });  // bind always is
+  // Bind and the submits are always legal.
+  return programs::DecodeOps<Op>(fdp, kMaxOps, m, [&](Op& op) {
     switch (op.kind) {
       case OpKind::kBind:
         op.multilingual = fdp.ConsumeBool();
@@ -63,10 +61,7 @@ Program Decode(const uint8_t* data, size_t size) {
         m.JobOp(programs::Pick(fdp, m.jobs.size()), op);
         break;
     }
-    program.push_back(std::move(op));
-    return true;
   });
-  return program;
 }
 
 namespace {

@@ -68,10 +68,7 @@ EncoderProgram DecodeEncoder(const uint8_t* data, size_t size) {
   EncoderModel m;
   const uint32_t floats[kEncoderBuffers] = {kEncoderFloats, kEncoderFloats, kEncoderFloats};
   const std::vector<uint8_t> buffers = {0, 1, 2};
-  EncoderProgram program;
-  programs::ForEachOp(fdp, kMaxOps, [&](size_t) {
-    EncoderOp op;
-    op.kind = *programs::PickLegal<EncoderOpKind>(fdp, [&](EncoderOpKind k) { return m.Legal(k); });
+  return programs::DecodeOps<EncoderOp>(fdp, kMaxOps, m, [&](EncoderOp& op) {
     switch (op.kind) {
       case EncoderOpKind::kPushPool:
       case EncoderOpKind::kDrainPool: break;
@@ -92,10 +89,7 @@ EncoderProgram DecodeEncoder(const uint8_t* data, size_t size) {
       case EncoderOpKind::kDestroyContext: op.context = programs::PickFrom(fdp, m.Live()); break;
     }
     m.Apply(op);
-    program.push_back(std::move(op));
-    return true;
   });
-  return program;
 }
 
 std::string Describe(const EncoderOp& op) {
@@ -123,10 +117,7 @@ std::string Describe(const EncoderProgram& program) { return programs::DescribeN
 ReclaimProgram DecodeReclaim(const uint8_t* data, size_t size) {
   FuzzedDataProvider fdp(data, size);
   ReclaimModel m;
-  ReclaimProgram program;
-  programs::ForEachOp(fdp, kMaxOps, [&](size_t) {
-    ReclaimOp op;
-    op.kind = *programs::PickLegal<ReclaimOpKind>(fdp, [&](ReclaimOpKind k) { return m.Legal(k); });
+  return programs::DecodeOps<ReclaimOp>(fdp, kMaxOps, m, [&](ReclaimOp& op) {
     switch (op.kind) {
       case ReclaimOpKind::kCreate: {
         op.slot = static_cast<uint8_t>(m.FreeSlot());
@@ -148,10 +139,7 @@ ReclaimProgram DecodeReclaim(const uint8_t* data, size_t size) {
       case ReclaimOpKind::kCaptureOff: break;
     }
     m.Apply(op);
-    program.push_back(op);
-    return true;
   });
-  return program;
 }
 
 std::string Describe(const ReclaimOp& op) {

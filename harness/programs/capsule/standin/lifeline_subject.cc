@@ -28,9 +28,7 @@ class LifelineSubject final : public Subject {
  public:
   Ref Create(interop::DType dtype, const std::vector<int64_t>& shape, interop::Layout layout, uint8_t seed,
              bool readonly) const override {
-    Ref d = Str(interop::DTypeName(dtype)), s = ShapeTuple(shape), l = Str(interop::LayoutName(layout));
-    Ref sd = Ref::Steal(PyLong_FromLong(seed)), ro = Bool(readonly);
-    return Call(Mod().tensor_type, {d.get(), s.get(), l.get(), sd.get(), ro.get()});
+    return CallCreate(Mod().tensor_type, dtype, shape, layout, seed, readonly);
   }
   Ref Export(PyObject* obj) const override { return CallMethod(obj, "__dlpack__"); }
   Ref Values(PyObject* obj) const override { return CallMethod(obj, "values"); }

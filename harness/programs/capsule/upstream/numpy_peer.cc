@@ -34,9 +34,7 @@ class NumpyPeer final : public Peer {
   const PeerRules& rules() const override { return NumpyRules(); }
   Ref Create(interop::DType dtype, const std::vector<int64_t>& shape, interop::Layout layout, uint8_t seed,
              bool readonly) const override {
-    Ref d = Str(interop::DTypeName(dtype)), s = ShapeTuple(shape), l = Str(interop::LayoutName(layout));
-    Ref sd = Ref::Steal(PyLong_FromLong(seed)), ro = Bool(readonly);
-    return Call(Np().make_array, {d.get(), s.get(), l.get(), sd.get(), ro.get()});
+    return CallCreate(Np().make_array, dtype, shape, layout, seed, readonly);
   }
   Ref Export(PyObject* obj) const override { return CallMethod(obj, "__dlpack__"); }
   Ref Values(PyObject* obj) const override { return Call(Np().values, {obj}); }

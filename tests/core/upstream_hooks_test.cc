@@ -20,13 +20,10 @@ void RenderOneOp(const void*, size_t current, std::FILE* out) {
 
 TEST(UpstreamHooksDeathTest, AssertUsesGlibcWordingThenTraceAndStack) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_DEATH(
-      {
-        int program = 0;
-        int offset = 1;
-        OpTraceScope trace(&program, 1, RenderOneOp);
-        assert(offset == 0);  // NOLINT: the hook under test replaces glibc's __assert_fail
-      },
+  int program = 0;
+  OpTraceScope trace(&program, 1, RenderOneOp);  // the child re-runs the test up to the death: it has it too
+  const int offset = 1;
+  EXPECT_DEATH(assert(offset == 0),  // NOLINT: the hook under test replaces glibc's __assert_fail
       "upstream_hooks_test.cc:[0-9]+: .*: Assertion `offset == 0' failed.\n  op: #0 of 1\n  trace:\n  => #0 "
       "upstream-op\nstack:\n");
 }

@@ -10,40 +10,32 @@ namespace {
 
 using py::Ref;
 
-struct Module {
-  Ref tensor_type, import_capsule, import_from, malformed;
-};
-
-const Module& Mod() {
-  static const Module* m = [] {
-    py::EnsureInterpreter();
-    return new Module{py::Attr("_lifeline_interop", "Tensor"), py::Attr("_lifeline_interop", "import_capsule"),
-                      py::Attr("_lifeline_interop", "import_from"),
-                      py::Attr("_lifeline_interop", "malformed_capsule")};
-  }();
-  return *m;
+// The functions of the `_lifeline_interop` module the subject calls.
+Ref Module(const char* name) {
+  py::EnsureInterpreter();
+  return py::Attr("_lifeline_interop", name);
 }
 
 class LifelineSubject final : public Subject {
  public:
   Ref Create(interop::DType dtype, const std::vector<int64_t>& shape, interop::Layout layout, uint8_t seed,
              bool readonly) const override {
-    return CallCreate(Mod().tensor_type, dtype, shape, layout, seed, readonly);
+    return CallCreate(tensor_type_, dtype, shape, layout, seed, readonly);
   }
   Ref Export(PyObject* obj) const override { return CallMethod(obj, "__dlpack__"); }
   Ref Values(PyObject* obj) const override { return CallMethod(obj, "values"); }
 
-  Ref ImportCapsule(PyObject* capsule) const override { return Call(Mod().import_capsule, {capsule}); }
+  Ref ImportCapsule(PyObject* capsule) const override { return Call(import_capsule_, {capsule}); }
   Ref ImportFrom(PyObject* source, bool contiguous) const override {
     Ref c = Bool(contiguous);
-    return Call(Mod().import_from, {source, c.get()});
+    return Call(import_from_, {source, c.get()});
   }
   Ref ViewBuffer(PyObject* view) const override { return CallMethod(view, "buffer"); }
   Ref ImportMalformed(interop::Malformed kind, PyObject* tensor) const override {
     Ref k = Str(interop::MalformedName(kind));
-    Ref capsule = Call(Mod().malformed, {k.get(), tensor});
+    Ref capsule = Call(malformed_, {k.get(), tensor});
     LIFELINE_PRECONDITION(capsule, "malformed_capsule failed: " + py::TakeError());
-    return Call(Mod().import_capsule, {capsule.get()});  // a refused capsule must release its export itself
+    return Call(import_capsule_, {capsule.get()});  // a refused capsule must release its export itself
   }
 
   Ledger GetLedger() const override {
@@ -57,13 +49,16 @@ class LifelineSubject final : public Subject {
     interop::ResetProducerLedger();
     interop::ResetConsumerCounters();
   }
+
+ private:
+  const Ref tensor_type_ = Module("Tensor");
+  const Ref import_capsule_ = Module("import_capsule");
+  const Ref import_from_ = Module("import_from");
+  const Ref malformed_ = Module("malformed_capsule");
 };
 
 }  // namespace
 
-std::unique_ptr<Subject> MakeLifelineSubject() {
-  Mod();
-  return std::make_unique<LifelineSubject>();
-}
+std::unique_ptr<Subject> MakeLifelineSubject() { return std::make_unique<LifelineSubject>(); }
 
 }  // namespace lifeline::capsule

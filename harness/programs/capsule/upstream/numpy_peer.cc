@@ -11,40 +11,43 @@ using py::Ref;
 // numpy_peer.py, embedded at build time as kNumpyPeerPy.
 #include "numpy_peer.py.inc"
 
-struct Numpy {
-  Ref make_array, values, from_dlpack, holder_type;
-};
-
-const Numpy& Np() {
-  static const Numpy* np = [] {
+// The namespace numpy_peer.py defines its functions in, run once per process.
+PyObject* Helpers() {
+  static PyObject* globals = [] {
     py::EnsureInterpreter();
-    Ref globals = Ref::Steal(PyDict_New());
-    PyDict_SetItemString(globals.get(), "__builtins__", PyEval_GetBuiltins());
-    Ref done = Ref::Steal(PyRun_String(kNumpyPeerPy, Py_file_input, globals.get(), globals.get()));
+    PyObject* g = PyDict_New();
+    PyDict_SetItemString(g, "__builtins__", PyEval_GetBuiltins());
+    Ref done = Ref::Steal(PyRun_String(kNumpyPeerPy, Py_file_input, g, g));
     LIFELINE_PRECONDITION(done, "numpy_peer.py failed: " + py::TakeError());
-    auto get = [&](const char* name) { return Ref::Borrow(PyDict_GetItemString(globals.get(), name)); };
-    return new Numpy{get("make_array"), get("values"), py::Attr("numpy", "from_dlpack"),
-                     py::Attr("_lifeline_interop", "CapsuleHolder")};
+    return g;
   }();
-  return *np;
+  return globals;
 }
+
+Ref Helper(const char* name) { return Ref::Borrow(PyDict_GetItemString(Helpers(), name)); }
 
 class NumpyPeer final : public Peer {
  public:
   const PeerRules& rules() const override { return NumpyRules(); }
   Ref Create(interop::DType dtype, const std::vector<int64_t>& shape, interop::Layout layout, uint8_t seed,
              bool readonly) const override {
-    return CallCreate(Np().make_array, dtype, shape, layout, seed, readonly);
+    return CallCreate(make_array_, dtype, shape, layout, seed, readonly);
   }
   Ref Export(PyObject* obj) const override { return CallMethod(obj, "__dlpack__"); }
-  Ref Values(PyObject* obj) const override { return Call(Np().values, {obj}); }
-  Ref Import(PyObject* producer) const override { return Call(Np().from_dlpack, {producer}); }
+  Ref Values(PyObject* obj) const override { return Call(values_, {obj}); }
+  Ref Import(PyObject* producer) const override { return Call(from_dlpack_, {producer}); }
   Ref ImportCapsule(PyObject* capsule) const override {
     // NumPy 1.24's from_dlpack takes an object with __dlpack__, not a bare capsule.
-    Ref holder = Call(Np().holder_type, {capsule});
+    Ref holder = Call(holder_type_, {capsule});
     LIFELINE_PRECONDITION(holder, "CapsuleHolder failed: " + py::TakeError());
-    return Call(Np().from_dlpack, {holder.get()});
+    return Call(from_dlpack_, {holder.get()});
   }
+
+ private:
+  const Ref make_array_ = Helper("make_array");
+  const Ref values_ = Helper("values");
+  const Ref from_dlpack_ = py::Attr("numpy", "from_dlpack");
+  const Ref holder_type_ = py::Attr("_lifeline_interop", "CapsuleHolder");
 };
 
 }  // namespace
@@ -63,9 +66,6 @@ const PeerRules& NumpyRules() {
   return rules;
 }
 
-std::unique_ptr<Peer> MakeNumpyPeer() {
-  Np();
-  return std::make_unique<NumpyPeer>();
-}
+std::unique_ptr<Peer> MakeNumpyPeer() { return std::make_unique<NumpyPeer>(); }
 
 }  // namespace lifeline::capsule

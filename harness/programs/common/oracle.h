@@ -9,18 +9,19 @@
 
 namespace lifeline::programs {
 
-// The status oracle: `op` (its description) returned `got`; the model predicted `predicted`. Fails a
-// LIFELINE_CHECK "status oracle: <op> returned <got>, model predicted <predicted>" when they differ.
-inline void CheckStatus(const std::string& op, const Status& got, StatusCode predicted) {
-  LIFELINE_CHECK(got.code() == predicted, "status oracle: " + op + " returned " + got.ToString() +
+// The status oracle: `op` returned `got`; the model predicted `predicted`. Fails a LIFELINE_CHECK
+// "status oracle: <Describe(op)> returned <got>, model predicted <predicted>" when they differ; the op's
+// description (found by argument-dependent lookup) is built only then.
+template <typename Op>
+void CheckStatus(const Op& op, const Status& got, StatusCode predicted) {
+  LIFELINE_CHECK(got.code() == predicted, "status oracle: " + Describe(op) + " returned " + got.ToString() +
                                               ", model predicted " + std::string(StatusCodeName(predicted)));
 }
 
 // The status oracle on a call that returns a value, then, when it succeeded, the value against the model's
 // prediction: "<what> <value>, model predicted <expected>" (e.g. what = "Init returned slot").
-template <typename T, typename E>
-void CheckReturned(const std::string& op, const StatusOr<T>& got, StatusCode predicted, const char* what,
-                   const E& expected) {
+template <typename Op, typename T, typename E>
+void CheckReturned(const Op& op, const StatusOr<T>& got, StatusCode predicted, const char* what, const E& expected) {
   CheckStatus(op, got.status(), predicted);
   if (got.ok()) {
     LIFELINE_CHECK(got.value() == expected, std::string(what) + " " + std::to_string(got.value()) +

@@ -4,7 +4,7 @@
 //   upstream/ggml_adapter.cc    upstream ggml's gallocr and CPU backend
 // Both keep the program's graphs in a GraphBook (graph_book.h), so the graph-editing steps return the
 // same statuses whichever allocator is under test, and both check a placement with the same oracles
-// (harness/oracles/alloc_oracles.h, through CheckPlacement in graph_book.h).
+// (harness/oracles/alloc_oracles.h, through ComputeUnderOracles in graph_book.h).
 //
 // Tensors are addressed as (graph, index in graph). Every method returns the status the allocator gave;
 // an adapter that sees a broken invariant (an oracle's verdict) fails a LIFELINE_CHECK itself.

@@ -48,7 +48,7 @@ void Execute(const Program& program, AllocatorAdapter& adapter) {
   for (size_t i = 0; i < program.steps.size(); ++i) {
     trace.set_op(i);
     const Step& s = program.steps[i];
-    programs::CheckStatus(Describe(s), Run(s, adapter), s.expect);
+    programs::CheckStatus(s, Run(s, adapter), s.expect);
   }
   trace.set_op(program.steps.size());
   adapter.Teardown();

@@ -13,9 +13,9 @@
 #include <memory>
 #include <vector>
 
+#include "core/status.h"
 #include "harness/oracles/alloc_oracles.h"
 #include "harness/programs/graph/format.h"
-#include "core/status.h"
 #include "layers/alloc/tensor.h"
 
 namespace lifeline::graphs {

@@ -79,9 +79,18 @@ std::vector<int> Model::sealed() const {
 }
 
 bool Model::Legal(StepKind k) const {
+  // Called for every kind before every step: no allocation here.
   const int o = open();
   const bool room = o >= 0 && g[o].t.size() < static_cast<size_t>(kMaxTensorsPerGraph);
   const bool has_tensor = o >= 0 && !g[o].t.empty();
+  auto any_sealed = [&](auto&& tensor_pred) {
+    for (const ModelGraph& mg : g) {
+      if (!mg.sealed) continue;
+      for (const ModelTensor& t : mg.t)
+        if (tensor_pred(t)) return true;
+    }
+    return false;
+  };
   switch (k) {
     case StepKind::kLeaf: return room;
     case StepKind::kUnary:
@@ -89,21 +98,21 @@ bool Model::Legal(StepKind k) const {
     case StepKind::kCopy:
     case StepKind::kConcat:
     case StepKind::kView: return room && has_tensor;
-    case StepKind::kViewExternal: {
-      if (!room) return false;
-      for (int h : sealed()) {
-        if (!g[h].Where([](const ModelTensor& t, int) { return t.spec.output; }).empty()) return true;
-      }
-      return false;
-    }
+    case StepKind::kViewExternal: return room && any_sealed([](const ModelTensor& t) { return t.spec.output; });
     case StepKind::kMarkOutput: return has_tensor;
     case StepKind::kSeal:
-      return has_tensor && !g[o].Where([](const ModelTensor& t, int) { return t.spec.op != Op::kNone; }).empty();
+      if (o < 0) return false;
+      for (const ModelTensor& t : g[o].t)
+        if (t.spec.op != Op::kNone) return true;
+      return false;
     case StepKind::kReserve:
     case StepKind::kAlloc:
     case StepKind::kRewire:
     case StepKind::kGrow:
-    case StepKind::kTogglePrealloc: return !sealed().empty();
+    case StepKind::kTogglePrealloc:
+      for (const ModelGraph& mg : g)
+        if (mg.sealed) return true;
+      return false;
   }
   return false;
 }

@@ -81,10 +81,9 @@ void Executor::JoinAndCheck(uint32_t id) {
 }
 
 void Executor::Step(const Op& op) {
-  const std::string what = Describe(op);
   switch (op.kind) {
     case OpKind::kBind:
-      programs::CheckReturned(what, api_.Init(op.multilingual), op.expect, "Init returned slot", op.expect_slot);
+      programs::CheckReturned(op, api_.Init(op.multilingual), op.expect, "Init returned slot", op.expect_slot);
       break;
     case OpKind::kRebind: {
       std::vector<uint32_t> ids;
@@ -92,8 +91,8 @@ void Executor::Step(const Op& op) {
         if (e.slot == op.slot) ids.push_back(id);
       }
       for (uint32_t id : ids) JoinAndCheck(id);
-      programs::CheckStatus(what, api_.Free(op.slot), op.expect);
-      programs::CheckReturned(what, api_.Init(op.multilingual), op.expect, "rebind landed in slot", op.expect_slot);
+      programs::CheckStatus(op, api_.Free(op.slot), op.expect);
+      programs::CheckReturned(op, api_.Init(op.multilingual), op.expect, "rebind landed in slot", op.expect_slot);
       break;
     }
     case OpKind::kSubmitAsync: {
@@ -104,13 +103,13 @@ void Executor::Step(const Op& op) {
         in_flight_[op.job] = ExpectedOf(op);
         cancelled_[op.job] = false;
       }
-      programs::CheckReturned(what, api_.SubmitAsync(op.slot, op.audio, op.language, op.n_threads, op.translate),
+      programs::CheckReturned(op, api_.SubmitAsync(op.slot, op.audio, op.language, op.n_threads, op.translate),
                               op.expect, "submit returned job", op.job);
       break;
     }
     case OpKind::kSubmitSync: {
       StatusOr<WorkerReport> r = api_.SubmitSync(op.slot, op.audio, op.language, op.n_threads, op.translate);
-      programs::CheckStatus(what, r.status(), op.expect);
+      programs::CheckStatus(op, r.status(), op.expect);
       if (r.ok()) {
         LIFELINE_CHECK_OK(CheckWorker(r.value(), ExpectedOf(op), false, api_.LangId(op.expect_language),
                                       "synchronous call"));
@@ -118,11 +117,11 @@ void Executor::Step(const Op& op) {
       break;
     }
     case OpKind::kStart:
-      programs::CheckStatus(what, api_.Start(op.job), op.expect);
+      programs::CheckStatus(op, api_.Start(op.job), op.expect);
       break;
     case OpKind::kCancel: {
       Status s = api_.Cancel(op.job);
-      programs::CheckStatus(what, s, op.expect);
+      programs::CheckStatus(op, s, op.expect);
       if (s.ok()) cancelled_[op.job] = true;
       break;
     }

@@ -56,7 +56,7 @@ void Execute(const EncoderProgram& program, ComputeRuntime& rt) {
         n_cb[op.context] = 0;
         break;
     }
-    programs::CheckStatus(Describe(op), status, op.expect);
+    programs::CheckStatus(op, status, op.expect);
     LIFELINE_CHECK_OK(programs::At(where, oracles::CheckValidationSilent(rt.TakeValidationMessages())));
     int64_t pools_expected = 0;
     for (int c = 0; c < kMaxContexts; ++c) pools_expected += n_cb[c];

@@ -28,7 +28,7 @@ void Execute(const ReclaimProgram& program, ComputeRuntime& rt) {
     switch (op.kind) {
       case ReclaimOpKind::kCreate: {
         Status s = rt.CreateBuffer(op.slot, op.floats);
-        programs::CheckStatus(Describe(op), s, op.expect);
+        programs::CheckStatus(op, s, op.expect);
         if (s.ok()) model[op.slot].assign(op.floats, 0.0f);
         break;
       }

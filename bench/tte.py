@@ -129,10 +129,10 @@ def main() -> int:
                          f"{sm['median_s'] if sm['median_s'] is not None else '-'} | {sm['rmst_s']} | {sm['other_crashes']} |")
         lines += ["", "![Kaplan-Meier survival curves](tte-survival.png)", ""]
         (out_dir / "tte.md").write_text("\n".join(lines))
-        plot({sm["bug"]: sm["km"] for sm in summaries}, args.budget, out_dir / "tte-survival.png",
-             f"time to exposure, {args.trials} trials per bug")
+        plotted = plot({sm["bug"]: sm["km"] for sm in summaries}, args.budget, out_dir / "tte-survival.png",
+                       f"time to exposure, {args.trials} trials per bug")
         print("\n" + "\n".join(lines[4:-2]))
-        print(f"\nwrote {out_dir / 'tte.md'} and {out_dir / 'tte-survival.png'}")
+        print(f"\nwrote {out_dir / 'tte.md'}" + (f" and {out_dir / 'tte-survival.png'}" if plotted else ""))
     return 0
 
 

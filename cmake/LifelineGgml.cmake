@@ -1,5 +1,5 @@
 # Upstream ggml, the code the `upstream` tests fuzz: ggml-alloc's gallocr driven by the same graph programs
-# as layers/alloc, through harness/programs/ggml_adapter.cc.
+# as layers/alloc, through harness/programs/graph/upstream/ggml_adapter.cc.
 #
 #   LIFELINE_GGML_SOURCE_DIR  a ggml source tree (the ggml/ folder of a llama.cpp or whisper.cpp checkout,
 #                             or ggml itself). Empty: the tree scripts/fetch-ggml.sh fetched into

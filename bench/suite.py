@@ -19,7 +19,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LANES = ("asan", "tsan", "lsan", "valgrind", "fuzz")
-ROW = re.compile(r"^(\w+)\s+(ok|FAILED)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s*$")
+# `lifeline test`'s table: lane, build, passed, failed, skipped, build s, total s.
+ROW = re.compile(r"^(\w+)\s+(ok|FAILED)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s*$")
 
 
 def main() -> int:
@@ -45,22 +46,28 @@ def main() -> int:
             print("  " + line.strip(), flush=True)  # progress
         m = ROW.match(line)
         if m:
-            lane, built, passed, failed, build_s, total_s = m.groups()
+            lane, built, passed, failed, skipped, build_s, total_s = m.groups()
             rows.append({"lane": lane, "build": built, "passed": int(passed), "failed": int(failed),
-                         "build_s": int(build_s), "ctest_s": int(total_s) - int(build_s), "total_s": int(total_s)})
+                         "skipped": int(skipped), "build_s": int(build_s), "ctest_s": int(total_s) - int(build_s),
+                         "total_s": int(total_s)})
     rc = proc.wait()
     wall = time.monotonic() - t0
+    if not rows:
+        print("suite: `lifeline test` printed no lane table; nothing recorded", file=sys.stderr)
+        return 1
     result = {"command": " ".join(cmd[1:]), "fresh": args.fresh, "exit_status": rc, "wall_s": round(wall),
               "lanes": rows}
     out = ROOT / "bench" / "results"
     (out / "suite.json").write_text(json.dumps(result, indent=2) + "\n")
     lines = [f"# Suite wall time (`./lifeline {result['command']}`" + (", fresh build folders" if args.fresh else "")
-             + f"; exit status {rc})", "", "| lane | build s | ctest s | total s | passed | failed |",
-             "|---|---|---|---|---|---|"]
+             + f"; exit status {rc})", "", "| lane | build s | ctest s | total s | passed | failed | skipped |",
+             "|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['lane']} | {r['build_s']} | {r['ctest_s']} | {r['total_s']} | {r['passed']} | {r['failed']} |")
+        lines.append(f"| {r['lane']} | {r['build_s']} | {r['ctest_s']} | {r['total_s']} | {r['passed']} | {r['failed']} "
+                     f"| {r['skipped']} |")
     lines.append(f"| **all** (including dependency checks) | | | **{round(wall)}** | "
-                 f"{sum(r['passed'] for r in rows)} | {sum(r['failed'] for r in rows)} |")
+                 f"{sum(r['passed'] for r in rows)} | {sum(r['failed'] for r in rows)} | "
+                 f"{sum(r['skipped'] for r in rows)} |")
     (out / "suite.md").write_text("\n".join(lines) + "\n")
     print("\n" + "\n".join(lines[2:]))
     return 0

@@ -16,6 +16,7 @@ from . import crash as crashmod
 from . import triage as triagemod
 from .build import configure_and_build, ensure_deps, ensure_upstream, run
 from .paths import ROOT, fuzz_targets, source_targets
+from .shellsafe import SafeLinks
 from .usage import UsageError
 
 _STATUS = re.compile(r"^#(\d+)\s+(\w+)\s+cov: (\d+) ft: (\d+) corp: (\d+)/\S+.*?exec/s: (\d+)")
@@ -34,20 +35,11 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
                                                        "binary": str(binary)}) + "\n")
     before = set(p.name for p in artifacts.iterdir())
     seeds = ROOT / "corpus" / target
-    cmd = [str(binary), f"-max_total_time={seconds}", "-print_final_stats=1", "-timeout=25",
-           f"-artifact_prefix={artifacts}/", str(work)]
     dict_file = ROOT / "corpus" / f"{target}.dict"
-    if dict_file.is_file():
-        cmd.insert(1, f"-dict={dict_file}")
-    if seeds.is_dir():
-        cmd.append(str(seeds))
     # A target with upstream-open findings hits them within seconds; without a switch there is no fixed code to
     # fall back on, so its job runs in fork mode too and goes on past them (each is counted apart below).
     known_upstream = not reintroduce and any(
         status == "upstream-open" for _, _, status in triagemod.known_signatures(ROOT, target))
-    if jobs > 1 or known_upstream:
-        # Fork mode: `jobs` child processes share the corpus; a crash is kept and the job goes on.
-        cmd[1:1] = [f"-fork={jobs}", "-ignore_crashes=1"]
     env = dict(os.environ)
     env.pop("LIFELINE_REINTRODUCE", None)
     if reintroduce:
@@ -59,10 +51,20 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
     tty = sys.stdout.isatty()
     lead, tail, progress_every = ("\r", "", 1.0) if tty else ("", "\n", 10.0)
     t0 = last_progress = time.monotonic()
-    with open(log_path, "w") as log:
+    # Fork mode starts its jobs through a shell: every path it gets is a plain name (lifeline/shellsafe.py).
+    with SafeLinks() as links, open(log_path, "w") as log:
+        cmd = [links.path(binary, target), f"-max_total_time={seconds}", "-print_final_stats=1", "-timeout=25",
+               f"-artifact_prefix={links.path(artifacts, 'artifacts')}/", links.path(work, "corpus")]
+        if dict_file.is_file():
+            cmd.insert(1, f"-dict={links.path(dict_file, 'dict')}")
+        if seeds.is_dir():
+            cmd.append(links.path(seeds, "seeds"))
+        if jobs > 1 or known_upstream:
+            # Fork mode: `jobs` child processes share the corpus; a crash is kept and the job goes on.
+            cmd[1:1] = [f"-fork={jobs}", "-ignore_crashes=1"]
         try:
-            proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                    errors="replace")
+            proc = subprocess.Popen(cmd, env=links.env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    text=True, errors="replace")
         except OSError as e:
             raise UsageError(f"lifeline fuzz: cannot run {binary} ({e.strerror}); is a build replacing it?")
         try:
@@ -99,6 +101,8 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
                 log.write(rest or "")
             except subprocess.TimeoutExpired:
                 proc.kill()
+                proc.wait()
+    stats["exit_status"] = proc.returncode
     if tty:
         sys.stdout.write("\n")
     new = sorted(p for p in artifacts.iterdir() if p.name not in before)
@@ -156,6 +160,18 @@ def _by_signature(entries: list, bug_key: str | None = None) -> list[tuple[str, 
         key = (f"{e[bug_key]}: " if bug_key else "") + e["signature"]
         groups.setdefault(key, []).append(e["artifact"])
     return list(groups.items())
+
+
+def _ran_no_inputs(r: dict) -> str:
+    """The one line that fails a job which executed no input: it tested nothing, whatever its exit status."""
+    try:
+        lines = [line.strip() for line in Path(r["log"]).read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        lines = []
+    errors = [line for line in lines if "error" in line.lower() or "not found" in line]
+    last = (errors or lines or ["(empty)"])[-1]
+    return (f"lifeline fuzz: {r['target']} ran no inputs (exit status {r.get('exit_status')}), so it tested "
+            f"nothing; {r['log']} says: {last}")
 
 
 def _raise_interrupt(signum, frame):
@@ -223,6 +239,7 @@ def _afl_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: st
     result.update(execs=int(st.get("execs_done", 0) or 0), exec_s=int(float(st.get("execs_per_sec", 0) or 0)),
                   cov=st.get("bitmap_cvg", ""), corpus=int(st.get("corpus_count", 0) or 0), crashes=len(crashes),
                   new_artifacts=[str(p) for p in crashes])
+    result["exit_status"] = proc.returncode
     if proc.returncode not in (0, None) and not st:
         result["signature"] = f"afl-fuzz exited {proc.returncode} before fuzzing; see {log_path}"
     return result
@@ -271,6 +288,7 @@ def cmd_fuzz(args) -> int:
         raise UsageError(f"lifeline fuzz: no fuzz binaries in {lane_dir}; build them first (drop --no-build)")
     results = []
     interrupted = False
+    idle = None  # the job that ran no inputs: the run stops there and fails
     # SIGINT and SIGTERM stop a job: the children are stopped, nothing found is lost. SIGINT is handled
     # explicitly because a shell starts background jobs with it ignored, and libFuzzer would still die of
     # it (it installs its own handler) while the job went on to the next target.
@@ -293,6 +311,9 @@ def cmd_fuzz(args) -> int:
         results.append(r)
         if r["interrupted"]:
             interrupted = True
+        elif r["execs"] == 0:
+            idle = r
+            break
     print("\ntarget                      execs     exec/s  corpus  crashes  upstream-open  artifacts   "
           "(corpus: files in the working corpus)")
     for r in results:
@@ -319,4 +340,6 @@ def cmd_fuzz(args) -> int:
     if interrupted:
         print("interrupted: corpus and artifacts so far are kept under " + str(out))
         return 130
+    if idle:
+        raise UsageError(_ran_no_inputs(idle))
     return 1 if any(r["crashes"] for r in results) else 0

@@ -5,15 +5,19 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from support import PY, ROOT, run
+from support import PY, ROOT, run, run_apart
 
 
 # A copy of cli/ in a temporary project root whose "fuzz target" is a script: each input's first word
 # says what it does when replayed, and run with libFuzzer's -artifact_prefix= it writes the artifacts listed
-# in fake-artifacts.json beside it. Nothing here needs a built lane.
+# in fake-artifacts.json beside it (or, with a file fake-idle there, runs nothing). With -fork=N it starts
+# its job as libFuzzer's fork mode does: its argv without -fork, a corpus in $TMPDIR and a `> log`, joined
+# with blanks and run by system() (compiler-rt FuzzerFork.cpp, FuzzerCommand.h, FuzzerUtilLinux.cpp). The
+# job records its argv and, for each path in it, the path it names (fake-job.json). Nothing here needs a
+# built lane.
 
 FAKE_TARGET = r"""#!/usr/bin/python3
-import json, os, sys
+import json, os, shutil, sys
 
 ASSERT = '''fake_target: /x/ggml/src/ggml-alloc.c:975: ggml_gallocr_init_tensor: Assertion `tensor_alloc->addr.offset == SIZE_MAX' failed.
 ==77== ERROR: libFuzzer: deadly signal
@@ -37,10 +41,36 @@ def crash(report):
     sys.exit(1)
 
 args = sys.argv[1:]
+here = os.path.dirname(os.path.realpath(__file__))
+fork = [a for a in args if a.startswith("-fork=")]
+if fork:
+    json.dump(args, open(os.path.join(here, "fake-argv.json"), "w"))
+    tmp = os.path.join(os.environ.get("TMPDIR", "/tmp"), "libFuzzerTemp.FuzzWithFork%d.dir" % os.getpid())
+    os.makedirs(os.path.join(tmp, "C1"))
+    job = [sys.argv[0]] + [a for a in args if a != fork[0]] + ["-features_dir=" + tmp + "/F1", tmp + "/C1"]
+    os.system(" ".join(job) + " > " + tmp + "/1.log 2>&1")
+    log = open(tmp + "/1.log").read() if os.path.exists(tmp + "/1.log") else ""
+    runs = sum(int(l.split()[-1]) for l in log.splitlines() if l.startswith("stat::number_of_executed_units:"))
+    print("#%d: cov: 3 ft: 3 corp: 1 exec/s: 0 oom/timeout/crash: 0/0/0 time: 1s job: 1 dft_time: 0" % runs)
+    print("\n".join(l for l in log.splitlines() if "ERROR:" in l))
+    shutil.rmtree(tmp)
+    sys.exit(0)
 prefix = next((a.split("=", 1)[1] for a in args if a.startswith("-artifact_prefix=")), None)
 if prefix is not None:
-    here = os.path.dirname(os.path.abspath(__file__))
-    json.dump(args, open(os.path.join(here, "fake-argv.json"), "w"))
+    if any(a.startswith("-features_dir=") for a in args):  # a fork-mode job
+        paths = [a.split("=", 1)[-1] for a in args if a.startswith(("/", "-artifact_prefix=", "-dict="))]
+        json.dump({"argv": [sys.argv[0]] + args, "TMPDIR": os.environ.get("TMPDIR"),
+                   "names": {p: os.path.realpath(p) for p in [sys.argv[0]] + paths}},
+                  open(os.path.join(here, "fake-job.json"), "w"))
+    else:
+        json.dump(args, open(os.path.join(here, "fake-argv.json"), "w"))
+    for p in [os.path.dirname(prefix)] + [a for a in args if a.startswith("/")]:
+        if not os.path.exists(p):
+            print('ERROR: The required directory "%s" does not exist' % p)
+            sys.exit(1)
+    if os.path.exists(os.path.join(here, "fake-idle")):
+        print("ERROR: fake_target: told to run nothing")
+        sys.exit(0)
     arts = json.load(open(os.path.join(here, "fake-artifacts.json")))
     print("#2\tINITED cov: 3 ft: 3 corp: 1/1b exec/s: 0 rss: 30Mb", flush=True)
     for name, word in arts.items():
@@ -92,9 +122,11 @@ def write_bug(d: Path, doc: dict, files: dict) -> Path:
 
 
 class ScratchProject(unittest.TestCase):
+    ROOT_NAME = "root"  # the checkout's folder name
+
     def setUp(self):
         self.tmp = Path(tempfile.mkdtemp())
-        self.root = self.tmp / "root"
+        self.root = self.tmp / self.ROOT_NAME
         shutil.copytree(ROOT / "cli", self.root / "cli",
                         ignore=shutil.ignore_patterns("__pycache__"))
         (self.root / "core").mkdir()
@@ -130,8 +162,12 @@ class ScratchProject(unittest.TestCase):
     def artifacts(self, arts: dict):
         (self.fake.parent / "fake-artifacts.json").write_text(json.dumps(arts))
 
-    def cli(self, *args):
-        return run([PY, self.root / "cli" / "lifeline_main.py", *args])
+    def cli(self, *args, cwd=None, env=None):
+        return run([PY, self.root / "cli" / "lifeline_main.py", *args], cwd=cwd, env=env)
+
+    def cli_apart(self, *args, cwd=None, env=None):
+        """(exit status, stdout, stderr)."""
+        return run_apart([PY, self.root / "cli" / "lifeline_main.py", *args], cwd=cwd, env=env)
 
     def input(self, word: str, name: str = None) -> Path:
         d = self.tmp / "inputs"

@@ -186,7 +186,7 @@ def run_input(binary: str, input_path: Path, launcher: list, reintroduce: Option
     if reintroduce:
         env["LIFELINE_REINTRODUCE"] = reintroduce
     try:
-        proc = subprocess.run(launcher + [binary, str(input_path)], env=env, stdout=subprocess.PIPE,
+        proc = subprocess.run(launcher + [binary, os.path.abspath(input_path)], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, timeout=RUN_TIMEOUT_S)
     except subprocess.TimeoutExpired as e:
         out = (e.stdout or b"").decode("utf-8", "replace")
@@ -290,7 +290,7 @@ def check(bug: Bug, lane: str, mode: str, binary: str, launcher: list, variant: 
 
 def cmd_repro_check(args) -> int:
     try:
-        bug = load(Path(args.repro_dir))
+        bug = load(Path(args.repro_dir).absolute())  # `--repro-dir .` is the folder it names
     except BugJsonError as e:
         print(f"FAIL {e}")
         return 1

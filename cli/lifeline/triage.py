@@ -62,9 +62,10 @@ def run_once(binary: Path, data_file: Path, reintroduce: Optional[str], extra=()
     env.pop("LIFELINE_REINTRODUCE", None)
     if reintroduce:
         env["LIFELINE_REINTRODUCE"] = reintroduce
-    # An argument list, never a shell: crash file names come from the fuzzer.
+    # An argument list, never a shell: crash file names come from the fuzzer. An absolute path, never read as
+    # a flag (`-leading` would be one to libFuzzer and to the replay driver).
     try:
-        proc = subprocess.run([str(binary), *extra, str(data_file)], env=env, stdout=subprocess.PIPE,
+        proc = subprocess.run([str(binary), *extra, os.path.abspath(data_file)], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, timeout=REPLAY_TIMEOUT_S)
     except subprocess.TimeoutExpired as e:
         return -1, (e.stdout or b"").decode("utf-8", "replace") + "\n[timed out]\n"
@@ -155,10 +156,11 @@ def summary(results: list[Result]) -> str:
 # ---- the verb --------------------------------------------------------------------------------------
 
 def crash_file_arg(cmd: str, f: str) -> Path:
+    """The crash file `f` as an absolute path (a name led by '-' is then never a flag to the target)."""
     p = Path(f)
     if not p.is_file():
         raise UsageError(f"lifeline {cmd}: crash file '{f}' does not exist")
-    return p
+    return p.absolute()
 
 
 def target_binary(cmd: str, crash_file: Path, target: str | None, lane: str) -> tuple[str, Path]:

@@ -80,7 +80,14 @@ if prefix is not None:
     sys.exit(1 if arts else 0)
 
 switch = os.environ.get("LIFELINE_REINTRODUCE")
-words = open(args[-1]).read().split()
+if "-help=1" in args:
+    print("Usage: fake_target [-flag1=val1 [-flag2=val2 ...] ] [dir1 [dir2 ...] ]")
+    sys.exit(0)
+inputs = [a for a in args if not a.startswith("-")]  # as in libFuzzer, an argument led by '-' is a flag
+if not inputs:  # libFuzzer fuzzes from scratch and writes what it finds into the current folder
+    open("crash-from-scratch", "w").write("other")
+    crash(UAF.replace("FakeUse", "ScratchUse"))
+words = open(inputs[-1]).read().split()
 word = words[0] if words else ""
 if word == "patched-assert":  # an upstream build: no switches; crashes only when built with the patch
     if switch:
@@ -101,7 +108,7 @@ if word == "other":
 if word == "silent":
     sys.exit(1)
 if word == "flaky":  # the assert on every other run
-    count = args[-1] + ".runs"
+    count = inputs[-1] + ".runs"
     n = int(open(count).read()) + 1 if os.path.exists(count) else 1
     open(count, "w").write(str(n))
     if n % 2:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Optional
 
 from . import crash as crashmod
+from .bugs import BUG_ID
 from .paths import LANES
 from .usage import UsageError
 
@@ -34,6 +35,7 @@ STATUSES = ("fixed", "upstream-open")
 MODES = ("fixed", "reintroduced", "pinned")
 VARIANTS = ("upstream",)
 RUN_TIMEOUT_S = 300
+PLAIN_PATH = re.compile(r"[A-Za-z0-9._/-]+")
 
 
 @dataclass
@@ -103,6 +105,9 @@ def load(repro_dir: Path) -> Bug:
         return obj[key]
 
     bug_id = need(doc, "id", str, "")
+    if not BUG_ID.fullmatch(bug_id):
+        raise BugJsonError(f"{where}: id '{bug_id}' is not a bug id (lowercase letters and digits in words "
+                           "joined by '-', led by the upstream component)")
     if bug_id != repro_dir.name:
         raise BugJsonError(f"{where}: id '{bug_id}' does not match the folder name '{repro_dir.name}'")
     title = need(doc, "title", str, "")
@@ -146,8 +151,9 @@ def load(repro_dir: Path) -> Bug:
             env = item.get("env", {})
             if not isinstance(env, dict) or not all(
                     isinstance(k, str) and re.fullmatch(r"[A-Z][A-Z0-9_]*", k) and isinstance(v, str)
-                    for k, v in env.items()):
-                raise BugJsonError(f"{where}: {ctx}'env' must map variable names (A-Z, 0-9, _) to strings")
+                    and "\0" not in v for k, v in env.items()):
+                raise BugJsonError(f"{where}: {ctx}'env' must map variable names (A-Z, 0-9, _) to strings "
+                                   "(without NUL)")
             if "LIFELINE_REINTRODUCE" in env:
                 raise BugJsonError(f"{where}: {ctx}'env' must not set LIFELINE_REINTRODUCE (the check sets it)")
             reproducers.append(Reproducer(repro_dir / name, expect, env))
@@ -168,12 +174,25 @@ def load(repro_dir: Path) -> Bug:
             raise BugJsonError(f"{where}: {ctx}target '{vtarget}' is not a target name")
         source = need(v, "source", str, ctx)
         patch = need(v, "patch", str, ctx)
-        parts = Path(patch).parts
-        if Path(patch).is_absolute() or ".." in parts or patch.startswith("~"):
+        # The path reaches CMake (`lifeline repro-plan`): plain characters only, so a lane always configures.
+        if not PLAIN_PATH.fullmatch(patch) or patch.startswith("/") or ".." in Path(patch).parts:
             raise BugJsonError(f"{where}: {ctx}patch '{patch}' must be a relative path inside {repro_dir} "
-                               "(no '..')")
+                               "(no '..'), of letters, digits and . _ / -")
         if not (repro_dir / patch).is_file():
             raise BugJsonError(f"{where}: {ctx}patch file '{patch}' does not exist")
+        try:
+            diff = (repro_dir / patch).read_text(encoding="utf-8", errors="replace")
+        except OSError as e:
+            raise BugJsonError(f"{where}: {ctx}patch file '{patch}' cannot be read ({e.strerror})")
+        # The build copies each file the patch touches out of the upstream tree (cmake/LifelineGgml.cmake).
+        touched = re.findall(r"^\+\+\+ b/([^\t \n]+)", diff, re.M)
+        if not touched:
+            raise BugJsonError(f"{where}: {ctx}patch file '{patch}' has no '+++ b/<file>' line (a unified diff "
+                               "against the upstream tree, applied with -p1)")
+        for name in touched:
+            if not PLAIN_PATH.fullmatch(name) or name.startswith("/") or ".." in Path(name).parts:
+                raise BugJsonError(f"{where}: {ctx}patch file '{patch}' touches '{name}', not a plain relative "
+                                   "path (letters, digits, . _ / -; no '..')")
         variant = UpstreamVariant(vtarget, source, repro_dir / patch, load_reproducers(v, "upstream_variant."))
     return Bug(bug_id, title, target, reproducers, repro_dir, status, variant)
 

@@ -155,7 +155,7 @@ class ScratchProject(unittest.TestCase):
             "upstream_variant": {"target": "fake_target_upstream", "source": "ggml 0.25.1",
                                  "patch": "reintroduce.patch",
                                  "reproducers": [{"input": "variant-in", "expect": {"asan": ASSERT_SIG}}]}},
-            {"in": "switch-uaf", "variant-in": "patched-assert", "reintroduce.patch": "--- a\n+++ b\n"})
+            {"in": "switch-uaf", "variant-in": "patched-assert", "reintroduce.patch": "--- a/x\n+++ b/x\n"})
 
     def tearDown(self):
         shutil.rmtree(self.tmp)

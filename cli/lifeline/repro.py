@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Optional
 
 from . import crash as crashmod
-from .bugs import BUG_ID
+from .bugs import BUG_ID, known_bug_ids
 from .paths import LANES
 from .usage import UsageError
 
@@ -78,8 +78,9 @@ def lanes_of(reproducers: list) -> list[str]:
     return sorted({lane for r in reproducers for lane in r.expect})
 
 
-def load(repro_dir: Path) -> Bug:
-    """Reads and validates repro_dir/bug.json; raises BugJsonError naming the file and the problem."""
+def load(repro_dir: Path, switches: Optional[list] = None) -> Bug:
+    """Reads and validates repro_dir/bug.json; raises BugJsonError naming the file and the problem. A fixed bug's
+    id must be one of `switches` (default: this checkout's core/bug_list.def)."""
     path = repro_dir / "bug.json"
     where = str(path)
     if not path.is_file():
@@ -164,6 +165,9 @@ def load(repro_dir: Path) -> Bug:
     status = doc.get("status", "fixed")
     if status not in STATUSES:
         raise BugJsonError(f"{where}: 'status' must be \"fixed\" or \"upstream-open\", not {json.dumps(status)}")
+    if status == "fixed" and bug_id not in (known_bug_ids() if switches is None else switches):
+        raise BugJsonError(f"{where}: id '{bug_id}' is no switch in core/bug_list.def; a fixed bug is re-introduced "
+                           "by its switch (add it beside the fix), or give \"status\": \"upstream-open\"")
 
     variant = None
     if "upstream_variant" in doc:

@@ -76,9 +76,10 @@ def known_signatures(root: Path, target: str) -> list[tuple[str, dict, str]]:
     """(bug id, expected signature, bug status) of every repro/*/bug.json of `target`, from its fuzz and asan
     expectations. An upstream_variant's expectations are left out: they hold only on its patched build."""
     out = []
+    switches = known_bug_ids(root)
     for d in repro.folders(root / "repro"):
         try:
-            bug = repro.load(d)
+            bug = repro.load(d, switches)
         except repro.BugJsonError:
             continue  # repro.<id>.bug-json reports it
         if bug.target != target:

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from lifeline import repro
 
+ID = "wasm-lang-dangling"  # a fixed bug names a switch of core/bug_list.def
 GOOD = {
-    "id": "some-bug", "title": "t", "upstream": ["x#1"], "target": "interop_string_handoff",
+    "id": ID, "title": "t", "upstream": ["x#1"], "target": "interop_string_handoff",
     "reproducers": [{"input": "in", "expect": {"asan": {"type": "heap-use-after-free", "frame": "F"}}}],
 }
 DIFF = "--- a/src/ggml-alloc.c\n+++ b/src/ggml-alloc.c\n"
@@ -17,7 +18,7 @@ DIFF = "--- a/src/ggml-alloc.c\n+++ b/src/ggml-alloc.c\n"
 class BugJson(unittest.TestCase):
     def setUp(self):
         self.tmp = Path(tempfile.mkdtemp())
-        self.dir = self.tmp / "some-bug"
+        self.dir = self.tmp / ID
         self.dir.mkdir()
         (self.dir / "in").write_bytes(b"\x00")
 
@@ -37,14 +38,14 @@ class BugJson(unittest.TestCase):
     def test_valid_file_loads(self):
         self.write(GOOD)
         bug = repro.load(self.dir)
-        self.assertEqual(bug.id, "some-bug")
+        self.assertEqual(bug.id, ID)
         self.assertEqual(bug.reproducers[0].expect["asan"]["type"], "heap-use-after-free")
 
     def test_missing_file(self):
         self.assertIn("missing", self.error())
 
     def test_corrupt_json_names_line_and_column(self):
-        self.write('{"id": "some-bug",')
+        self.write('{"id": "wasm-lang-dangling",')
         self.assertIn("invalid JSON at line 1", self.error())
 
     def test_each_missing_key_is_named(self):
@@ -54,6 +55,20 @@ class BugJson(unittest.TestCase):
                 del doc[key]
                 self.write(doc)
                 self.assertIn(f"missing '{key}'", self.error())
+
+    def test_a_fixed_bug_names_a_switch(self):
+        d = self.tmp / "no-such-switch"
+        d.mkdir()
+        (d / "in").write_bytes(b"\x00")
+        for status in (None, "fixed"):
+            with self.subTest(status=status):
+                doc = dict(GOOD, id=d.name, **({"status": status} if status else {}))
+                (d / "bug.json").write_text(json.dumps(doc))
+                with self.assertRaises(repro.BugJsonError) as cm:
+                    repro.load(d)
+                self.assertIn("id 'no-such-switch' is no switch in core/bug_list.def", str(cm.exception))
+        (d / "bug.json").write_text(json.dumps(dict(GOOD, id=d.name, status="upstream-open")))
+        self.assertEqual(repro.load(d).status, "upstream-open")  # upstream has no fix, so no switch
 
     def test_id_must_match_folder(self):
         self.write(dict(GOOD, id="other-bug"))

@@ -18,6 +18,13 @@ class ReproCheck(ScratchProject):
         rc, out = self.cli("repro-check", "--validate-only", "--repro-dir", self.fixed)
         self.assertIn("valid (1 reproducer(s); upstream variant fake_target_upstream: 1 reproducer(s))", out)
 
+    def test_validate_only_fails_a_fixed_bug_without_a_switch(self):
+        bug = write_bug(self.tmp / "elsewhere" / "fake-unswitched", {
+            "target": "fake_target", "reproducers": [{"input": "in", "expect": {"asan": ASSERT_SIG}}]}, {"in": "x"})
+        rc, out = self.cli("repro-check", "--validate-only", "--repro-dir", bug)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("id 'fake-unswitched' is no switch in core/bug_list.def", out)
+
     def check(self, bug, mode, binary, *extra, lane="asan"):
         return self.cli("repro-check", "--repro-dir", bug, "--lane", lane, "--mode", mode, "--binary", binary, *extra)
 

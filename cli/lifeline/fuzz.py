@@ -26,10 +26,8 @@ _FINAL = re.compile(r"^stat::(number_of_executed_units|average_exec_per_sec):\s+
 
 
 def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: str | None, jobs: int = 1) -> dict:
-    work = out / target / "corpus"
+    work = out / target / "corpus"  # these folders exist: _prepare_job_dir
     artifacts = out / target / "artifacts"
-    work.mkdir(parents=True, exist_ok=True)
-    artifacts.mkdir(parents=True, exist_ok=True)
     # What triage needs to replay an artifact the way it was found.
     (out / target / "job.json").write_text(json.dumps({"target": target, "reintroduce": reintroduce,
                                                        "binary": str(binary)}) + "\n")
@@ -162,6 +160,35 @@ def _by_signature(entries: list, bug_key: str | None = None) -> list[tuple[str, 
     return list(groups.items())
 
 
+def _check_writable_dir(d: Path, what: str) -> None:
+    if d.exists() and not d.is_dir():
+        raise UsageError(f"lifeline fuzz: {what} {d} is in the way (not a directory); move it or give another --out")
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        probe = d / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise UsageError(f"lifeline fuzz: {what} {d} is not a writable directory ({e.strerror}); give another --out")
+
+
+def _check_file_slot(f: Path) -> None:
+    """f, which the job writes, is a file or can be one."""
+    if f.exists() and not f.is_file():
+        raise UsageError(f"lifeline fuzz: {f} is in the way (not a file); move it or give another --out")
+
+
+def _prepare_job_dir(out: Path, target: str, engine: str) -> None:
+    """out/<target>/ and the folders and files its job writes (corpus/, artifacts/, job.json and fuzz.log;
+    with AFL++ afl/ and afl.log), each checked writable."""
+    base = out / target
+    _check_writable_dir(base, f"{target}'s job directory")
+    for name in (("afl",) if engine == "afl" else ("corpus", "artifacts")):
+        _check_writable_dir(base / name, f"{target}'s {name} directory")
+    for name in ("job.json", "afl.log" if engine == "afl" else "fuzz.log"):
+        _check_file_slot(base / name)
+
+
 def _ran_no_inputs(r: dict) -> str:
     """The one line that fails a job which executed no input: it tested nothing, whatever its exit status."""
     try:
@@ -191,8 +218,7 @@ def _afl_stats(path: Path) -> dict:
 
 def _afl_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: str | None) -> dict:
     """One AFL++ job (afl-fuzz -V seconds) on a target built by scripts/build-afl.sh."""
-    work = out / target / "afl"
-    work.mkdir(parents=True, exist_ok=True)
+    work = out / target / "afl"  # exists: _prepare_job_dir
     (out / target / "job.json").write_text(json.dumps({"target": target, "reintroduce": reintroduce,
                                                        "binary": str(binary), "engine": "afl"}) + "\n")
     cmd = ["afl-fuzz", "-i", str(ROOT / "corpus" / target), "-o", str(work), "-V", str(seconds)]
@@ -260,13 +286,8 @@ def cmd_fuzz(args) -> int:
         if t not in known:
             raise UsageError(f"lifeline fuzz: unknown target '{t}' (known: {', '.join(known)})")
     out = Path(args.out).resolve()
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".write-test"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as e:
-        raise UsageError(f"lifeline fuzz: output directory {out} is not writable ({e.strerror})")
+    _check_writable_dir(out, "output directory")
+    _check_file_slot(out / "summary.json")
     if not args.no_build:
         ensure_deps()
         if args.engine == "afl":
@@ -297,6 +318,9 @@ def cmd_fuzz(args) -> int:
     for t in targets:
         if t not in built:
             raise UsageError(f"lifeline fuzz: target '{t}' is not built in {lane_dir}")
+    for t in targets:  # every job's folders, before the first job starts
+        _prepare_job_dir(out, t, args.engine)
+    for t in targets:
         if interrupted:
             break
         print(f"fuzzing {t} for {args.time} s" + (f" with LIFELINE_REINTRODUCE={args.reintroduce}" if args.reintroduce else ""), flush=True)

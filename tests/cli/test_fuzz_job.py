@@ -62,5 +62,28 @@ class FuzzJob(ScratchProject):
         self.assertEqual((summary["crashes"], summary["upstream_open"], summary["upstream_open_bugs"]), (0, 0, []))
 
 
+class FuzzOutInTheWay(ScratchProject):
+    """--out DIR where what a job writes under DIR cannot be written: one line, exit 2, before any job."""
+
+    def test_each_blocked_path_is_named(self):
+        cases = (("fake_target", "file", "fake_target's job directory"),
+                 ("fake_target/corpus", "file", "fake_target's corpus directory"),
+                 ("fake_target/artifacts", "file", "fake_target's artifacts directory"),
+                 ("fake_target/fuzz.log", "dir", "fuzz.log is in the way (not a file)"),
+                 ("fake_target/job.json", "dir", "job.json is in the way (not a file)"),
+                 ("summary.json", "dir", "summary.json is in the way (not a file)"))
+        for n, (blocked, kind, text) in enumerate(cases):
+            with self.subTest(blocked=blocked):
+                out = self.tmp / f"out{n}"
+                path = out / blocked
+                path.parent.mkdir(parents=True)
+                path.mkdir() if kind == "dir" else path.write_text("")
+                rc, stdout, stderr = self.cli_apart("fuzz", "fake_target", "--time", "1", "--no-build", "--out", out)
+                self.assertEqual(rc, 2, stdout + stderr)
+                self.assertEqual(len(stderr.strip().splitlines()), 1, stderr)
+                self.assertIn(text, stderr)
+                self.assertFalse((self.fake.parent / "fake-argv.json").exists())  # no job started
+
+
 if __name__ == "__main__":
     unittest.main()

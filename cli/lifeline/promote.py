@@ -16,6 +16,7 @@ from . import triage as triagemod
 from .bugs import BUG_ID, known_bug_ids
 from .build import run
 from .paths import LANES, ROOT, source_targets
+from .shellsafe import SafeLinks
 from .usage import UsageError
 
 
@@ -126,11 +127,25 @@ def cmd_corpus(args) -> int:
     if not binary.is_file():
         raise UsageError(f"lifeline corpus: {binary} is not built; run `cmake --build --preset fuzz`")
     seeds = ROOT / "corpus" / args.target
-    seeds.mkdir(exist_ok=True)
+    try:
+        seeds.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"lifeline corpus: cannot make {seeds} ({e.strerror})")
     before = {p.name for p in seeds.iterdir()}
     # -merge=1 copies into the first directory only inputs that add coverage, named by the SHA-1 of their
-    # content; an interrupted merge can be resumed with the same command.
-    rc = run([binary, "-merge=1", seeds, *args.dirs])
+    # content; an interrupted merge can be resumed with the same command. Its inner process is started
+    # through a shell, so every path is a plain name (shellsafe.py), and an input that crashes it is written
+    # to a private folder, not to the current one.
+    with SafeLinks() as links:
+        crashed = links.dir / "crashed"
+        crashed.mkdir()
+        dirs = [links.path(d, f"in{i}") for i, d in enumerate(args.dirs)]
+        rc = run([links.path(binary, args.target), "-merge=1", f"-artifact_prefix={crashed}/",
+                  links.path(seeds, "corpus"), *dirs], env=links.env(dict(os.environ)))
+        n_crashed = sum(1 for _ in crashed.iterdir())
     added = sorted(p.name for p in seeds.iterdir() if p.name not in before)
     print(f"corpus merge: {len(added)} new input(s) in {seeds}")
+    if n_crashed:
+        print(f"corpus merge: {n_crashed} input(s) crashed the target and were left out (`lifeline triage` "
+              "finds which)")
     return 0 if rc == 0 else 1

@@ -13,8 +13,8 @@ from support import PY, ROOT, run, run_apart
 # in fake-artifacts.json beside it (or, with a file fake-idle there, runs nothing). With -fork=N it starts
 # its job as libFuzzer's fork mode does: its argv without -fork, a corpus in $TMPDIR and a `> log`, joined
 # with blanks and run by system() (compiler-rt FuzzerFork.cpp, FuzzerCommand.h, FuzzerUtilLinux.cpp). The
-# job records its argv and, for each path in it, the path it names (fake-job.json). Nothing here needs a
-# built lane.
+# job records its argv and, for each path in it, the path it names (fake-job.json); -merge=1 goes through
+# system() too. Nothing here needs a built lane.
 
 FAKE_TARGET = r"""#!/usr/bin/python3
 import json, os, shutil, sys
@@ -56,6 +56,23 @@ if fork:
     shutil.rmtree(tmp)
     sys.exit(0)
 prefix = next((a.split("=", 1)[1] for a in args if a.startswith("-artifact_prefix=")), None)
+if "-merge=1" in args:
+    if "-merge_inner=1" not in args:  # the outer process: the inner one through system(), as libFuzzer does
+        sys.exit(os.system(" ".join([sys.argv[0]] + args + ["-merge_inner=1"])) >> 8)
+    # The inner process: inputs of the other folders that do not crash go into the first, named by their
+    # SHA-1 (each adds coverage here); one that crashes is written to the artifact prefix (default: the
+    # current folder), and libFuzzer goes on past it.
+    import hashlib
+    dirs = [a for a in args if not a.startswith("-")]
+    for d in dirs[1:]:
+        for name in sorted(os.listdir(d)):
+            data = open(os.path.join(d, name), "rb").read()
+            sha = hashlib.sha1(data).hexdigest()
+            dest = (prefix if prefix is not None else "./") + "crash-" + sha if data.split()[:1] in (
+                [b"uaf"], [b"assert"]) else os.path.join(dirs[0], sha)
+            open(dest, "wb").write(data)
+    print("MERGE-OUTER: done")
+    sys.exit(0)
 if prefix is not None:
     if any(a.startswith("-features_dir=") for a in args):  # a fork-mode job
         paths = [a.split("=", 1)[-1] for a in args if a.startswith(("/", "-artifact_prefix=", "-dict="))]
@@ -139,6 +156,7 @@ class ScratchProject(unittest.TestCase):
         (self.root / "core").mkdir()
         (self.root / "core" / "bug_list.def").write_text('LIFELINE_BUG(kFakeFixedBug, "fake-fixed-bug")\n')
         (self.root / "targets").mkdir()
+        (self.root / "corpus").mkdir()
         (self.root / "targets" / "fake_target.cc").write_text("")
         self.fake = self.install_fake(self.root / "build" / "fuzz" / "targets" / "fake_target")
         self.unpatched = self.install_fake(self.root / "build" / "asan" / "upstream" / "fake_target_upstream")

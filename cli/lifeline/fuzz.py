@@ -107,13 +107,13 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
     stats["new_artifacts"] = [str(p) for p in new]
     stats["corpus"] = sum(1 for _ in work.iterdir())
     if stats["interrupted"]:
-        # Stopped by hand: no replays. Every artifact counts as a crash, named by the log's first report.
-        found = crashmod.parse(Path(log_path).read_text(errors="replace"))
-        sig = found.signature if found else "(no parsable report; see the log)"
-        crashes, upstream_open = [{"artifact": str(p), "signature": sig} for p in new], []
+        # Stopped by hand: no replays, so no labels. The log cannot stand in for them: fork mode keeps only
+        # its children's ERROR lines (no stack, no artifact name), and one report would name every artifact.
+        crashes, upstream_open, not_replayed = [], [], [str(p) for p in new]
     else:
-        crashes, upstream_open, interrupted = _replay_artifacts(binary, target, new, reintroduce)
-        stats["interrupted"] = interrupted
+        crashes, upstream_open, not_replayed = _replay_artifacts(binary, target, new, reintroduce)
+        stats["interrupted"] = bool(not_replayed)
+    stats["not_replayed"] = not_replayed
     stats["crashes"] = len(crashes)
     stats["crash_artifacts"] = crashes
     stats["upstream_open"] = len(upstream_open)
@@ -124,19 +124,19 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
     return stats
 
 
-def _replay_artifacts(binary: Path, target: str, artifacts: list, reintroduce: str | None) -> tuple[list, list, bool]:
+def _replay_artifacts(binary: Path, target: str, artifacts: list, reintroduce: str | None) -> tuple[list, list, list]:
     """Replays each new artifact once on the job's binary, the way it was found, and sorts it by the known
-    signatures of `target`: (crashes, upstream_open, interrupted). An artifact that gives the signature of an
-    upstream-open bug (upstream has not fixed it) is not a crash of this job; anything else is, including an
-    artifact that does not crash again. Entries: {"artifact", "signature"} (+ "bug" for upstream-open)."""
+    signatures of `target`: (crashes, upstream_open, not_replayed: the paths left when interrupted). An
+    artifact that gives the signature of an upstream-open bug (upstream has not fixed it) is not a crash of
+    this job; anything else is, including an artifact that does not crash again. Entries: {"artifact",
+    "signature"} (+ "bug" for upstream-open)."""
     known = triagemod.known_signatures(ROOT, target) if artifacts else []
     crashes, upstream_open = [], []
     for i, a in enumerate(artifacts):
         try:
             rc, out = triagemod.run_once(binary, a, reintroduce, extra=("-timeout=25",))
         except KeyboardInterrupt:
-            crashes += [{"artifact": str(p), "signature": "(not replayed: interrupted)"} for p in artifacts[i:]]
-            return crashes, upstream_open, True
+            return crashes, upstream_open, [str(p) for p in artifacts[i:]]
         c = crashmod.parse(out) if rc != 0 else None
         if c is None:
             sig = ("(did not reproduce on replay)" if rc == 0 else
@@ -148,7 +148,7 @@ def _replay_artifacts(binary: Path, target: str, artifacts: list, reintroduce: s
             upstream_open.append({"artifact": str(a), "signature": c.signature, "bug": bug})
         else:
             crashes.append({"artifact": str(a), "signature": c.signature})
-    return crashes, upstream_open, False
+    return crashes, upstream_open, []
 
 
 def _by_signature(entries: list, bug_key: str | None = None) -> list[tuple[str, list]]:
@@ -355,6 +355,10 @@ def cmd_fuzz(args) -> int:
         elif r.get("signature"):
             print(f"  crash: {r['signature']}")
             for a in r["new_artifacts"]:
+                print(f"    {a}")
+        if r.get("not_replayed"):
+            print(f"  not replayed (interrupted): {len(r['not_replayed'])} artifact(s); `lifeline triage` sorts them")
+            for a in r["not_replayed"]:
                 print(f"    {a}")
     if any(r.get("upstream_open") for r in results):
         print("upstream-open: artifacts that replay as a bug upstream has not fixed (repro/*/bug.json with "

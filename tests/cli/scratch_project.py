@@ -10,7 +10,8 @@ from support import PY, ROOT, run, run_apart
 
 # A copy of cli/ in a temporary project root whose "fuzz target" is a script: each input's first word
 # says what it does when replayed, and run with libFuzzer's -artifact_prefix= it writes the artifacts listed
-# in fake-artifacts.json beside it (or, with a file fake-idle there, runs nothing). With -fork=N it starts
+# in fake-artifacts.json beside it (or, with a file fake-idle there, runs nothing; with fake-interrupt, ends
+# as a fork-mode job whose child was interrupted: only a child's ERROR line, no stack). With -fork=N it starts
 # its job as libFuzzer's fork mode does: its argv without -fork, a corpus in $TMPDIR and a `> log`, joined
 # with blanks and run by system() (compiler-rt FuzzerFork.cpp, FuzzerCommand.h, FuzzerUtilLinux.cpp). The
 # job records its argv and, for each path in it, the path it names (fake-job.json); -merge=1 goes through
@@ -54,6 +55,9 @@ if fork:
     print("#%d: cov: 3 ft: 3 corp: 1 exec/s: 0 oom/timeout/crash: 0/0/0 time: 1s job: 1 dft_time: 0" % runs)
     print("\n".join(l for l in log.splitlines() if "ERROR:" in l))
     shutil.rmtree(tmp)
+    if os.path.exists(os.path.join(here, "fake-interrupt")):  # a child got SIGINT: fork mode passes it on
+        print("==9== ERROR: libFuzzer: deadly signal\n==9== libFuzzer: run interrupted; exiting")
+        sys.exit(72)
     sys.exit(0)
 prefix = next((a.split("=", 1)[1] for a in args if a.startswith("-artifact_prefix=")), None)
 if "-merge=1" in args:

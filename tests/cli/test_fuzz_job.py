@@ -56,6 +56,20 @@ class FuzzJob(ScratchProject):
         argv = json.loads((self.fake.parent / "fake-argv.json").read_text())
         self.assertFalse(any(a.startswith("-fork") for a in argv), argv)  # a switch: stop at the first crash
 
+    def test_an_interrupted_job_labels_no_artifact(self):
+        """Fork mode's log keeps only its children's ERROR lines: an interrupted job's artifacts are not
+        replayed, so they are neither crashes nor upstream-open findings, and triage is named to sort them."""
+        self.artifacts({"crash-a1": "assert", "crash-u": "uaf"})
+        (self.fake.parent / "fake-interrupt").write_text("")
+        rc, text, summary = self.fuzz()
+        self.assertEqual(rc, 130, text)
+        self.assertEqual((summary["crashes"], summary["upstream_open"]), (0, 0), summary)
+        self.assertEqual(sorted(Path(a).name for a in summary["not_replayed"]), ["crash-a1", "crash-u"])
+        self.assertNotIn("signature", summary)
+        self.assertNotIn("deadly-signal", text)
+        self.assertRegex(text, r"\nfake_target +42 +0 +\d+ +0 +0 +/")
+        self.assertIn("  not replayed (interrupted): 2 artifact(s); `lifeline triage` sorts them", text)
+
     def test_fuzz_without_findings(self):
         rc, text, summary = self.fuzz()
         self.assertEqual(rc, 0, text)

@@ -14,8 +14,8 @@ from support import PY, ROOT, run, run_apart
 # as a fork-mode job whose child was interrupted: only a child's ERROR line, no stack). With -fork=N it starts
 # its job as libFuzzer's fork mode does: its argv without -fork, a corpus in $TMPDIR and a `> log`, joined
 # with blanks and run by system() (compiler-rt FuzzerFork.cpp, FuzzerCommand.h, FuzzerUtilLinux.cpp). The
-# job records its argv and, for each path in it, the path it names (fake-job.json); -merge=1 goes through
-# system() too. Nothing here needs a built lane.
+# job records its argv and, for each path in it, the path it names (fake-job.json); -merge=1 and
+# -minimize_crash=1 go through system() too. Nothing here needs a built lane.
 
 FAKE_TARGET = r"""#!/usr/bin/python3
 import json, os, shutil, sys
@@ -60,6 +60,16 @@ if fork:
         sys.exit(72)
     sys.exit(0)
 prefix = next((a.split("=", 1)[1] for a in args if a.startswith("-artifact_prefix=")), None)
+if "-minimize_crash=1" in args:
+    if "-fake_minimize_inner=1" not in args:  # libFuzzer runs each attempt through system() too
+        if os.environ.get("FAKE_MINIMIZE_MKDIR"):  # something else makes this folder meanwhile
+            os.mkdir(os.environ["FAKE_MINIMIZE_MKDIR"])
+        sys.exit(os.system(" ".join([sys.argv[0]] + args + ["-fake_minimize_inner=1"])) >> 8)
+    # The inner attempt: the input's first word is the smallest input that does the same.
+    out = next(a.split("=", 1)[1] for a in args if a.startswith("-exact_artifact_path="))
+    words = open([a for a in args if not a.startswith("-")][-1]).read().split()
+    open(out, "w").write(words[0] if words else "")
+    sys.exit(0)
 if "-merge=1" in args:
     if "-merge_inner=1" not in args:  # the outer process: the inner one through system(), as libFuzzer does
         sys.exit(os.system(" ".join([sys.argv[0]] + args + ["-merge_inner=1"])) >> 8)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .paths import ROOT
 from .triage import Result, summary
-from .usage import UsageError
+from .usage import UsageError, input_file
 
 
 def _rule_id(crash_type: str) -> str:
@@ -122,11 +122,12 @@ def results_from_json(doc) -> list[Result]:
 
 
 def cmd_report(args) -> int:
-    src = Path(args.triage)
-    if not src.is_file():
-        raise UsageError(f"lifeline report: triage results '{src}' do not exist (run `lifeline triage ... --json FILE`)")
+    src = args.triage
+    path = input_file("report", "triage results", src, "do not exist (run `lifeline triage ... --json FILE`)")
     try:
-        results = results_from_json(json.loads(src.read_text()))
+        results = results_from_json(json.loads(path.read_text()))
+    except OSError as e:
+        raise UsageError(f"lifeline report: triage results '{src}' cannot be read ({e.strerror})")
     except (ValueError, RecursionError) as e:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         raise UsageError(f"lifeline report: '{src}' is not triage output ({e})")
     if args.format == "json":

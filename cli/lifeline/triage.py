@@ -19,7 +19,7 @@ from . import crash as crashmod
 from . import repro
 from .bugs import known_bug_ids
 from .paths import ROOT, source_targets
-from .usage import UsageError
+from .usage import UsageError, input_file
 
 REPLAYS = 3
 REPLAY_TIMEOUT_S = 120
@@ -158,10 +158,7 @@ def summary(results: list[Result]) -> str:
 
 def crash_file_arg(cmd: str, f: str) -> Path:
     """The crash file `f` as an absolute path (a name led by '-' is then never a flag to the target)."""
-    p = Path(f)
-    if not p.is_file():
-        raise UsageError(f"lifeline {cmd}: crash file '{f}' does not exist")
-    return p.absolute()
+    return input_file(cmd, "crash file", f)
 
 
 def target_binary(cmd: str, crash_file: Path, target: str | None, lane: str) -> tuple[str, Path]:

@@ -25,6 +25,31 @@ _FORK_STATUS = re.compile(r"^#(\d+): cov: (\d+) ft: (\d+) corp: (\d+) exec/s:? (
 _FINAL = re.compile(r"^stat::(number_of_executed_units|average_exec_per_sec):\s+(\d+)")
 
 
+def _progress(line: str):
+    """(execs, cov, corpus, exec/s) of a libFuzzer progress line, plain or fork mode, as text; else None."""
+    m = _STATUS.match(line)
+    if m:
+        return m.group(1), m.group(3), m.group(5), m.group(6)
+    m = _FORK_STATUS.match(line)
+    if m:
+        return m.group(1), m.group(2), m.group(4), m.group(5)
+    return None
+
+
+def executed_units(text: str) -> int:
+    """How many inputs a libFuzzer job ran, from its output: its final stats, else its last progress line
+    (a fork-mode job prints only those)."""
+    n = 0
+    for line in text.splitlines():
+        f = _FINAL.match(line)
+        if f and f.group(1) == "number_of_executed_units":
+            return int(f.group(2))
+        progress = _progress(line)
+        if progress:
+            n = int(progress[0])
+    return n
+
+
 def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: str | None, jobs: int = 1) -> dict:
     work = out / target / "corpus"  # these folders exist: _prepare_job_dir
     artifacts = out / target / "artifacts"
@@ -68,12 +93,9 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
         try:
             for line in proc.stdout:
                 log.write(line)
-                m, fm = _STATUS.match(line), _FORK_STATUS.match(line)
-                if m or fm:
-                    if m:
-                        execs, cov, corp, rate = m.group(1), m.group(3), m.group(5), m.group(6)
-                    else:
-                        execs, cov, corp, rate = fm.group(1), fm.group(2), fm.group(4), fm.group(5)
+                progress = _progress(line)
+                if progress:
+                    execs, cov, corp, rate = progress
                     stats.update(execs=int(execs), cov=int(cov), exec_s=int(rate))
                     now = time.monotonic()
                     if now - last_progress >= progress_every:

@@ -100,12 +100,21 @@ def target_of(crash_file: Path) -> Optional[str]:
 
 
 def job_reintroduce(crash_file: Path) -> Optional[str]:
-    """The LIFELINE_REINTRODUCE of the fuzz job that wrote this artifact (fuzz-out/<target>/job.json)."""
+    """The LIFELINE_REINTRODUCE of the fuzz job that wrote this artifact (fuzz-out/<target>/job.json), None
+    when no job record is there; ValueError for a record of another shape."""
     job = crash_file.resolve().parent.parent / "job.json"
     try:
-        return json.loads(job.read_text()).get("reintroduce")
-    except (OSError, ValueError):
+        doc = json.loads(job.read_text())
+    except FileNotFoundError:
         return None
+    except OSError as e:
+        raise ValueError(f"{job} is not a job record of `lifeline fuzz` ({e.strerror})")
+    except (ValueError, RecursionError) as e:  # not JSON, not UTF-8, nested past Python's stack
+        raise ValueError(f"{job} is not a job record of `lifeline fuzz` ({e})")
+    if not isinstance(doc, dict) or not isinstance(doc.get("reintroduce"), (str, type(None))):
+        raise ValueError(f"{job} is not a job record of `lifeline fuzz` (an object whose 'reintroduce' is a bug "
+                         "id or null)")
+    return doc.get("reintroduce")
 
 
 def triage_one(root: Path, binary: Path, crash_file: Path, target: str, reintroduce: Optional[str]) -> Result:
@@ -176,7 +185,10 @@ def target_binary(cmd: str, crash_file: Path, target: str | None, lane: str) -> 
 
 
 def reintroduce_for(cmd: str, crash_file: Path, given: str | None) -> str | None:
-    r = given if given is not None else job_reintroduce(crash_file)
+    try:
+        r = given if given is not None else job_reintroduce(crash_file)
+    except ValueError as e:
+        raise UsageError(f"lifeline {cmd}: {e}; give --reintroduce (or --reintroduce '' for none)")
     if r and r not in known_bug_ids():
         raise UsageError(f"lifeline {cmd}: unknown bug id '{r}'; see `lifeline list`")
     return r or None

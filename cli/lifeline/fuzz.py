@@ -238,6 +238,14 @@ def _afl_stats(path: Path) -> dict:
     return stats
 
 
+def _count(stats: dict, key: str) -> int:
+    """A count in afl-fuzz's fuzzer_stats (execs_per_sec is a decimal); 0 when it is missing or not a number."""
+    try:
+        return max(0, int(float(stats.get(key, "0"))))
+    except (ValueError, OverflowError):
+        return 0
+
+
 def _afl_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: str | None) -> dict:
     """One AFL++ job (afl-fuzz -V seconds) on a target built by scripts/build-afl.sh."""
     work = out / target / "afl"  # exists: _prepare_job_dir
@@ -263,8 +271,12 @@ def _afl_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: st
         except OSError as e:
             raise UsageError(f"lifeline fuzz: cannot run afl-fuzz ({e.strerror}); install afl++ (scripts/install-deps.sh)")
         try:
-            while proc.poll() is None:
-                time.sleep(1 if sys.stdout.isatty() else 10)
+            while True:
+                try:
+                    proc.wait(timeout=1 if sys.stdout.isatty() else 10)  # returns as soon as afl-fuzz ends
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
                 st = _afl_stats(stats_file)
                 if st:
                     lead, end = ("\r", "") if sys.stdout.isatty() else ("", "\n")
@@ -284,9 +296,8 @@ def _afl_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: st
     st = _afl_stats(stats_file)
     crashes_dir = work / "default" / "crashes"
     crashes = sorted(p for p in crashes_dir.iterdir() if p.name.startswith("id:")) if crashes_dir.is_dir() else []
-    result.update(execs=int(st.get("execs_done", 0) or 0), exec_s=int(float(st.get("execs_per_sec", 0) or 0)),
-                  cov=st.get("bitmap_cvg", ""), corpus=int(st.get("corpus_count", 0) or 0), crashes=len(crashes),
-                  new_artifacts=[str(p) for p in crashes])
+    result.update(execs=_count(st, "execs_done"), exec_s=_count(st, "execs_per_sec"), cov=st.get("bitmap_cvg", ""),
+                  corpus=_count(st, "corpus_count"), crashes=len(crashes), new_artifacts=[str(p) for p in crashes])
     result["exit_status"] = proc.returncode
     if proc.returncode not in (0, None) and not st:
         result["signature"] = f"afl-fuzz exited {proc.returncode} before fuzzing; see {log_path}"

@@ -34,6 +34,12 @@ def cmd_expect_crash(args) -> int:
                               timeout=repro.RUN_TIMEOUT_S)
     except FileNotFoundError:
         raise UsageError(f"lifeline expect-crash: '{args.launcher[0]}' does not exist")
+    except OSError as e:
+        raise UsageError(f"lifeline expect-crash: cannot run {args.launcher[0]} ({e.strerror})")
+    except subprocess.TimeoutExpired as e:
+        print(f"FAIL expected a crash: the command ran past {repro.RUN_TIMEOUT_S} s")
+        print(repro.tail((e.stdout or b"").decode("utf-8", "replace")))
+        return 1
     out = proc.stdout.decode("utf-8", "replace")
     found = crashmod.parse(out)
     expect = {"type": args.type}

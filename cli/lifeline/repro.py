@@ -274,7 +274,11 @@ def check(bug: Bug, lane: str, mode: str, binary: str, launcher: list, variant: 
         ran += 1
         # Only the bug's own target has a switch; the pinned upstream and the patched build run as they are.
         reintroduce = bug.id if mode == "reintroduced" and variant is None else None
-        rc, out = run_input(binary, rep.input, launcher, reintroduce, rep.env)
+        try:
+            rc, out = run_input(binary, rep.input, launcher, reintroduce, rep.env)
+        except OSError as e:
+            print(f"FAIL {rep.input.name}: cannot run {e.filename or binary} ({e.strerror})")
+            return False
         found = crashmod.parse(out)
         if mode == "fixed":
             code = "the unpatched upstream build" if variant is not None else "fixed code"

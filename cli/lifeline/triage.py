@@ -69,6 +69,8 @@ def run_once(binary: Path, data_file: Path, reintroduce: Optional[str], extra=()
                               stderr=subprocess.STDOUT, timeout=REPLAY_TIMEOUT_S)
     except subprocess.TimeoutExpired as e:
         return -1, (e.stdout or b"").decode("utf-8", "replace") + "\n[timed out]\n"
+    except OSError as e:  # replaced or removed since it was checked
+        raise UsageError(f"lifeline: cannot run {binary} ({e.strerror})")
     return proc.returncode, proc.stdout.decode("utf-8", "replace")
 
 
@@ -181,6 +183,8 @@ def target_binary(cmd: str, crash_file: Path, target: str | None, lane: str) -> 
     if not binary.is_file():
         raise UsageError(f"lifeline {cmd}: {binary} is not built; run `cmake --preset {lane} && "
                          f"cmake --build --preset {lane}`")
+    if not os.access(binary, os.X_OK):
+        raise UsageError(f"lifeline {cmd}: cannot run {binary} (not executable)")
     return t, binary
 
 

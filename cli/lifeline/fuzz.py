@@ -146,7 +146,8 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
     return stats
 
 
-def _replay_artifacts(binary: Path, target: str, artifacts: list, reintroduce: str | None) -> tuple[list, list, list]:
+def _replay_artifacts(binary: Path, target: str, artifacts: list,
+                      reintroduce: str | None) -> tuple[list, list, list]:
     """Replays each new artifact once on the job's binary, the way it was found, and sorts it by the known
     signatures of `target`: (crashes, upstream_open, not_replayed: the paths left when interrupted). An
     artifact that gives the signature of an upstream-open bug (upstream has not fixed it) is not a crash of
@@ -184,14 +185,16 @@ def _by_signature(entries: list, bug_key: str | None = None) -> list[tuple[str, 
 
 def _check_writable_dir(d: Path, what: str) -> None:
     if d.exists() and not d.is_dir():
-        raise UsageError(f"lifeline fuzz: {what} {d} is in the way (not a directory); move it or give another --out")
+        raise UsageError(f"lifeline fuzz: {what} {d} is in the way (not a directory); move it or give another "
+                         "--out")
     try:
         d.mkdir(parents=True, exist_ok=True)
         probe = d / ".write-test"
         probe.write_text("")
         probe.unlink()
     except OSError as e:
-        raise UsageError(f"lifeline fuzz: {what} {d} is not a writable directory ({e.strerror}); give another --out")
+        raise UsageError(f"lifeline fuzz: {what} {d} is not a writable directory ({e.strerror}); give another "
+                         "--out")
 
 
 def _check_file_slot(f: Path) -> None:
@@ -390,7 +393,8 @@ def cmd_fuzz(args) -> int:
             for a in r["new_artifacts"]:
                 print(f"    {a}")
         if r.get("not_replayed"):
-            print(f"  not replayed (interrupted): {len(r['not_replayed'])} artifact(s); `lifeline triage` sorts them")
+            print(f"  not replayed (interrupted): {len(r['not_replayed'])} artifact(s); "
+                  "`lifeline triage` sorts them")
             for a in r["not_replayed"]:
                 print(f"    {a}")
     if any(r.get("upstream_open") for r in results):

@@ -166,8 +166,8 @@ def load(repro_dir: Path, switches: Optional[list] = None) -> Bug:
     if status not in STATUSES:
         raise BugJsonError(f"{where}: 'status' must be \"fixed\" or \"upstream-open\", not {json.dumps(status)}")
     if status == "fixed" and bug_id not in (known_bug_ids() if switches is None else switches):
-        raise BugJsonError(f"{where}: id '{bug_id}' is no switch in core/bug_list.def; a fixed bug is re-introduced "
-                           "by its switch (add it beside the fix), or give \"status\": \"upstream-open\"")
+        raise BugJsonError(f"{where}: id '{bug_id}' is no switch in core/bug_list.def; a fixed bug is "
+                           "re-introduced by its switch (add it beside the fix), or give \"status\": \"upstream-open\"")
 
     variant = None
     if "upstream_variant" in doc:

@@ -27,8 +27,9 @@ class AflJob(ScratchProject):
 
     def afl(self, stats):
         out = self.tmp / "out"
+        env = dict(os.environ, PATH=self.path, FAKE_AFL_STATS=stats)
         rc, stdout, stderr = self.cli_apart("fuzz", "fake_target", "--engine", "afl", "--time", "1", "--no-build",
-                                            "--out", out, env=dict(os.environ, PATH=self.path, FAKE_AFL_STATS=stats))
+                                            "--out", out, env=env)
         return rc, stdout, stderr, json.loads((out / "summary.json").read_text())[0]
 
     def test_counts_are_read(self):

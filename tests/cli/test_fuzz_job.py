@@ -92,7 +92,8 @@ class FuzzOutInTheWay(ScratchProject):
                 path = out / blocked
                 path.parent.mkdir(parents=True)
                 path.mkdir() if kind == "dir" else path.write_text("")
-                rc, stdout, stderr = self.cli_apart("fuzz", "fake_target", "--time", "1", "--no-build", "--out", out)
+                rc, stdout, stderr = self.cli_apart("fuzz", "fake_target", "--time", "1", "--no-build", "--out",
+                                                    out)
                 self.assertEqual(rc, 2, stdout + stderr)
                 self.assertEqual(len(stderr.strip().splitlines()), 1, stderr)
                 self.assertIn(text, stderr)

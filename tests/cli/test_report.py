@@ -10,7 +10,8 @@ from json_mutations import mutations
 from support import CLI, ROOT, run_apart
 
 CRASH = {"tool": "asan", "type": "heap-use-after-free", "state": ["f", "g"], "frames": ["f", "g", "main"],
-         "access": "READ 1", "message": None, "location": "/x/f.cc:3:1", "signature": "heap-use-after-free | f / g"}
+         "access": "READ 1", "message": None, "location": "/x/f.cc:3:1",
+         "signature": "heap-use-after-free | f / g"}
 # A row of `lifeline triage --json` with every field.
 ROW = {"input": "/x/fuzz-out/t/artifacts/crash-1", "target": "t", "reintroduce": None,
        "signature": "heap-use-after-free | f / g", "crash": CRASH, "replays": ["s", "s", "s"], "flaky": False,
@@ -68,8 +69,8 @@ class WrongShapes(unittest.TestCase):
 
     def test_the_issue_shapes_are_one_line_and_exit_2(self):
         crash = dict(CRASH, location=5)
-        cases = [({"a": 1}, "json", "the top level must be a list of rows"), ([1, 2], "json", "row 0 must be an object"),
-                 (["x"], "markdown", "row 0 must be an object"),
+        cases = [({"a": 1}, "json", "the top level must be a list of rows"),
+                 ([1, 2], "json", "row 0 must be an object"), (["x"], "markdown", "row 0 must be an object"),
                  ([dict(ROW, crash=None)], "sarif", "row 0: a row with a signature needs its 'crash' object"),
                  ([dict(ROW, crash="x")], "sarif", "row 0: 'crash' must be an object or null"),
                  ([dict(ROW, input=3)], "sarif", "row 0: 'input' must be a string"),

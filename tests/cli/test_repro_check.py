@@ -20,7 +20,8 @@ class ReproCheck(ScratchProject):
 
     def test_validate_only_fails_a_fixed_bug_without_a_switch(self):
         bug = write_bug(self.tmp / "elsewhere" / "fake-unswitched", {
-            "target": "fake_target", "reproducers": [{"input": "in", "expect": {"asan": ASSERT_SIG}}]}, {"in": "x"})
+            "target": "fake_target", "reproducers": [{"input": "in", "expect": {"asan": ASSERT_SIG}}]},
+            {"in": "x"})
         rc, out = self.cli("repro-check", "--validate-only", "--repro-dir", bug)
         self.assertEqual(rc, 1, out)
         self.assertIn("id 'fake-unswitched' is no switch in core/bug_list.def", out)

@@ -21,8 +21,8 @@ class TimeToExposure(ScratchProject):
         self.cwd.mkdir()
 
     def run_tte(self, bug):
-        return run_apart(["/usr/bin/python3", self.root / "bench" / "tte.py", bug, "--trials", "1", "--budget", "1",
-                          "--build", self.root / "build" / "fuzz"], cwd=self.cwd)
+        return run_apart(["/usr/bin/python3", self.root / "bench" / "tte.py", bug, "--trials", "1",
+                          "--budget", "1", "--build", self.root / "build" / "fuzz"], cwd=self.cwd)
 
     def test_a_fork_mode_trial_runs_inputs_and_nothing_else(self):
         self.artifacts({"crash-a": "assert"})

@@ -18,7 +18,8 @@ rc=$?
 found=$(find "$base" -name pwned)
 [ -z "$found" ] || fail "a shell ran a command from a path: $found"
 [ "$rc" = 0 ] || fail "exit status $rc, expected 0"
-execs=$(/usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[0]["execs"])' "$out/summary.json")
+execs=$(/usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[0]["execs"])' \
+  "$out/summary.json")
 [ "$execs" -gt 0 ] || fail "the job ran no inputs"
 n=$(ls "$out/interop_string_handoff/corpus" | wc -l)
 [ "$n" -gt 0 ] || fail "the working corpus in $out is empty"

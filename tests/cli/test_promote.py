@@ -60,8 +60,10 @@ class PromoteInACheckoutWithBlanks(Promote):
     ROOT_NAME = "check out $(touch pwned)"
 
     def tearDown(self):
-        self.assertEqual(list(self.tmp.rglob("pwned")), [])
-        super().tearDown()
+        try:
+            self.assertEqual(list(self.tmp.rglob("pwned")), [])
+        finally:
+            super().tearDown()
 
 
 if __name__ == "__main__":

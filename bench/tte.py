@@ -40,6 +40,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "cli"))
 from lifeline import crash as crashmod  # noqa: E402
 from lifeline import repro  # noqa: E402
+from lifeline.fuzz import executed_units  # noqa: E402
+from lifeline.shellsafe import SafeLinks  # noqa: E402
+from lifeline.usage import UsageError  # noqa: E402
 
 
 def kaplan_meier(rows: list, budget: float) -> list:
@@ -114,7 +117,11 @@ def main() -> int:
             return 2
     for n, bug_id in enumerate(bugs):
         print(f"\n== [{n + 1}/{len(bugs)}] {bug_id}", flush=True)
-        summary = run_bug(args, bug_id)
+        try:
+            summary = run_bug(args, bug_id)
+        except UsageError as e:
+            print(str(e), file=sys.stderr)
+            return 2
         if summary is None:
             return 2
         summaries.append(summary)
@@ -191,21 +198,29 @@ def run_bug(args, bug_id: str):
         seed = trial + 1
         work = Path(tempfile.mkdtemp(prefix=f"tte-{bug.id}-"))
         (work / "corpus").mkdir()
-        cmd = [str(binary), f"-seed={seed}", f"-max_total_time={args.budget}", "-print_final_stats=1",
-               f"-artifact_prefix={work}/", str(work / "corpus"), str(seeds)]
-        if scan:
-            cmd[1:1] = ["-fork=1", "-ignore_crashes=1", "-ignore_timeouts=1", "-ignore_ooms=1"]
-        dict_file = ROOT / "corpus" / f"{target}.dict"
-        if dict_file.is_file():
-            cmd.insert(1, f"-dict={dict_file}")
-        t0, t0_wall = time.monotonic(), time.time()
-        proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=args.budget + 120)
+        # Fork mode (scan) starts its jobs through a shell: every path is a plain name (lifeline/shellsafe.py).
+        with SafeLinks() as links:
+            w = links.path(work, "work")
+            cmd = [links.path(binary, target), f"-seed={seed}", f"-max_total_time={args.budget}",
+                   "-print_final_stats=1", f"-artifact_prefix={w}/", f"{w}/corpus", links.path(seeds, "seeds")]
+            if scan:
+                cmd[1:1] = ["-fork=1", "-ignore_crashes=1", "-ignore_timeouts=1", "-ignore_ooms=1"]
+            dict_file = ROOT / "corpus" / f"{target}.dict"
+            if dict_file.is_file():
+                cmd.insert(1, f"-dict={links.path(dict_file, 'dict')}")
+            t0, t0_wall = time.monotonic(), time.time()
+            proc = subprocess.run(cmd, env=links.env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  timeout=args.budget + 120)
         elapsed = time.monotonic() - t0
         out = proc.stdout.decode("utf-8", "replace")
-        execs = 0
-        for line in out.splitlines():
-            if line.startswith("stat::number_of_executed_units:"):
-                execs = int(line.split()[-1])
+        execs = executed_units(out)
+        if execs == 0:
+            # A trial that ran nothing is no survival time: it would count as censored at the budget.
+            last = ([line for line in out.splitlines() if "error" in line.lower()] or out.splitlines() or [""])[-1]
+            print(f"tte: {bug.id}: trial {trial} ran no inputs (exit status {proc.returncode}): {last.strip()}",
+                  file=sys.stderr)
+            shutil.rmtree(work, ignore_errors=True)
+            return None
         if scan:
             at, signature, others = _first_match(binary, work, t0_wall, expected, env)
             result = "found" if at is not None else "censored"

@@ -221,14 +221,21 @@ function(lifeline_register_reproducers)
     # The upstream variant: built here when this lane has upstream ggml.
     if(NOT vmodes STREQUAL "-")
       string(REPLACE "," ";" vmodes "${vmodes}")
+      set(variant_error "")
       if(TARGET ${vtarget})
         lifeline_add_upstream_variant(variant ${id} ${vtarget} ${dir}/${vpatch})
         set(vbinary "$<IF:$<STREQUAL:@MODE@,fixed>,$<TARGET_FILE:${vtarget}>,$<TARGET_FILE:${variant}>>")
       else()
         set(vbinary "${CMAKE_BINARY_DIR}/targets/${vtarget}")
       endif()
-      _lifeline_repro_tests(${id} ${dir} ${vtarget} "${vbinary}" "upstream" "upstream." "${vmodes}"
-                            "--variant;upstream")
+      if(variant_error)  # the patch does not apply to this lane's ggml: those tests fail saying why
+        foreach(mode IN LISTS vmodes)
+          lifeline_add_upstream_failure(repro.${id}.upstream.${LIFELINE_LANE}.${mode} "${variant_error}")
+        endforeach()
+      else()
+        _lifeline_repro_tests(${id} ${dir} ${vtarget} "${vbinary}" "upstream" "upstream." "${vmodes}"
+                              "--variant;upstream")
+      endif()
     endif()
   endforeach()
 endfunction()

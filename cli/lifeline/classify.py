@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import json
 import subprocess
-from pathlib import Path
 
 from . import crash as crashmod
 from . import repro
-from .usage import UsageError
+from .usage import UsageError, input_file
 
 
 def cmd_classify(args) -> int:
     rc = 0
     for f in args.files:
-        p = Path(f)
-        if not p.is_file():
-            raise UsageError(f"lifeline classify: '{f}' does not exist")
-        c = crashmod.parse(p.read_text(errors="replace"))
+        p = input_file("classify", "report", f)
+        try:
+            text = p.read_text(errors="replace")
+        except OSError as e:
+            raise UsageError(f"lifeline classify: report '{f}' cannot be read ({e.strerror})")
+        c = crashmod.parse(text)
         print(json.dumps({"file": f, "crash": c.to_json() if c else None}))
         rc |= 0 if c else 1
     return rc
@@ -33,6 +34,12 @@ def cmd_expect_crash(args) -> int:
                               timeout=repro.RUN_TIMEOUT_S)
     except FileNotFoundError:
         raise UsageError(f"lifeline expect-crash: '{args.launcher[0]}' does not exist")
+    except OSError as e:
+        raise UsageError(f"lifeline expect-crash: cannot run {args.launcher[0]} ({e.strerror})")
+    except subprocess.TimeoutExpired as e:
+        print(f"FAIL expected a crash: the command ran past {repro.RUN_TIMEOUT_S} s")
+        print(repro.tail((e.stdout or b"").decode("utf-8", "replace")))
+        return 1
     out = proc.stdout.decode("utf-8", "replace")
     found = crashmod.parse(out)
     expect = {"type": args.type}

@@ -16,6 +16,7 @@ from . import crash as crashmod
 from . import triage as triagemod
 from .build import configure_and_build, ensure_deps, ensure_upstream, run
 from .paths import ROOT, fuzz_targets, source_targets
+from .shellsafe import SafeLinks
 from .usage import UsageError
 
 _STATUS = re.compile(r"^#(\d+)\s+(\w+)\s+cov: (\d+) ft: (\d+) corp: (\d+)/\S+.*?exec/s: (\d+)")
@@ -24,30 +25,44 @@ _FORK_STATUS = re.compile(r"^#(\d+): cov: (\d+) ft: (\d+) corp: (\d+) exec/s:? (
 _FINAL = re.compile(r"^stat::(number_of_executed_units|average_exec_per_sec):\s+(\d+)")
 
 
+def _progress(line: str):
+    """(execs, cov, corpus, exec/s) of a libFuzzer progress line, plain or fork mode, as text; else None."""
+    m = _STATUS.match(line)
+    if m:
+        return m.group(1), m.group(3), m.group(5), m.group(6)
+    m = _FORK_STATUS.match(line)
+    if m:
+        return m.group(1), m.group(2), m.group(4), m.group(5)
+    return None
+
+
+def executed_units(text: str) -> int:
+    """How many inputs a libFuzzer job ran, from its output: its final stats, else its last progress line
+    (a fork-mode job prints only those)."""
+    n = 0
+    for line in text.splitlines():
+        f = _FINAL.match(line)
+        if f and f.group(1) == "number_of_executed_units":
+            return int(f.group(2))
+        progress = _progress(line)
+        if progress:
+            n = int(progress[0])
+    return n
+
+
 def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: str | None, jobs: int = 1) -> dict:
-    work = out / target / "corpus"
+    work = out / target / "corpus"  # these folders exist: _prepare_job_dir
     artifacts = out / target / "artifacts"
-    work.mkdir(parents=True, exist_ok=True)
-    artifacts.mkdir(parents=True, exist_ok=True)
     # What triage needs to replay an artifact the way it was found.
     (out / target / "job.json").write_text(json.dumps({"target": target, "reintroduce": reintroduce,
                                                        "binary": str(binary)}) + "\n")
     before = set(p.name for p in artifacts.iterdir())
     seeds = ROOT / "corpus" / target
-    cmd = [str(binary), f"-max_total_time={seconds}", "-print_final_stats=1", "-timeout=25",
-           f"-artifact_prefix={artifacts}/", str(work)]
     dict_file = ROOT / "corpus" / f"{target}.dict"
-    if dict_file.is_file():
-        cmd.insert(1, f"-dict={dict_file}")
-    if seeds.is_dir():
-        cmd.append(str(seeds))
     # A target with upstream-open findings hits them within seconds; without a switch there is no fixed code to
     # fall back on, so its job runs in fork mode too and goes on past them (each is counted apart below).
     known_upstream = not reintroduce and any(
         status == "upstream-open" for _, _, status in triagemod.known_signatures(ROOT, target))
-    if jobs > 1 or known_upstream:
-        # Fork mode: `jobs` child processes share the corpus; a crash is kept and the job goes on.
-        cmd[1:1] = [f"-fork={jobs}", "-ignore_crashes=1"]
     env = dict(os.environ)
     env.pop("LIFELINE_REINTRODUCE", None)
     if reintroduce:
@@ -59,21 +74,28 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
     tty = sys.stdout.isatty()
     lead, tail, progress_every = ("\r", "", 1.0) if tty else ("", "\n", 10.0)
     t0 = last_progress = time.monotonic()
-    with open(log_path, "w") as log:
+    # Fork mode starts its jobs through a shell: every path it gets is a plain name (lifeline/shellsafe.py).
+    with SafeLinks() as links, open(log_path, "w") as log:
+        cmd = [links.path(binary, target), f"-max_total_time={seconds}", "-print_final_stats=1", "-timeout=25",
+               f"-artifact_prefix={links.path(artifacts, 'artifacts')}/", links.path(work, "corpus")]
+        if dict_file.is_file():
+            cmd.insert(1, f"-dict={links.path(dict_file, 'dict')}")
+        if seeds.is_dir():
+            cmd.append(links.path(seeds, "seeds"))
+        if jobs > 1 or known_upstream:
+            # Fork mode: `jobs` child processes share the corpus; a crash is kept and the job goes on.
+            cmd[1:1] = [f"-fork={jobs}", "-ignore_crashes=1"]
         try:
-            proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                    errors="replace")
+            proc = subprocess.Popen(cmd, env=links.env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    text=True, errors="replace")
         except OSError as e:
             raise UsageError(f"lifeline fuzz: cannot run {binary} ({e.strerror}); is a build replacing it?")
         try:
             for line in proc.stdout:
                 log.write(line)
-                m, fm = _STATUS.match(line), _FORK_STATUS.match(line)
-                if m or fm:
-                    if m:
-                        execs, cov, corp, rate = m.group(1), m.group(3), m.group(5), m.group(6)
-                    else:
-                        execs, cov, corp, rate = fm.group(1), fm.group(2), fm.group(4), fm.group(5)
+                progress = _progress(line)
+                if progress:
+                    execs, cov, corp, rate = progress
                     stats.update(execs=int(execs), cov=int(cov), exec_s=int(rate))
                     now = time.monotonic()
                     if now - last_progress >= progress_every:
@@ -99,19 +121,21 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
                 log.write(rest or "")
             except subprocess.TimeoutExpired:
                 proc.kill()
+                proc.wait()
+    stats["exit_status"] = proc.returncode
     if tty:
         sys.stdout.write("\n")
     new = sorted(p for p in artifacts.iterdir() if p.name not in before)
     stats["new_artifacts"] = [str(p) for p in new]
     stats["corpus"] = sum(1 for _ in work.iterdir())
     if stats["interrupted"]:
-        # Stopped by hand: no replays. Every artifact counts as a crash, named by the log's first report.
-        found = crashmod.parse(Path(log_path).read_text(errors="replace"))
-        sig = found.signature if found else "(no parsable report; see the log)"
-        crashes, upstream_open = [{"artifact": str(p), "signature": sig} for p in new], []
+        # Stopped by hand: no replays, so no labels. The log cannot stand in for them: fork mode keeps only
+        # its children's ERROR lines (no stack, no artifact name), and one report would name every artifact.
+        crashes, upstream_open, not_replayed = [], [], [str(p) for p in new]
     else:
-        crashes, upstream_open, interrupted = _replay_artifacts(binary, target, new, reintroduce)
-        stats["interrupted"] = interrupted
+        crashes, upstream_open, not_replayed = _replay_artifacts(binary, target, new, reintroduce)
+        stats["interrupted"] = bool(not_replayed)
+    stats["not_replayed"] = not_replayed
     stats["crashes"] = len(crashes)
     stats["crash_artifacts"] = crashes
     stats["upstream_open"] = len(upstream_open)
@@ -122,19 +146,20 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
     return stats
 
 
-def _replay_artifacts(binary: Path, target: str, artifacts: list, reintroduce: str | None) -> tuple[list, list, bool]:
+def _replay_artifacts(binary: Path, target: str, artifacts: list,
+                      reintroduce: str | None) -> tuple[list, list, list]:
     """Replays each new artifact once on the job's binary, the way it was found, and sorts it by the known
-    signatures of `target`: (crashes, upstream_open, interrupted). An artifact that gives the signature of an
-    upstream-open bug (upstream has not fixed it) is not a crash of this job; anything else is, including an
-    artifact that does not crash again. Entries: {"artifact", "signature"} (+ "bug" for upstream-open)."""
+    signatures of `target`: (crashes, upstream_open, not_replayed: the paths left when interrupted). An
+    artifact that gives the signature of an upstream-open bug (upstream has not fixed it) is not a crash of
+    this job; anything else is, including an artifact that does not crash again. Entries: {"artifact",
+    "signature"} (+ "bug" for upstream-open)."""
     known = triagemod.known_signatures(ROOT, target) if artifacts else []
     crashes, upstream_open = [], []
     for i, a in enumerate(artifacts):
         try:
             rc, out = triagemod.run_once(binary, a, reintroduce, extra=("-timeout=25",))
         except KeyboardInterrupt:
-            crashes += [{"artifact": str(p), "signature": "(not replayed: interrupted)"} for p in artifacts[i:]]
-            return crashes, upstream_open, True
+            return crashes, upstream_open, [str(p) for p in artifacts[i:]]
         c = crashmod.parse(out) if rc != 0 else None
         if c is None:
             sig = ("(did not reproduce on replay)" if rc == 0 else
@@ -146,7 +171,7 @@ def _replay_artifacts(binary: Path, target: str, artifacts: list, reintroduce: s
             upstream_open.append({"artifact": str(a), "signature": c.signature, "bug": bug})
         else:
             crashes.append({"artifact": str(a), "signature": c.signature})
-    return crashes, upstream_open, False
+    return crashes, upstream_open, []
 
 
 def _by_signature(entries: list, bug_key: str | None = None) -> list[tuple[str, list]]:
@@ -156,6 +181,49 @@ def _by_signature(entries: list, bug_key: str | None = None) -> list[tuple[str, 
         key = (f"{e[bug_key]}: " if bug_key else "") + e["signature"]
         groups.setdefault(key, []).append(e["artifact"])
     return list(groups.items())
+
+
+def _check_writable_dir(d: Path, what: str) -> None:
+    if d.exists() and not d.is_dir():
+        raise UsageError(f"lifeline fuzz: {what} {d} is in the way (not a directory); move it or give another "
+                         "--out")
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        probe = d / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise UsageError(f"lifeline fuzz: {what} {d} is not a writable directory ({e.strerror}); give another "
+                         "--out")
+
+
+def _check_file_slot(f: Path) -> None:
+    """f, which the job writes, is a file or can be one."""
+    if f.exists() and not f.is_file():
+        raise UsageError(f"lifeline fuzz: {f} is in the way (not a file); move it or give another --out")
+
+
+def _prepare_job_dir(out: Path, target: str, engine: str) -> None:
+    """out/<target>/ and the folders and files its job writes (corpus/, artifacts/, job.json and fuzz.log;
+    with AFL++ afl/ and afl.log), each checked writable."""
+    base = out / target
+    _check_writable_dir(base, f"{target}'s job directory")
+    for name in (("afl",) if engine == "afl" else ("corpus", "artifacts")):
+        _check_writable_dir(base / name, f"{target}'s {name} directory")
+    for name in ("job.json", "afl.log" if engine == "afl" else "fuzz.log"):
+        _check_file_slot(base / name)
+
+
+def _ran_no_inputs(r: dict) -> str:
+    """The one line that fails a job which executed no input: it tested nothing, whatever its exit status."""
+    try:
+        lines = [line.strip() for line in Path(r["log"]).read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        lines = []
+    errors = [line for line in lines if "error" in line.lower() or "not found" in line]
+    last = (errors or lines or ["(empty)"])[-1]
+    return (f"lifeline fuzz: {r['target']} ran no inputs (exit status {r.get('exit_status')}), so it tested "
+            f"nothing; {r['log']} says: {last}")
 
 
 def _raise_interrupt(signum, frame):
@@ -173,10 +241,17 @@ def _afl_stats(path: Path) -> dict:
     return stats
 
 
+def _count(stats: dict, key: str) -> int:
+    """A count in afl-fuzz's fuzzer_stats (execs_per_sec is a decimal); 0 when it is missing or not a number."""
+    try:
+        return max(0, int(float(stats.get(key, "0"))))
+    except (ValueError, OverflowError):
+        return 0
+
+
 def _afl_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: str | None) -> dict:
     """One AFL++ job (afl-fuzz -V seconds) on a target built by scripts/build-afl.sh."""
-    work = out / target / "afl"
-    work.mkdir(parents=True, exist_ok=True)
+    work = out / target / "afl"  # exists: _prepare_job_dir
     (out / target / "job.json").write_text(json.dumps({"target": target, "reintroduce": reintroduce,
                                                        "binary": str(binary), "engine": "afl"}) + "\n")
     cmd = ["afl-fuzz", "-i", str(ROOT / "corpus" / target), "-o", str(work), "-V", str(seconds)]
@@ -199,8 +274,12 @@ def _afl_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: st
         except OSError as e:
             raise UsageError(f"lifeline fuzz: cannot run afl-fuzz ({e.strerror}); install afl++ (scripts/install-deps.sh)")
         try:
-            while proc.poll() is None:
-                time.sleep(1 if sys.stdout.isatty() else 10)
+            while True:
+                try:
+                    proc.wait(timeout=1 if sys.stdout.isatty() else 10)  # returns as soon as afl-fuzz ends
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
                 st = _afl_stats(stats_file)
                 if st:
                     lead, end = ("\r", "") if sys.stdout.isatty() else ("", "\n")
@@ -220,9 +299,9 @@ def _afl_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: st
     st = _afl_stats(stats_file)
     crashes_dir = work / "default" / "crashes"
     crashes = sorted(p for p in crashes_dir.iterdir() if p.name.startswith("id:")) if crashes_dir.is_dir() else []
-    result.update(execs=int(st.get("execs_done", 0) or 0), exec_s=int(float(st.get("execs_per_sec", 0) or 0)),
-                  cov=st.get("bitmap_cvg", ""), corpus=int(st.get("corpus_count", 0) or 0), crashes=len(crashes),
-                  new_artifacts=[str(p) for p in crashes])
+    result.update(execs=_count(st, "execs_done"), exec_s=_count(st, "execs_per_sec"), cov=st.get("bitmap_cvg", ""),
+                  corpus=_count(st, "corpus_count"), crashes=len(crashes), new_artifacts=[str(p) for p in crashes])
+    result["exit_status"] = proc.returncode
     if proc.returncode not in (0, None) and not st:
         result["signature"] = f"afl-fuzz exited {proc.returncode} before fuzzing; see {log_path}"
     return result
@@ -243,13 +322,8 @@ def cmd_fuzz(args) -> int:
         if t not in known:
             raise UsageError(f"lifeline fuzz: unknown target '{t}' (known: {', '.join(known)})")
     out = Path(args.out).resolve()
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".write-test"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as e:
-        raise UsageError(f"lifeline fuzz: output directory {out} is not writable ({e.strerror})")
+    _check_writable_dir(out, "output directory")
+    _check_file_slot(out / "summary.json")
     if not args.no_build:
         ensure_deps()
         if args.engine == "afl":
@@ -271,6 +345,7 @@ def cmd_fuzz(args) -> int:
         raise UsageError(f"lifeline fuzz: no fuzz binaries in {lane_dir}; build them first (drop --no-build)")
     results = []
     interrupted = False
+    idle = None  # the job that ran no inputs: the run stops there and fails
     # SIGINT and SIGTERM stop a job: the children are stopped, nothing found is lost. SIGINT is handled
     # explicitly because a shell starts background jobs with it ignored, and libFuzzer would still die of
     # it (it installs its own handler) while the job went on to the next target.
@@ -279,6 +354,9 @@ def cmd_fuzz(args) -> int:
     for t in targets:
         if t not in built:
             raise UsageError(f"lifeline fuzz: target '{t}' is not built in {lane_dir}")
+    for t in targets:  # every job's folders, before the first job starts
+        _prepare_job_dir(out, t, args.engine)
+    for t in targets:
         if interrupted:
             break
         print(f"fuzzing {t} for {args.time} s" + (f" with LIFELINE_REINTRODUCE={args.reintroduce}" if args.reintroduce else ""), flush=True)
@@ -293,6 +371,9 @@ def cmd_fuzz(args) -> int:
         results.append(r)
         if r["interrupted"]:
             interrupted = True
+        elif r["execs"] == 0:
+            idle = r
+            break
     print("\ntarget                      execs     exec/s  corpus  crashes  upstream-open  artifacts   "
           "(corpus: files in the working corpus)")
     for r in results:
@@ -311,6 +392,11 @@ def cmd_fuzz(args) -> int:
             print(f"  crash: {r['signature']}")
             for a in r["new_artifacts"]:
                 print(f"    {a}")
+        if r.get("not_replayed"):
+            print(f"  not replayed (interrupted): {len(r['not_replayed'])} artifact(s); "
+                  "`lifeline triage` sorts them")
+            for a in r["not_replayed"]:
+                print(f"    {a}")
     if any(r.get("upstream_open") for r in results):
         print("upstream-open: artifacts that replay as a bug upstream has not fixed (repro/*/bug.json with "
               "status upstream-open); not counted as crashes")
@@ -319,4 +405,6 @@ def cmd_fuzz(args) -> int:
     if interrupted:
         print("interrupted: corpus and artifacts so far are kept under " + str(out))
         return 130
+    if idle:
+        raise UsageError(_ran_no_inputs(idle))
     return 1 if any(r["crashes"] for r in results) else 0

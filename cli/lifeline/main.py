@@ -48,7 +48,9 @@ def _repro_plan_parser() -> Parser:
 
 def main(argv: list[str]) -> int:
     launcher = []
-    if "--" in argv:
+    if argv[:1] in (["expect-crash"], ["repro-check"]) and "--" in argv:
+        # The command (expect-crash) or launcher (repro-check) to run; every other verb leaves `--` to
+        # argparse, where it ends the options: `lifeline classify -- -report`.
         i = argv.index("--")
         argv, launcher = argv[:i], argv[i + 1:]
     p = Parser(prog="lifeline", description="fuzzing and sanitizer regression harness")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -16,6 +17,7 @@ from . import triage as triagemod
 from .bugs import BUG_ID, known_bug_ids
 from .build import run
 from .paths import LANES, ROOT, source_targets
+from .shellsafe import SafeLinks
 from .usage import UsageError
 
 
@@ -31,21 +33,46 @@ def signature_for_bug_json(c: dict) -> dict:
 
 
 def minimize(binary: Path, crash_file: Path, reintroduce: Optional[str], work: Path, runs: int) -> Path:
+    """work/minimized: the smallest input libFuzzer (-minimize_crash=1) found that still crashes, if any."""
     out = work / "minimized"
     env = dict(os.environ)
     env.pop("LIFELINE_REINTRODUCE", None)
     if reintroduce:
         env["LIFELINE_REINTRODUCE"] = reintroduce
-    subprocess.run([str(binary), "-minimize_crash=1", f"-runs={runs}", f"-exact_artifact_path={out}",
-                    "-timeout=25", str(crash_file)], env=env, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, timeout=600)
+    # libFuzzer runs each attempt through a shell (MinimizeCrashInput), so every path is a plain name.
+    with SafeLinks() as links:
+        try:
+            subprocess.run([links.path(binary, "target"), "-minimize_crash=1", f"-runs={runs}",
+                            f"-exact_artifact_path={links.path(work, 'work')}/{out.name}", "-timeout=25",
+                            links.path(crash_file, "input")], env=links.env(env), stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=600)
+        except subprocess.TimeoutExpired:
+            print("promote: minimization stopped after 600 s")
     return out
 
 
 def write_repro(root: Path, bug_id: str, target: str, input_bytes: bytes, crash: dict, lanes: list[str],
                 title: Optional[str], source: str) -> Path:
+    """Makes repro/<bug_id>/ with the input and its bug.json; UsageError, and nothing left behind, when the
+    folder appeared meanwhile or cannot be written."""
     d = root / "repro" / bug_id
-    d.mkdir(parents=True)
+    try:
+        d.mkdir()
+    except FileExistsError:
+        raise UsageError(f"lifeline promote: {d} appeared while minimizing (another promote?); nothing was "
+                         "written: pick another --id or remove it and promote again")
+    except OSError as e:
+        raise UsageError(f"lifeline promote: cannot make {d} ({e.strerror})")
+    try:
+        return _write_bug(d, target, input_bytes, crash, lanes, title, source)
+    except OSError as e:
+        shutil.rmtree(d, ignore_errors=True)
+        raise UsageError(f"lifeline promote: cannot write {d} ({e.strerror}); nothing was kept")
+
+
+def _write_bug(d: Path, target: str, input_bytes: bytes, crash: dict, lanes: list[str], title: Optional[str],
+               source: str) -> Path:
+    bug_id = d.name
     name = "minimized-crash"
     (d / name).write_bytes(input_bytes)
     sig = signature_for_bug_json(crash)
@@ -126,11 +153,25 @@ def cmd_corpus(args) -> int:
     if not binary.is_file():
         raise UsageError(f"lifeline corpus: {binary} is not built; run `cmake --build --preset fuzz`")
     seeds = ROOT / "corpus" / args.target
-    seeds.mkdir(exist_ok=True)
+    try:
+        seeds.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"lifeline corpus: cannot make {seeds} ({e.strerror})")
     before = {p.name for p in seeds.iterdir()}
     # -merge=1 copies into the first directory only inputs that add coverage, named by the SHA-1 of their
-    # content; an interrupted merge can be resumed with the same command.
-    rc = run([binary, "-merge=1", seeds, *args.dirs])
+    # content; an interrupted merge can be resumed with the same command. Its inner process is started
+    # through a shell, so every path is a plain name (shellsafe.py), and an input that crashes it is written
+    # to a private folder, not to the current one.
+    with SafeLinks() as links:
+        crashed = links.dir / "crashed"
+        crashed.mkdir()
+        dirs = [links.path(d, f"in{i}") for i, d in enumerate(args.dirs)]
+        rc = run([links.path(binary, args.target), "-merge=1", f"-artifact_prefix={crashed}/",
+                  links.path(seeds, "corpus"), *dirs], env=links.env(dict(os.environ)))
+        n_crashed = sum(1 for _ in crashed.iterdir())
     added = sorted(p.name for p in seeds.iterdir() if p.name not in before)
     print(f"corpus merge: {len(added)} new input(s) in {seeds}")
+    if n_crashed:
+        print(f"corpus merge: {n_crashed} input(s) crashed the target and were left out (`lifeline triage` "
+              "finds which)")
     return 0 if rc == 0 else 1

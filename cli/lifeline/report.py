@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .paths import ROOT
 from .triage import Result, summary
-from .usage import UsageError
+from .usage import UsageError, input_file
 
 
 def _rule_id(crash_type: str) -> str:
@@ -29,7 +29,7 @@ def sarif(results: list[Result], root: Path) -> dict:
     for r in crashes:
         c = r.crash
         loc = c.get("location") or ""
-        m = re.match(r"(.+?):(\d+)(?::(\d+))?$", loc)
+        m = re.match(r"(.+?):(\d{1,9})(?::(\d{1,9}))?$", loc)  # a line number, not any run of digits
         location = {}
         if m:
             path = Path(m.group(1))
@@ -73,14 +73,62 @@ def markdown(results: list[Result]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# What each field of a triage row (triage.Result.to_json) may hold; None stands for JSON null.
+_ROW = {"input": (str,), "target": (str,), "reintroduce": (str, None), "signature": (str, None),
+        "crash": (dict, None), "replays": (list,), "flaky": (bool,), "known": (str, None),
+        "duplicate_of": (str, None), "known_status": (str, None), "status": (str,)}
+_REQUIRED = ("input", "target")
+# The fields of a row's crash (crash.Crash.to_json) that the reports read.
+_CRASH = {"type": (str,), "state": (list,), "message": (str, None), "location": (str, None)}
+
+
+def _kinds(types) -> str:
+    names = {str: "a string", list: "a list", dict: "an object", bool: "true or false", None: "null"}
+    return " or ".join(names[t] for t in types)
+
+
+def _check(obj: dict, spec: dict, required, where: str) -> None:
+    for key in required:
+        if key not in obj:
+            raise ValueError(f"{where}: missing '{key}'")
+    for key, value in obj.items():
+        if key not in spec:
+            raise ValueError(f"{where}: unknown field '{key}'")
+        types = spec[key]
+        if not any(value is None if t is None else type(value) is t for t in types):
+            raise ValueError(f"{where}: '{key}' must be {_kinds(types)}")
+
+
+def results_from_json(doc) -> list[Result]:
+    """Triage rows (`lifeline triage --json`) as Results; ValueError names the first row and field of the
+    wrong shape, so every report can read every field it uses."""
+    if not isinstance(doc, list):
+        raise ValueError("the top level must be a list of rows")
+    results = []
+    for i, row in enumerate(doc):
+        where = f"row {i}"
+        if not isinstance(row, dict):
+            raise ValueError(f"{where} must be an object")
+        _check(row, _ROW, _REQUIRED, where)
+        crash = row.get("crash")
+        if crash is not None:
+            _check({k: v for k, v in crash.items() if k in _CRASH}, _CRASH, ("type", "state"), f"{where}: crash")
+            if not all(isinstance(f, str) for f in crash["state"]):
+                raise ValueError(f"{where}: crash: 'state' must be a list of strings")
+        elif row.get("signature"):
+            raise ValueError(f"{where}: a row with a signature needs its 'crash' object")
+        results.append(Result(**{k: v for k, v in row.items() if k != "status"}))
+    return results
+
+
 def cmd_report(args) -> int:
-    src = Path(args.triage)
-    if not src.is_file():
-        raise UsageError(f"lifeline report: triage results '{src}' do not exist (run `lifeline triage ... --json FILE`)")
+    src = args.triage
+    path = input_file("report", "triage results", src, "do not exist (run `lifeline triage ... --json FILE`)")
     try:
-        rows = json.loads(src.read_text())
-        results = [Result(**{k: v for k, v in row.items() if k != "status"}) for row in rows]
-    except (ValueError, TypeError) as e:
+        results = results_from_json(json.loads(path.read_text()))
+    except OSError as e:
+        raise UsageError(f"lifeline report: triage results '{src}' cannot be read ({e.strerror})")
+    except (ValueError, RecursionError) as e:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         raise UsageError(f"lifeline report: '{src}' is not triage output ({e})")
     if args.format == "json":
         text = json.dumps([r.to_json() for r in results], indent=2) + "\n"

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Optional
 
 from . import crash as crashmod
+from .bugs import BUG_ID, known_bug_ids
 from .paths import LANES
 from .usage import UsageError
 
@@ -34,6 +35,7 @@ STATUSES = ("fixed", "upstream-open")
 MODES = ("fixed", "reintroduced", "pinned")
 VARIANTS = ("upstream",)
 RUN_TIMEOUT_S = 300
+PLAIN_PATH = re.compile(r"[A-Za-z0-9._/-]+")
 
 
 @dataclass
@@ -76,8 +78,9 @@ def lanes_of(reproducers: list) -> list[str]:
     return sorted({lane for r in reproducers for lane in r.expect})
 
 
-def load(repro_dir: Path) -> Bug:
-    """Reads and validates repro_dir/bug.json; raises BugJsonError naming the file and the problem."""
+def load(repro_dir: Path, switches: Optional[list] = None) -> Bug:
+    """Reads and validates repro_dir/bug.json; raises BugJsonError naming the file and the problem. A fixed bug's
+    id must be one of `switches` (default: this checkout's core/bug_list.def)."""
     path = repro_dir / "bug.json"
     where = str(path)
     if not path.is_file():
@@ -103,6 +106,9 @@ def load(repro_dir: Path) -> Bug:
         return obj[key]
 
     bug_id = need(doc, "id", str, "")
+    if not BUG_ID.fullmatch(bug_id):
+        raise BugJsonError(f"{where}: id '{bug_id}' is not a bug id (lowercase letters and digits in words "
+                           "joined by '-', led by the upstream component)")
     if bug_id != repro_dir.name:
         raise BugJsonError(f"{where}: id '{bug_id}' does not match the folder name '{repro_dir.name}'")
     title = need(doc, "title", str, "")
@@ -146,8 +152,9 @@ def load(repro_dir: Path) -> Bug:
             env = item.get("env", {})
             if not isinstance(env, dict) or not all(
                     isinstance(k, str) and re.fullmatch(r"[A-Z][A-Z0-9_]*", k) and isinstance(v, str)
-                    for k, v in env.items()):
-                raise BugJsonError(f"{where}: {ctx}'env' must map variable names (A-Z, 0-9, _) to strings")
+                    and "\0" not in v for k, v in env.items()):
+                raise BugJsonError(f"{where}: {ctx}'env' must map variable names (A-Z, 0-9, _) to strings "
+                                   "(without NUL)")
             if "LIFELINE_REINTRODUCE" in env:
                 raise BugJsonError(f"{where}: {ctx}'env' must not set LIFELINE_REINTRODUCE (the check sets it)")
             reproducers.append(Reproducer(repro_dir / name, expect, env))
@@ -158,6 +165,9 @@ def load(repro_dir: Path) -> Bug:
     status = doc.get("status", "fixed")
     if status not in STATUSES:
         raise BugJsonError(f"{where}: 'status' must be \"fixed\" or \"upstream-open\", not {json.dumps(status)}")
+    if status == "fixed" and bug_id not in (known_bug_ids() if switches is None else switches):
+        raise BugJsonError(f"{where}: id '{bug_id}' is no switch in core/bug_list.def; a fixed bug is "
+                           "re-introduced by its switch (add it beside the fix), or give \"status\": \"upstream-open\"")
 
     variant = None
     if "upstream_variant" in doc:
@@ -168,12 +178,25 @@ def load(repro_dir: Path) -> Bug:
             raise BugJsonError(f"{where}: {ctx}target '{vtarget}' is not a target name")
         source = need(v, "source", str, ctx)
         patch = need(v, "patch", str, ctx)
-        parts = Path(patch).parts
-        if Path(patch).is_absolute() or ".." in parts or patch.startswith("~"):
+        # The path reaches CMake (`lifeline repro-plan`): plain characters only, so a lane always configures.
+        if not PLAIN_PATH.fullmatch(patch) or patch.startswith("/") or ".." in Path(patch).parts:
             raise BugJsonError(f"{where}: {ctx}patch '{patch}' must be a relative path inside {repro_dir} "
-                               "(no '..')")
+                               "(no '..'), of letters, digits and . _ / -")
         if not (repro_dir / patch).is_file():
             raise BugJsonError(f"{where}: {ctx}patch file '{patch}' does not exist")
+        try:
+            diff = (repro_dir / patch).read_text(encoding="utf-8", errors="replace")
+        except OSError as e:
+            raise BugJsonError(f"{where}: {ctx}patch file '{patch}' cannot be read ({e.strerror})")
+        # The build copies each file the patch touches out of the upstream tree (cmake/LifelineGgml.cmake).
+        touched = re.findall(r"^\+\+\+ b/([^\t \n]+)", diff, re.M)
+        if not touched:
+            raise BugJsonError(f"{where}: {ctx}patch file '{patch}' has no '+++ b/<file>' line (a unified diff "
+                               "against the upstream tree, applied with -p1)")
+        for name in touched:
+            if not PLAIN_PATH.fullmatch(name) or name.startswith("/") or ".." in Path(name).parts:
+                raise BugJsonError(f"{where}: {ctx}patch file '{patch}' touches '{name}', not a plain relative "
+                                   "path (letters, digits, . _ / -; no '..')")
         variant = UpstreamVariant(vtarget, source, repro_dir / patch, load_reproducers(v, "upstream_variant."))
     return Bug(bug_id, title, target, reproducers, repro_dir, status, variant)
 
@@ -186,7 +209,7 @@ def run_input(binary: str, input_path: Path, launcher: list, reintroduce: Option
     if reintroduce:
         env["LIFELINE_REINTRODUCE"] = reintroduce
     try:
-        proc = subprocess.run(launcher + [binary, str(input_path)], env=env, stdout=subprocess.PIPE,
+        proc = subprocess.run(launcher + [binary, os.path.abspath(input_path)], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, timeout=RUN_TIMEOUT_S)
     except subprocess.TimeoutExpired as e:
         out = (e.stdout or b"").decode("utf-8", "replace")
@@ -251,7 +274,11 @@ def check(bug: Bug, lane: str, mode: str, binary: str, launcher: list, variant: 
         ran += 1
         # Only the bug's own target has a switch; the pinned upstream and the patched build run as they are.
         reintroduce = bug.id if mode == "reintroduced" and variant is None else None
-        rc, out = run_input(binary, rep.input, launcher, reintroduce, rep.env)
+        try:
+            rc, out = run_input(binary, rep.input, launcher, reintroduce, rep.env)
+        except OSError as e:
+            print(f"FAIL {rep.input.name}: cannot run {e.filename or binary} ({e.strerror})")
+            return False
         found = crashmod.parse(out)
         if mode == "fixed":
             code = "the unpatched upstream build" if variant is not None else "fixed code"
@@ -290,7 +317,7 @@ def check(bug: Bug, lane: str, mode: str, binary: str, launcher: list, variant: 
 
 def cmd_repro_check(args) -> int:
     try:
-        bug = load(Path(args.repro_dir))
+        bug = load(Path(args.repro_dir).absolute())  # `--repro-dir .` is the folder it names
     except BugJsonError as e:
         print(f"FAIL {e}")
         return 1

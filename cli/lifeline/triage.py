@@ -19,7 +19,7 @@ from . import crash as crashmod
 from . import repro
 from .bugs import known_bug_ids
 from .paths import ROOT, source_targets
-from .usage import UsageError
+from .usage import UsageError, input_file
 
 REPLAYS = 3
 REPLAY_TIMEOUT_S = 120
@@ -62,12 +62,15 @@ def run_once(binary: Path, data_file: Path, reintroduce: Optional[str], extra=()
     env.pop("LIFELINE_REINTRODUCE", None)
     if reintroduce:
         env["LIFELINE_REINTRODUCE"] = reintroduce
-    # An argument list, never a shell: crash file names come from the fuzzer.
+    # An argument list, never a shell: crash file names come from the fuzzer. An absolute path, never read as
+    # a flag (`-leading` would be one to libFuzzer and to the replay driver).
     try:
-        proc = subprocess.run([str(binary), *extra, str(data_file)], env=env, stdout=subprocess.PIPE,
+        proc = subprocess.run([str(binary), *extra, os.path.abspath(data_file)], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, timeout=REPLAY_TIMEOUT_S)
     except subprocess.TimeoutExpired as e:
         return -1, (e.stdout or b"").decode("utf-8", "replace") + "\n[timed out]\n"
+    except OSError as e:  # replaced or removed since it was checked
+        raise UsageError(f"lifeline: cannot run {binary} ({e.strerror})")
     return proc.returncode, proc.stdout.decode("utf-8", "replace")
 
 
@@ -75,9 +78,10 @@ def known_signatures(root: Path, target: str) -> list[tuple[str, dict, str]]:
     """(bug id, expected signature, bug status) of every repro/*/bug.json of `target`, from its fuzz and asan
     expectations. An upstream_variant's expectations are left out: they hold only on its patched build."""
     out = []
+    switches = known_bug_ids(root)
     for d in repro.folders(root / "repro"):
         try:
-            bug = repro.load(d)
+            bug = repro.load(d, switches)
         except repro.BugJsonError:
             continue  # repro.<id>.bug-json reports it
         if bug.target != target:
@@ -98,12 +102,21 @@ def target_of(crash_file: Path) -> Optional[str]:
 
 
 def job_reintroduce(crash_file: Path) -> Optional[str]:
-    """The LIFELINE_REINTRODUCE of the fuzz job that wrote this artifact (fuzz-out/<target>/job.json)."""
+    """The LIFELINE_REINTRODUCE of the fuzz job that wrote this artifact (fuzz-out/<target>/job.json), None
+    when no job record is there; ValueError for a record of another shape."""
     job = crash_file.resolve().parent.parent / "job.json"
     try:
-        return json.loads(job.read_text()).get("reintroduce")
-    except (OSError, ValueError):
+        doc = json.loads(job.read_text())
+    except FileNotFoundError:
         return None
+    except OSError as e:
+        raise ValueError(f"{job} is not a job record of `lifeline fuzz` ({e.strerror})")
+    except (ValueError, RecursionError) as e:  # not JSON, not UTF-8, nested past Python's stack
+        raise ValueError(f"{job} is not a job record of `lifeline fuzz` ({e})")
+    if not isinstance(doc, dict) or not isinstance(doc.get("reintroduce"), (str, type(None))):
+        raise ValueError(f"{job} is not a job record of `lifeline fuzz` (an object whose 'reintroduce' is a bug "
+                         "id or null)")
+    return doc.get("reintroduce")
 
 
 def triage_one(root: Path, binary: Path, crash_file: Path, target: str, reintroduce: Optional[str]) -> Result:
@@ -155,10 +168,8 @@ def summary(results: list[Result]) -> str:
 # ---- the verb --------------------------------------------------------------------------------------
 
 def crash_file_arg(cmd: str, f: str) -> Path:
-    p = Path(f)
-    if not p.is_file():
-        raise UsageError(f"lifeline {cmd}: crash file '{f}' does not exist")
-    return p
+    """The crash file `f` as an absolute path (a name led by '-' is then never a flag to the target)."""
+    return input_file(cmd, "crash file", f)
 
 
 def target_binary(cmd: str, crash_file: Path, target: str | None, lane: str) -> tuple[str, Path]:
@@ -172,11 +183,16 @@ def target_binary(cmd: str, crash_file: Path, target: str | None, lane: str) -> 
     if not binary.is_file():
         raise UsageError(f"lifeline {cmd}: {binary} is not built; run `cmake --preset {lane} && "
                          f"cmake --build --preset {lane}`")
+    if not os.access(binary, os.X_OK):
+        raise UsageError(f"lifeline {cmd}: cannot run {binary} (not executable)")
     return t, binary
 
 
 def reintroduce_for(cmd: str, crash_file: Path, given: str | None) -> str | None:
-    r = given if given is not None else job_reintroduce(crash_file)
+    try:
+        r = given if given is not None else job_reintroduce(crash_file)
+    except ValueError as e:
+        raise UsageError(f"lifeline {cmd}: {e}; give --reintroduce (or --reintroduce '' for none)")
     if r and r not in known_bug_ids():
         raise UsageError(f"lifeline {cmd}: unknown bug id '{r}'; see `lifeline list`")
     return r or None

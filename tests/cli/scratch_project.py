@@ -5,15 +5,20 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from support import PY, ROOT, run
+from support import PY, ROOT, run, run_apart
 
 
 # A copy of cli/ in a temporary project root whose "fuzz target" is a script: each input's first word
 # says what it does when replayed, and run with libFuzzer's -artifact_prefix= it writes the artifacts listed
-# in fake-artifacts.json beside it. Nothing here needs a built lane.
+# in fake-artifacts.json beside it (or, with a file fake-idle there, runs nothing; with fake-interrupt, ends
+# as a fork-mode job whose child was interrupted: only a child's ERROR line, no stack). With -fork=N it starts
+# its job as libFuzzer's fork mode does: its argv without -fork, a corpus in $TMPDIR and a `> log`, joined
+# with blanks and run by system() (compiler-rt FuzzerFork.cpp, FuzzerCommand.h, FuzzerUtilLinux.cpp). The
+# job records its argv and, for each path in it, the path it names (fake-job.json); -merge=1 and
+# -minimize_crash=1 go through system() too. Nothing here needs a built lane.
 
 FAKE_TARGET = r"""#!/usr/bin/python3
-import json, os, sys
+import json, os, shutil, sys
 
 ASSERT = '''fake_target: /x/ggml/src/ggml-alloc.c:975: ggml_gallocr_init_tensor: Assertion `tensor_alloc->addr.offset == SIZE_MAX' failed.
 ==77== ERROR: libFuzzer: deadly signal
@@ -37,10 +42,66 @@ def crash(report):
     sys.exit(1)
 
 args = sys.argv[1:]
-prefix = next((a.split("=", 1)[1] for a in args if a.startswith("-artifact_prefix=")), None)
-if prefix is not None:
-    here = os.path.dirname(os.path.abspath(__file__))
+here = os.path.dirname(os.path.realpath(__file__))
+fork = [a for a in args if a.startswith("-fork=")]
+if fork:
     json.dump(args, open(os.path.join(here, "fake-argv.json"), "w"))
+    tmp = os.path.join(os.environ.get("TMPDIR", "/tmp"), "libFuzzerTemp.FuzzWithFork%d.dir" % os.getpid())
+    os.makedirs(os.path.join(tmp, "C1"))
+    job = [sys.argv[0]] + [a for a in args if a != fork[0]] + ["-features_dir=" + tmp + "/F1", tmp + "/C1"]
+    os.system(" ".join(job) + " > " + tmp + "/1.log 2>&1")
+    log = open(tmp + "/1.log").read() if os.path.exists(tmp + "/1.log") else ""
+    runs = sum(int(l.split()[-1]) for l in log.splitlines() if l.startswith("stat::number_of_executed_units:"))
+    print("#%d: cov: 3 ft: 3 corp: 1 exec/s: 0 oom/timeout/crash: 0/0/0 time: 1s job: 1 dft_time: 0" % runs)
+    print("\n".join(l for l in log.splitlines() if "ERROR:" in l))
+    shutil.rmtree(tmp)
+    if os.path.exists(os.path.join(here, "fake-interrupt")):  # a child got SIGINT: fork mode passes it on
+        print("==9== ERROR: libFuzzer: deadly signal\n==9== libFuzzer: run interrupted; exiting")
+        sys.exit(72)
+    sys.exit(0)
+prefix = next((a.split("=", 1)[1] for a in args if a.startswith("-artifact_prefix=")), None)
+if "-minimize_crash=1" in args:
+    if "-fake_minimize_inner=1" not in args:  # libFuzzer runs each attempt through system() too
+        if os.environ.get("FAKE_MINIMIZE_MKDIR"):  # something else makes this folder meanwhile
+            os.mkdir(os.environ["FAKE_MINIMIZE_MKDIR"])
+        sys.exit(os.system(" ".join([sys.argv[0]] + args + ["-fake_minimize_inner=1"])) >> 8)
+    # The inner attempt: the input's first word is the smallest input that does the same.
+    out = next(a.split("=", 1)[1] for a in args if a.startswith("-exact_artifact_path="))
+    words = open([a for a in args if not a.startswith("-")][-1]).read().split()
+    open(out, "w").write(words[0] if words else "")
+    sys.exit(0)
+if "-merge=1" in args:
+    if "-merge_inner=1" not in args:  # the outer process: the inner one through system(), as libFuzzer does
+        sys.exit(os.system(" ".join([sys.argv[0]] + args + ["-merge_inner=1"])) >> 8)
+    # The inner process: inputs of the other folders that do not crash go into the first, named by their
+    # SHA-1 (each adds coverage here); one that crashes is written to the artifact prefix (default: the
+    # current folder), and libFuzzer goes on past it.
+    import hashlib
+    dirs = [a for a in args if not a.startswith("-")]
+    for d in dirs[1:]:
+        for name in sorted(os.listdir(d)):
+            data = open(os.path.join(d, name), "rb").read()
+            sha = hashlib.sha1(data).hexdigest()
+            dest = (prefix if prefix is not None else "./") + "crash-" + sha if data.split()[:1] in (
+                [b"uaf"], [b"assert"]) else os.path.join(dirs[0], sha)
+            open(dest, "wb").write(data)
+    print("MERGE-OUTER: done")
+    sys.exit(0)
+if prefix is not None:
+    if any(a.startswith("-features_dir=") for a in args):  # a fork-mode job
+        paths = [a.split("=", 1)[-1] for a in args if a.startswith(("/", "-artifact_prefix=", "-dict="))]
+        json.dump({"argv": [sys.argv[0]] + args, "TMPDIR": os.environ.get("TMPDIR"),
+                   "names": {p: os.path.realpath(p) for p in [sys.argv[0]] + paths}},
+                  open(os.path.join(here, "fake-job.json"), "w"))
+    else:
+        json.dump(args, open(os.path.join(here, "fake-argv.json"), "w"))
+    for p in [os.path.dirname(prefix)] + [a for a in args if a.startswith("/")]:
+        if not os.path.exists(p):
+            print('ERROR: The required directory "%s" does not exist' % p)
+            sys.exit(1)
+    if os.path.exists(os.path.join(here, "fake-idle")):
+        print("ERROR: fake_target: told to run nothing")
+        sys.exit(0)
     arts = json.load(open(os.path.join(here, "fake-artifacts.json")))
     print("#2\tINITED cov: 3 ft: 3 corp: 1/1b exec/s: 0 rss: 30Mb", flush=True)
     for name, word in arts.items():
@@ -50,7 +111,14 @@ if prefix is not None:
     sys.exit(1 if arts else 0)
 
 switch = os.environ.get("LIFELINE_REINTRODUCE")
-words = open(args[-1]).read().split()
+if "-help=1" in args:
+    print("Usage: fake_target [-flag1=val1 [-flag2=val2 ...] ] [dir1 [dir2 ...] ]")
+    sys.exit(0)
+inputs = [a for a in args if not a.startswith("-")]  # as in libFuzzer, an argument led by '-' is a flag
+if not inputs:  # libFuzzer fuzzes from scratch and writes what it finds into the current folder
+    open("crash-from-scratch", "w").write("other")
+    crash(UAF.replace("FakeUse", "ScratchUse"))
+words = open(inputs[-1]).read().split()
 word = words[0] if words else ""
 if word == "patched-assert":  # an upstream build: no switches; crashes only when built with the patch
     if switch:
@@ -71,7 +139,7 @@ if word == "other":
 if word == "silent":
     sys.exit(1)
 if word == "flaky":  # the assert on every other run
-    count = args[-1] + ".runs"
+    count = inputs[-1] + ".runs"
     n = int(open(count).read()) + 1 if os.path.exists(count) else 1
     open(count, "w").write(str(n))
     if n % 2:
@@ -92,14 +160,17 @@ def write_bug(d: Path, doc: dict, files: dict) -> Path:
 
 
 class ScratchProject(unittest.TestCase):
+    ROOT_NAME = "root"  # the checkout's folder name
+
     def setUp(self):
         self.tmp = Path(tempfile.mkdtemp())
-        self.root = self.tmp / "root"
+        self.root = self.tmp / self.ROOT_NAME
         shutil.copytree(ROOT / "cli", self.root / "cli",
                         ignore=shutil.ignore_patterns("__pycache__"))
         (self.root / "core").mkdir()
         (self.root / "core" / "bug_list.def").write_text('LIFELINE_BUG(kFakeFixedBug, "fake-fixed-bug")\n')
         (self.root / "targets").mkdir()
+        (self.root / "corpus").mkdir()
         (self.root / "targets" / "fake_target.cc").write_text("")
         self.fake = self.install_fake(self.root / "build" / "fuzz" / "targets" / "fake_target")
         self.unpatched = self.install_fake(self.root / "build" / "asan" / "upstream" / "fake_target_upstream")
@@ -116,7 +187,7 @@ class ScratchProject(unittest.TestCase):
             "upstream_variant": {"target": "fake_target_upstream", "source": "ggml 0.25.1",
                                  "patch": "reintroduce.patch",
                                  "reproducers": [{"input": "variant-in", "expect": {"asan": ASSERT_SIG}}]}},
-            {"in": "switch-uaf", "variant-in": "patched-assert", "reintroduce.patch": "--- a\n+++ b\n"})
+            {"in": "switch-uaf", "variant-in": "patched-assert", "reintroduce.patch": "--- a/x\n+++ b/x\n"})
 
     def tearDown(self):
         shutil.rmtree(self.tmp)
@@ -130,8 +201,12 @@ class ScratchProject(unittest.TestCase):
     def artifacts(self, arts: dict):
         (self.fake.parent / "fake-artifacts.json").write_text(json.dumps(arts))
 
-    def cli(self, *args):
-        return run([PY, self.root / "cli" / "lifeline_main.py", *args])
+    def cli(self, *args, cwd=None, env=None):
+        return run([PY, self.root / "cli" / "lifeline_main.py", *args], cwd=cwd, env=env)
+
+    def cli_apart(self, *args, cwd=None, env=None):
+        """(exit status, stdout, stderr)."""
+        return run_apart([PY, self.root / "cli" / "lifeline_main.py", *args], cwd=cwd, env=env)
 
     def input(self, word: str, name: str = None) -> Path:
         d = self.tmp / "inputs"

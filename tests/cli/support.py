@@ -9,7 +9,14 @@ CLI = [str(ROOT / "lifeline")]
 PY = "/usr/bin/python3"
 
 
-def run(cmd):
+def run(cmd, cwd=None, env=None):
     p = subprocess.run([str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                       errors="replace")
+                       errors="replace", cwd=cwd, env=env)
     return p.returncode, p.stdout
+
+
+def run_apart(cmd, cwd=None, env=None):
+    """(exit status, stdout, stderr) of cmd."""
+    p = subprocess.run([str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       errors="replace", cwd=cwd, env=env)
+    return p.returncode, p.stdout, p.stderr

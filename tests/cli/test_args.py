@@ -1,4 +1,5 @@
 """The CLI's handling of bad arguments: one line naming the problem, exit status 2."""
+import os
 import tempfile
 import unittest
 
@@ -41,6 +42,19 @@ class CliArguments(unittest.TestCase):
 
     def test_triage_missing_crash_file(self):
         self.assertUsageError(["triage", "/nonexistent/crash-1"], "crash file '/nonexistent/crash-1' does not exist")
+
+    def test_a_directory_or_special_file_is_named_as_such(self):
+        with tempfile.TemporaryDirectory() as d:
+            fifo = os.path.join(d, "fifo")
+            os.mkfifo(fifo)
+            for args, text in ((["triage", d], f"crash file '{d}' is a directory; give the files in it"),
+                               (["promote", d, "--id", "wasm-lang-dangling"], f"crash file '{d}' is a directory"),
+                               (["classify", d], f"report '{d}' is a directory; give the files in it"),
+                               (["report", "--triage", d], f"triage results '{d}' is a directory"),
+                               (["classify", fifo], f"report '{fifo}' is not a regular file"),
+                               (["triage", fifo], f"crash file '{fifo}' is not a regular file")):
+                with self.subTest(args=args):
+                    self.assertUsageError(args, text)
 
     def test_triage_needs_a_target_outside_fuzz_out(self):
         with tempfile.NamedTemporaryFile() as f:

@@ -7,16 +7,18 @@ from pathlib import Path
 
 from lifeline import repro
 
+ID = "wasm-lang-dangling"  # a fixed bug names a switch of core/bug_list.def
 GOOD = {
-    "id": "some-bug", "title": "t", "upstream": ["x#1"], "target": "interop_string_handoff",
+    "id": ID, "title": "t", "upstream": ["x#1"], "target": "interop_string_handoff",
     "reproducers": [{"input": "in", "expect": {"asan": {"type": "heap-use-after-free", "frame": "F"}}}],
 }
+DIFF = "--- a/src/ggml-alloc.c\n+++ b/src/ggml-alloc.c\n"
 
 
 class BugJson(unittest.TestCase):
     def setUp(self):
         self.tmp = Path(tempfile.mkdtemp())
-        self.dir = self.tmp / "some-bug"
+        self.dir = self.tmp / ID
         self.dir.mkdir()
         (self.dir / "in").write_bytes(b"\x00")
 
@@ -36,14 +38,14 @@ class BugJson(unittest.TestCase):
     def test_valid_file_loads(self):
         self.write(GOOD)
         bug = repro.load(self.dir)
-        self.assertEqual(bug.id, "some-bug")
+        self.assertEqual(bug.id, ID)
         self.assertEqual(bug.reproducers[0].expect["asan"]["type"], "heap-use-after-free")
 
     def test_missing_file(self):
         self.assertIn("missing", self.error())
 
     def test_corrupt_json_names_line_and_column(self):
-        self.write('{"id": "some-bug",')
+        self.write('{"id": "wasm-lang-dangling",')
         self.assertIn("invalid JSON at line 1", self.error())
 
     def test_each_missing_key_is_named(self):
@@ -53,6 +55,20 @@ class BugJson(unittest.TestCase):
                 del doc[key]
                 self.write(doc)
                 self.assertIn(f"missing '{key}'", self.error())
+
+    def test_a_fixed_bug_names_a_switch(self):
+        d = self.tmp / "no-such-switch"
+        d.mkdir()
+        (d / "in").write_bytes(b"\x00")
+        for status in (None, "fixed"):
+            with self.subTest(status=status):
+                doc = dict(GOOD, id=d.name, **({"status": status} if status else {}))
+                (d / "bug.json").write_text(json.dumps(doc))
+                with self.assertRaises(repro.BugJsonError) as cm:
+                    repro.load(d)
+                self.assertIn("id 'no-such-switch' is no switch in core/bug_list.def", str(cm.exception))
+        (d / "bug.json").write_text(json.dumps(dict(GOOD, id=d.name, status="upstream-open")))
+        self.assertEqual(repro.load(d).status, "upstream-open")  # upstream has no fix, so no switch
 
     def test_id_must_match_folder(self):
         self.write(dict(GOOD, id="other-bug"))
@@ -90,7 +106,7 @@ class BugJson(unittest.TestCase):
 
     def variant_doc(self, **variant):
         (self.dir / "variant-in").write_bytes(b"\x01")
-        (self.dir / "reintroduce.patch").write_text("--- a/src/ggml-alloc.c\n+++ b/src/ggml-alloc.c\n")
+        (self.dir / "reintroduce.patch").write_text(DIFF)
         v = {"target": "ggml_graph_topology", "source": "ggml 0.25.1 (node-llama-cpp@3.22.1)",
              "patch": "reintroduce.patch",
              "reproducers": [{"input": "variant-in", "expect": {"asan": {"type": "assert", "frame": "g"}}}]}
@@ -127,7 +143,7 @@ class BugJson(unittest.TestCase):
 
     def test_patch_may_be_in_a_subfolder(self):
         (self.dir / "patches").mkdir()
-        (self.dir / "patches" / "p.patch").write_text("x")
+        (self.dir / "patches" / "p.patch").write_text(DIFF)
         self.write(self.variant_doc(patch="patches/p.patch"))
         self.assertEqual(repro.load(self.dir).variant.patch, self.dir / "patches" / "p.patch")
 
@@ -155,6 +171,40 @@ class BugJson(unittest.TestCase):
             with self.subTest(patch=patch):
                 self.write(self.variant_doc(patch=patch))
                 self.assertIn(f"patch '{patch}' must be a relative path inside", self.error())
+
+    def test_patch_cmake_or_a_shell_would_split(self):
+        for patch in ("p;q.patch", "p q.patch", "p[1].patch", "$(x).patch", "~/p.patch"):
+            with self.subTest(patch=patch):
+                (self.dir / patch.replace("~/", "")).write_text(DIFF)
+                self.write(self.variant_doc(patch=patch))
+                self.assertIn(f"patch '{patch}' must be a relative path inside {self.dir} (no '..'), of letters, "
+                              "digits and . _ / -", self.error())
+
+    def test_id_must_be_a_bug_id(self):
+        for bad in ("Some-Bug", "some_bug", "somebug", "some bug"):
+            with self.subTest(id=bad):
+                d = self.tmp / bad
+                d.mkdir()
+                (d / "in").write_bytes(b"\x00")
+                (d / "bug.json").write_text(json.dumps(dict(GOOD, id=bad)))
+                with self.assertRaises(repro.BugJsonError) as cm:
+                    repro.load(d)
+                self.assertIn(f"id '{bad}' is not a bug id", str(cm.exception))
+
+    def test_env_values_hold_no_nul(self):
+        doc = json.loads(json.dumps(GOOD))
+        doc["reproducers"][0]["env"] = {"UBSAN_OPTIONS": "a\u0000b"}
+        self.write(doc)
+        self.assertIn("'env' must map variable names (A-Z, 0-9, _) to strings (without NUL)", self.error())
+
+    def test_patch_must_be_a_diff_of_plain_paths(self):
+        (self.dir / "p.patch").write_text("not a diff\n+++ a/x\n")
+        self.write(self.variant_doc(patch="p.patch"))
+        self.assertIn("patch file 'p.patch' has no '+++ b/<file>' line", self.error())
+        for touched in ("../x.c", "src/a;b.c", "/etc/passwd"):
+            with self.subTest(touched=touched):
+                (self.dir / "p.patch").write_text(f"--- a/{touched}\n+++ b/{touched}\n")
+                self.assertIn(f"patch file 'p.patch' touches '{touched}', not a plain relative path", self.error())
 
     def test_missing_patch_file(self):
         self.write(self.variant_doc(patch="nope.patch"))

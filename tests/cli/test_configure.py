@@ -1,13 +1,20 @@
 """Configuring the asan lane on a scratch copy of repro/ (-DLIFELINE_REPRO_DIR): malformed bug.json files
 register only their failing repro.<id>.bug-json, and every other test of the lane is registered as with the
-pristine copy; a plan that cannot be made stops configuration with its message."""
+pristine copy; a plan that cannot be made stops configuration with its message.
+
+Beside the real folders, the copy holds one folder per JSON value of every type at every level of a bug.json
+(json_mutations.py): configuration goes on, and each folder gets exactly the tests `lifeline repro-plan`
+prints for it. A valid folder whose patch does not apply to this lane's ggml gets failing variant tests."""
 import json
+import re
 import shutil
 import subprocess
 import tempfile
 import unittest
 from pathlib import Path
 
+from json_mutations import JSON_VALUES, mutations
+from lifeline import plan
 from support import ROOT
 
 
@@ -22,10 +29,44 @@ def registered_tests(build: Path) -> list:
     return [t["name"] for t in json.loads(out)["tests"]]
 
 
+def run_ctest(build: Path, regex: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["ctest", "--test-dir", str(build), "-R", regex, "-j2", "--output-on-failure"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
 def edit_bug_json(folder: Path, change) -> None:
     doc = json.loads((folder / "bug.json").read_text())
     change(doc)
     (folder / "bug.json").write_text(json.dumps(doc))
+
+
+SIG = {"type": "heap-use-after-free", "frame": "F"}
+DIFF = "--- a/src/ggml-alloc.c\n+++ b/src/ggml-alloc.c\n"
+# An upstream-open bug (its id needs no switch) with every field bug.json has; mutated into mutant-<n>/.
+MUTATED = {
+    "id": "-", "title": "t", "upstream": ["x#1"], "target": "alloc_graph_topology", "status": "upstream-open",
+    "reproducers": [{"input": "in", "expect": {"asan": SIG, "valgrind": SIG}, "env": {"UBSAN_OPTIONS": "x=1"}}],
+    "upstream_variant": {"target": "ggml_graph_topology", "source": "ggml 0.25.1", "patch": "upstream/p.patch",
+                         "reproducers": [{"input": "variant-in", "expect": {"asan": SIG}}]},
+}
+
+
+def write_folder(d: Path, doc) -> None:
+    (d / "upstream").mkdir(parents=True)
+    (d / "upstream" / "p.patch").write_text(DIFF)
+    for name in ("in", "variant-in", *(v for v in JSON_VALUES if isinstance(v, str) and v.strip() and "\0" not in v
+                                       and v not in (".", ".."))):
+        (d / name).write_text(DIFF)  # any string names a file: an input or a patch
+    (d / "bug.json").write_text(json.dumps(doc))
+
+
+def planned_tests(line: str) -> list:
+    """The test names CMake registers for one line of `lifeline repro-plan --lane asan`."""
+    _, bug_id, _, _, modes, _, _, vmodes = line.split("|")
+    names = [f"repro.{bug_id}.bug-json"]
+    names += [f"repro.{bug_id}.asan.{m}" for m in modes.split(",") if modes != "-"]
+    names += [f"repro.{bug_id}.upstream.asan.{m}" for m in vmodes.split(",") if vmodes != "-"]
+    return sorted(names)
 
 
 @unittest.skipUnless(shutil.which("cmake") and shutil.which("ctest") and shutil.which("ninja"), "needs cmake and ninja")
@@ -51,8 +92,20 @@ class ConfigureWithMalformedBugJson(unittest.TestCase):
         (cls.repro / "not-json").mkdir()
         (cls.repro / "not-json" / "bug.json").write_text('{"id": "not-json",')
         (cls.repro / "no-bug-json").mkdir()
+        cls.mutants = {}
+        for n, (at, value, doc) in enumerate(mutations(MUTATED)):
+            name = f"mutant-{n}"
+            if isinstance(doc, dict) and at != ("id",):
+                doc = dict(doc, id=name)
+            write_folder(cls.repro / name, doc)
+            cls.mutants[name] = (at, value)
+        missing = dict(MUTATED, id="patch-touches-a-missing-file", upstream_variant=dict(
+            MUTATED["upstream_variant"], patch="missing.patch"))
+        write_folder(cls.repro / missing["id"], missing)
+        (cls.repro / missing["id"] / "missing.patch").write_text("--- a/src/no-such.c\n+++ b/src/no-such.c\n")
         cls.cfg = configure(cls.build, cls.repro)
         cls.malformed = registered_tests(cls.build) if cls.cfg.returncode == 0 else []
+        cls.plan = {line.split("|")[1]: line for line in plan.plan(cls.repro, "asan")}
 
     @classmethod
     def tearDownClass(cls):
@@ -69,7 +122,8 @@ class ConfigureWithMalformedBugJson(unittest.TestCase):
         self.assertEqual(len(gone), 8, gone)  # asan fixed and reintroduced of each, and the variant's two
         expected = [n for n in self.pristine if n not in gone]
         added = ("repro.not-json.bug-json", "repro.no-bug-json.bug-json")
-        self.assertEqual([n for n in self.malformed if n not in added], expected)
+        self.assertEqual([n for n in self.malformed if n not in added
+                          and not re.match(r"repro\.(mutant-\d+|patch-touches-a-missing-file)\.", n)], expected)
 
     def test_each_malformed_folder_has_its_bug_json_test(self):
         for folder in (*self.DEFECTS, "not-json", "no-bug-json"):
@@ -78,11 +132,36 @@ class ConfigureWithMalformedBugJson(unittest.TestCase):
                 self.assertEqual([n for n in self.malformed if n.startswith(f"repro.{folder}.")],
                                  [f"repro.{folder}.bug-json"])
 
+    def test_any_json_type_at_any_level_gets_the_planned_tests(self):
+        statuses = set()
+        for name, (at, value) in self.mutants.items():
+            with self.subTest(folder=name, at=at, value=value):
+                statuses.add(self.plan[name].split("|")[2])
+                self.assertEqual(sorted(n for n in self.malformed if n.startswith(f"repro.{name}.")),
+                                 planned_tests(self.plan[name]))
+        self.assertEqual(statuses, {"invalid", "upstream-open"})
+
     def test_bug_json_tests_fail_naming_the_problem(self):
-        proc = subprocess.run(["ctest", "--test-dir", str(self.build), "-R", r"^repro\.wasm-lang-dangling\.bug-json$",
-                               "--output-on-failure"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = run_ctest(self.build, r"^repro\.wasm-lang-dangling\.bug-json$")
         self.assertNotEqual(proc.returncode, 0, proc.stdout)
         self.assertIn("wasm-lang-dangling/bug.json: reproducers[0]: 'expect' must be a non-empty dict", proc.stdout)
+        # Every value at one level (the variant's patch): the invalid ones fail, the valid one passes.
+        patch_values = {n for n, (at, _) in self.mutants.items() if at == ("upstream_variant", "patch")}
+        proc = run_ctest(self.build, r"^repro\.(" + "|".join(sorted(patch_values)) + r")\.bug-json$")
+        failed = set(re.findall(r"Test +#\d+: repro\.(mutant-\d+)\.bug-json \.+\*+Failed", proc.stdout))
+        invalid = {n for n in patch_values if self.plan[n].split("|")[2] == "invalid"}
+        self.assertEqual(failed, invalid, proc.stdout)
+        self.assertEqual(len(patch_values - invalid), 2, proc.stdout)  # "x" and "-x": plain names of a diff
+
+    def test_a_patch_this_ggml_lacks_fails_its_variant_tests_only(self):
+        bug = "patch-touches-a-missing-file"
+        self.assertEqual(sorted(n for n in self.malformed if n.startswith(f"repro.{bug}.")),
+                         [f"repro.{bug}.asan.pinned", f"repro.{bug}.bug-json",
+                          f"repro.{bug}.upstream.asan.fixed", f"repro.{bug}.upstream.asan.reintroduced"])
+        proc = run_ctest(self.build, rf"^repro\.{bug}\.upstream\.")
+        self.assertNotEqual(proc.returncode, 0, proc.stdout)
+        self.assertIn("2 tests failed out of 2", proc.stdout)
+        self.assertIn(f"missing.patch: patches src/no-such.c, which", proc.stdout)
 
     def test_a_failing_plan_stops_configuration(self):
         build = self.tmp / "build-no-repro"

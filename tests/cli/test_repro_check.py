@@ -18,6 +18,26 @@ class ReproCheck(ScratchProject):
         rc, out = self.cli("repro-check", "--validate-only", "--repro-dir", self.fixed)
         self.assertIn("valid (1 reproducer(s); upstream variant fake_target_upstream: 1 reproducer(s))", out)
 
+    def test_validate_only_fails_a_fixed_bug_without_a_switch(self):
+        bug = write_bug(self.tmp / "elsewhere" / "fake-unswitched", {
+            "target": "fake_target", "reproducers": [{"input": "in", "expect": {"asan": ASSERT_SIG}}]},
+            {"in": "x"})
+        rc, out = self.cli("repro-check", "--validate-only", "--repro-dir", bug)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("id 'fake-unswitched' is no switch in core/bug_list.def", out)
+
+    def test_a_binary_that_cannot_run_is_named(self):
+        self.fake.chmod(0o644)
+        rc, out = self.check(self.upstream_open, "pinned", self.fake)
+        self.assertEqual(rc, 1, out)
+        self.assertIn(f"FAIL in: cannot run {self.fake} (Permission denied)", out)
+        rc, out, err = self.cli_apart("triage", self.input("uaf"), "--target", "fake_target")
+        self.assertEqual(rc, 2, out + err)
+        self.assertEqual(err.strip(), f"lifeline triage: cannot run {self.fake} (not executable)")
+        rc, out, err = self.cli_apart("expect-crash", "--type", "x", "--frame", "f", "--", self.fake)
+        self.assertEqual(rc, 2, out + err)
+        self.assertEqual(err.strip(), f"lifeline expect-crash: cannot run {self.fake} (Permission denied)")
+
     def check(self, bug, mode, binary, *extra, lane="asan"):
         return self.cli("repro-check", "--repro-dir", bug, "--lane", lane, "--mode", mode, "--binary", binary, *extra)
 

@@ -2,48 +2,26 @@
 
 A malformed bug.json (any JSON type at any level) is "invalid": CMake registers only its failing
 repro.<id>.bug-json. Nothing else ever escapes the loader: the plan of every other folder still prints."""
-import copy
 import json
 import shutil
 import tempfile
 import unittest
 from pathlib import Path
 
+from json_mutations import JSON_VALUES, mutations, replaced
 from lifeline import plan, repro
 from support import CLI, ROOT, run
 
 SIG = {"type": "heap-use-after-free", "frame": "F"}
+ID = "gallocr-view-leaf-offset"  # a fixed bug names a switch of core/bug_list.def
 # Every field bug.json has, with an upstream variant and a reproducer environment.
 FULL = {
-    "id": "some-bug", "title": "t", "upstream": ["x#1"], "target": "alloc_graph_topology",
+    "id": ID, "title": "t", "upstream": ["x#1"], "target": "alloc_graph_topology",
     "reproducers": [{"input": "in", "expect": {"asan": SIG, "valgrind": SIG}, "env": {"UBSAN_OPTIONS": "x=1"}}],
     "upstream_variant": {"target": "ggml_graph_topology", "source": "ggml 0.25.1", "patch": "upstream/p.patch",
                          "reproducers": [{"input": "variant-in",
                                           "expect": {"asan": {"type": "assert", "frame": "g"}}}]},
 }
-JSON_VALUES = (None, True, 0, -1, 1.5, "", "x", [], ["asan"], [{}], {}, {"asan": 1})
-
-
-def paths(doc, at=()):
-    """Every path to a value in doc: (key or index, ...)."""
-    yield at
-    if isinstance(doc, dict):
-        for k, v in doc.items():
-            yield from paths(v, at + (k,))
-    elif isinstance(doc, list):
-        for i, v in enumerate(doc):
-            yield from paths(v, at + (i,))
-
-
-def replaced(doc, at, value):
-    if not at:
-        return value
-    out = copy.deepcopy(doc)
-    node = out
-    for k in at[:-1]:
-        node = node[k]
-    node[at[-1]] = value
-    return out
 
 
 class PlanLines(unittest.TestCase):
@@ -61,26 +39,29 @@ class PlanLines(unittest.TestCase):
         (d / "in").write_bytes(b"\x00")
         (d / "variant-in").write_bytes(b"\x01")
         (d / "upstream" / "p.patch").write_text("--- a/x\n+++ b/x\n")
+        for value in JSON_VALUES:  # so that any string names a file: an input or a patch
+            if isinstance(value, str) and value.strip() and "\0" not in value:
+                (d / value).write_text("--- a/x\n+++ b/x\n")
         if doc is not None:
             (d / "bug.json").write_text(doc if isinstance(doc, str) else json.dumps(doc))
         return d
 
     def test_fixed_bug_with_a_variant(self):
-        d = self.folder("some-bug", FULL)
-        self.assertEqual(plan.plan_line(d, "asan"), "repro|some-bug|fixed|alloc_graph_topology|fixed,reintroduced|"
+        d = self.folder(ID, FULL)
+        self.assertEqual(plan.plan_line(d, "asan"), f"repro|{ID}|fixed|alloc_graph_topology|fixed,reintroduced|"
                                                     "ggml_graph_topology|upstream/p.patch|fixed,reintroduced")
         # valgrind is listed by the bug's own reproducer only; tsan by neither.
-        self.assertEqual(plan.plan_line(d, "valgrind"), "repro|some-bug|fixed|alloc_graph_topology|"
+        self.assertEqual(plan.plan_line(d, "valgrind"), f"repro|{ID}|fixed|alloc_graph_topology|"
                                                         "fixed,reintroduced|ggml_graph_topology|upstream/p.patch|-")
         self.assertEqual(plan.plan_line(d, "tsan"),
-                         "repro|some-bug|fixed|alloc_graph_topology|-|ggml_graph_topology|upstream/p.patch|-")
+                         f"repro|{ID}|fixed|alloc_graph_topology|-|ggml_graph_topology|upstream/p.patch|-")
 
     def test_upstream_open_bug_is_pinned(self):
         doc = dict(FULL, status="upstream-open")
         del doc["upstream_variant"]
-        d = self.folder("some-bug", doc)
+        d = self.folder(ID, doc)
         self.assertEqual(plan.plan_line(d, "valgrind"),
-                         "repro|some-bug|upstream-open|alloc_graph_topology|pinned|-|-|-")
+                         f"repro|{ID}|upstream-open|alloc_graph_topology|pinned|-|-|-")
 
     def test_the_brief_examples_are_invalid(self):
         for name, doc in (("expect-array", replaced(FULL, ("reproducers", 0, "expect"), ["asan"])),
@@ -88,43 +69,48 @@ class PlanLines(unittest.TestCase):
                           ("variant-number", replaced(FULL, ("upstream_variant",), 3)),
                           ("no-bug-json", None), ("corrupt", '{"id": "corrupt",'), ("empty", "")):
             with self.subTest(name):
-                if isinstance(doc, dict):
-                    doc = dict(doc, id=name)
+                if isinstance(doc, dict):  # upstream-open: the id needs no switch, only the defect is wrong
+                    doc = dict(doc, id=name, status="upstream-open")
                 d = self.folder(name, doc)
                 self.assertEqual(plan.plan_line(d, "asan"), f"repro|{name}|invalid|-|-|-|-|-")
 
     def test_any_json_type_at_any_level_is_valid_or_invalid_never_an_error(self):
-        d = self.folder("some-bug", FULL)
+        d = self.folder(ID, FULL)
         seen = {"invalid": 0, "valid": 0}
-        for at in paths(FULL):
-            for value in JSON_VALUES:
-                with self.subTest(at=at, value=value):
-                    (d / "bug.json").write_text(json.dumps(replaced(FULL, at, value)))
-                    try:
-                        repro.load(d)
-                        valid = True
-                    except repro.BugJsonError:
-                        valid = False
-                    line = plan.plan_line(d, "asan")
-                    self.assertEqual(line.split("|")[2] != "invalid", valid, line)
-                    seen["valid" if valid else "invalid"] += 1
+        for at, value, doc in mutations(FULL):
+            with self.subTest(at=at, value=value):
+                (d / "bug.json").write_text(json.dumps(doc))
+                try:
+                    repro.load(d)
+                    valid = True
+                except repro.BugJsonError:
+                    valid = False
+                line = plan.plan_line(d, "asan")
+                self.assertEqual(line.split("|")[2] != "invalid", valid, line)
+                seen["valid" if valid else "invalid"] += 1
         self.assertGreater(seen["invalid"], 100)
         self.assertGreater(seen["valid"], 10)  # e.g. "upstream": [] or another title
 
     def test_json_python_cannot_hold_is_invalid(self):
         for text in ("[" * 100000 + "]" * 100000, '{"id": ' + "9" * 5000 + "}"):
             with self.subTest(text=text[:20]):
-                d = self.folder("some-bug", text)
+                d = self.folder(ID, text)
                 with self.assertRaises(repro.BugJsonError):
                     repro.load(d)
-                self.assertEqual(plan.plan_line(d, "asan"), "repro|some-bug|invalid|-|-|-|-|-")
+                self.assertEqual(plan.plan_line(d, "asan"), f"repro|{ID}|invalid|-|-|-|-|-")
 
-    def test_a_value_cmake_cannot_carry_stops_the_plan(self):
-        d = self.folder("some-bug", replaced(FULL, ("upstream_variant", "patch"), "upstream/p;q.patch"))
-        (d / "upstream" / "p;q.patch").write_text("x")
+    def test_a_patch_cmake_cannot_carry_is_invalid(self):
+        for patch in ("upstream/p;q.patch", "upstream/p q.patch", "upstream/p[1].patch", "upstream/$(x).patch"):
+            with self.subTest(patch=patch):
+                d = self.folder(ID, replaced(FULL, ("upstream_variant", "patch"), patch))
+                (d / patch).write_text("--- a/x\n+++ b/x\n")
+                self.assertEqual(plan.plan_line(d, "asan"), f"repro|{ID}|invalid|-|-|-|-|-")
+
+    def test_a_folder_name_cmake_cannot_carry_stops_the_plan(self):
+        d = self.folder("some;bug", dict(FULL, id="some;bug"))
         with self.assertRaises(plan.PlanError) as cm:
             plan.plan_line(d, "asan")
-        self.assertIn("variant_patch 'upstream/p;q.patch' cannot be passed to CMake", str(cm.exception))
+        self.assertIn("id 'some;bug' cannot be passed to CMake", str(cm.exception))
 
     def test_folders_by_name_files_skipped(self):
         self.folder("b-bug", dict(FULL, id="b-bug"))

@@ -61,6 +61,25 @@ class Triage(ScratchProject):
         self.assertIn("1 of 1 input(s) are not a known upstream-open bug:", out)
         self.assertIn(f"{self.input('flaky')}: flaky: replays gave ['assert | ggml_gallocr_init_tensor", out)
 
+    def test_a_job_record_of_the_wrong_shape_is_one_line(self):
+        """fuzz-out/<target>/job.json says which switch the job had on; one of another shape is named."""
+        artifacts = self.tmp / "fuzz-out" / "fake_target" / "artifacts"
+        artifacts.mkdir(parents=True)
+        (artifacts / "crash-u").write_text("uaf")
+        for text in ("[1]", '{"reintroduce": 3}', '"x"', "[" * 100000, "{not json", "\udcff"):
+            with self.subTest(job=text[:12]):
+                (artifacts.parent / "job.json").write_text(text, errors="surrogateescape")
+                rc, out, err = self.cli_apart("triage", artifacts / "crash-u")
+                self.assertEqual(rc, 2, out + err)
+                self.assertEqual(len(err.strip().splitlines()), 1, err)
+                self.assertIn(f"{artifacts.parent / 'job.json'} is not a job record of `lifeline fuzz`", err)
+        rc, out = self.cli("triage", artifacts / "crash-u", "--reintroduce", "")  # the record is not read
+        self.assertEqual(rc, 0, out)
+        (artifacts.parent / "job.json").write_text('{"reintroduce": null}')
+        rc, out = self.cli("triage", artifacts / "crash-u")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("known: fake-fixed-bug  no     crash-u", out)
+
     def test_known_signatures_carry_the_status_and_leave_out_the_variant(self):
         sys.path.insert(0, str(ROOT / "cli"))
         from lifeline import triage

@@ -27,7 +27,6 @@ was written. The default list leaves upstream-open bugs out.
 """
 import argparse
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -40,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "cli"))
 from lifeline import crash as crashmod  # noqa: E402
 from lifeline import repro  # noqa: E402
+from lifeline.bugs import switch_env  # noqa: E402
 from lifeline.fuzz import executed_units  # noqa: E402
 from lifeline.shellsafe import SafeLinks  # noqa: E402
 from lifeline.usage import UsageError  # noqa: E402
@@ -187,10 +187,7 @@ def run_bug(args, bug_id: str):
         return None
     expected = [r.expect[l] for r in reproducers for l in ("fuzz", "asan") if l in r.expect]
     seeds = Path(args.seeds) if args.seeds else ROOT / "corpus" / target
-    env = dict(os.environ)
-    env.pop("LIFELINE_REINTRODUCE", None)
-    if not args.fixed and not scan:
-        env["LIFELINE_REINTRODUCE"] = bug.id
+    env = switch_env(None if args.fixed or scan else bug.id)
 
     rows = []
     print(f"{'trial':>5} {'seed':>5} {'result':<10} {'seconds':>8} {'execs':>9}  signature")

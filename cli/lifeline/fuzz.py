@@ -14,6 +14,7 @@ from pathlib import Path
 
 from . import crash as crashmod
 from . import triage as triagemod
+from .bugs import switch_env
 from .build import configure_and_build, ensure_deps, ensure_upstream, run
 from .paths import ROOT, fuzz_targets, source_targets
 from .shellsafe import SafeLinks
@@ -63,10 +64,7 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
     # fall back on, so its job runs in fork mode too and goes on past them (each is counted apart below).
     known_upstream = not reintroduce and any(
         status == "upstream-open" for _, _, status in triagemod.known_signatures(ROOT, target))
-    env = dict(os.environ)
-    env.pop("LIFELINE_REINTRODUCE", None)
-    if reintroduce:
-        env["LIFELINE_REINTRODUCE"] = reintroduce
+    env = switch_env(reintroduce)
     log_path = out / target / "fuzz.log"
     stats = {"target": target, "execs": 0, "exec_s": 0, "cov": 0, "corpus": 0, "crashes": 0,
              "artifacts": str(artifacts), "interrupted": False, "log": str(log_path)}
@@ -259,10 +257,7 @@ def _afl_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: st
     if dict_file.is_file():
         cmd += ["-x", str(dict_file)]
     cmd += ["--", str(binary)]
-    env = dict(os.environ, AFL_NO_UI="1", AFL_SKIP_CPUFREQ="1", AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES="1")
-    env.pop("LIFELINE_REINTRODUCE", None)
-    if reintroduce:
-        env["LIFELINE_REINTRODUCE"] = reintroduce
+    env = switch_env(reintroduce, AFL_NO_UI="1", AFL_SKIP_CPUFREQ="1", AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES="1")
     log_path = out / target / "afl.log"
     stats_file = work / "default" / "fuzzer_stats"
     result = {"target": target, "execs": 0, "exec_s": 0, "cov": 0, "corpus": 0, "crashes": 0,

@@ -14,7 +14,7 @@ from typing import Optional
 
 from . import crash as crashmod
 from . import triage as triagemod
-from .bugs import BUG_ID, known_bug_ids
+from .bugs import BUG_ID, known_bug_ids, switch_env
 from .build import run
 from .paths import LANES, ROOT, source_targets
 from .shellsafe import SafeLinks
@@ -35,10 +35,7 @@ def signature_for_bug_json(c: dict) -> dict:
 def minimize(binary: Path, crash_file: Path, reintroduce: Optional[str], work: Path, runs: int) -> Path:
     """work/minimized: the smallest input libFuzzer (-minimize_crash=1) found that still crashes, if any."""
     out = work / "minimized"
-    env = dict(os.environ)
-    env.pop("LIFELINE_REINTRODUCE", None)
-    if reintroduce:
-        env["LIFELINE_REINTRODUCE"] = reintroduce
+    env = switch_env(reintroduce)
     # libFuzzer runs each attempt through a shell (MinimizeCrashInput), so every path is a plain name.
     with SafeLinks() as links:
         try:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Optional
 
 from . import crash as crashmod
-from .bugs import BUG_ID, known_bug_ids
+from .bugs import BUG_ID, known_bug_ids, switch_env
 from .paths import LANES
 from .usage import UsageError
 
@@ -203,11 +203,7 @@ def load(repro_dir: Path, switches: Optional[list] = None) -> Bug:
 
 def run_input(binary: str, input_path: Path, launcher: list, reintroduce: Optional[str],
               extra_env: Optional[dict] = None) -> tuple[int, str]:
-    env = dict(os.environ)
-    env.pop("LIFELINE_REINTRODUCE", None)
-    env.update(extra_env or {})
-    if reintroduce:
-        env["LIFELINE_REINTRODUCE"] = reintroduce
+    env = switch_env(reintroduce, **(extra_env or {}))  # bug.json's env never sets LIFELINE_REINTRODUCE
     try:
         proc = subprocess.run(launcher + [binary, os.path.abspath(input_path)], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, timeout=RUN_TIMEOUT_S)

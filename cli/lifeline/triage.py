@@ -17,7 +17,7 @@ from typing import Optional
 
 from . import crash as crashmod
 from . import repro
-from .bugs import known_bug_ids
+from .bugs import known_bug_ids, switch_env
 from .paths import ROOT, source_targets
 from .usage import UsageError, input_file
 
@@ -58,10 +58,7 @@ class Result:
 
 
 def run_once(binary: Path, data_file: Path, reintroduce: Optional[str], extra=()) -> tuple[int, str]:
-    env = dict(os.environ)
-    env.pop("LIFELINE_REINTRODUCE", None)
-    if reintroduce:
-        env["LIFELINE_REINTRODUCE"] = reintroduce
+    env = switch_env(reintroduce)
     # An argument list, never a shell: crash file names come from the fuzzer. An absolute path, never read as
     # a flag (`-leading` would be one to libFuzzer and to the replay driver).
     try:

@@ -61,7 +61,7 @@ class Executor {
   void CheckOutcome(const Op& op, const Ref& result);
   void CheckValues(const Ref& list, const Content& c, const std::string& what);
   void CheckAccounting(const std::string& when);
-  std::string Where() const { return "op " + std::to_string(index_) + " (" + Describe(program_[index_]) + "): "; }
+  std::string Where() const { return programs::Where(index_, program_[index_]); }
 
   const Program& program_;
   const Subject& subject_;

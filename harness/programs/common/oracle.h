@@ -29,9 +29,21 @@ void CheckReturned(const Op& op, const StatusOr<T>& got, StatusCode predicted, c
   }
 }
 
-// `verdict` with `where` (e.g. "op 3 (compute ctx0 [...]): ") in front of its message.
+// `verdict` with `where` (e.g. "teardown: ") in front of its message.
 inline Status At(const std::string& where, const Status& verdict) {
   return verdict.ok() ? verdict : Status(verdict.code(), where + verdict.message());
+}
+
+// "op 3 (<Describe(op)>): ": where in the program a check failed, for its message.
+template <typename Op>
+std::string Where(size_t index, const Op& op) {
+  return "op " + std::to_string(index) + " (" + Describe(op) + "): ";
+}
+
+// `verdict` with Where(index, op) in front of its message; the op is described only when it failed.
+template <typename Op>
+Status At(size_t index, const Op& op, const Status& verdict) {
+  return verdict.ok() ? verdict : At(Where(index, op), verdict);
 }
 
 }  // namespace lifeline::programs

@@ -27,7 +27,6 @@ void Execute(const EncoderProgram& program, ComputeRuntime& rt) {
   for (size_t i = 0; i < program.size(); ++i) {
     trace.set_op(i);
     const EncoderOp& op = program[i];
-    const std::string where = "op " + std::to_string(i) + " (" + Describe(op) + "): ";
     Status status;
     switch (op.kind) {
       case EncoderOpKind::kPushPool: rt.PushPool(); ++pools; break;
@@ -47,7 +46,7 @@ void Execute(const EncoderProgram& program, ComputeRuntime& rt) {
           model[d.out] = oracles::ReferenceKernel(d.kernel, d.n, d.value, model[d.a], model[d.b], model[d.out]);
         }
         for (int b = 0; b < kEncoderBuffers; ++b) {
-          LIFELINE_CHECK_OK(programs::At(where, oracles::CheckValues(rt.Data(b), model[b],
+          LIFELINE_CHECK_OK(programs::At(i, op, oracles::CheckValues(rt.Data(b), model[b],
                                                                      "value oracle: b" + std::to_string(b))));
         }
         break;
@@ -57,10 +56,10 @@ void Execute(const EncoderProgram& program, ComputeRuntime& rt) {
         break;
     }
     programs::CheckStatus(op, status, op.expect);
-    LIFELINE_CHECK_OK(programs::At(where, oracles::CheckValidationSilent(rt.TakeValidationMessages())));
+    LIFELINE_CHECK_OK(programs::At(i, op, oracles::CheckValidationSilent(rt.TakeValidationMessages())));
     int64_t pools_expected = 0;
     for (int c = 0; c < kMaxContexts; ++c) pools_expected += n_cb[c];
-    LIFELINE_CHECK_OK(programs::At(where, oracles::CheckPoolsOfLiveContexts(rt.Objects(), base, pools_expected)));
+    LIFELINE_CHECK_OK(programs::At(i, op, oracles::CheckPoolsOfLiveContexts(rt.Objects(), base, pools_expected)));
   }
   trace.set_op(program.size());
   for (int c = 0; c < kMaxContexts; ++c) rt.DestroyContext(c);

@@ -24,7 +24,6 @@ void Execute(const ReclaimProgram& program, ComputeRuntime& rt) {
   for (size_t i = 0; i < program.size(); ++i) {
     trace.set_op(i);
     const ReclaimOp& op = program[i];
-    const std::string where = "op " + std::to_string(i) + " (" + Describe(op) + "): ";
     switch (op.kind) {
       case ReclaimOpKind::kCreate: {
         Status s = rt.CreateBuffer(op.slot, op.floats);
@@ -41,23 +40,23 @@ void Execute(const ReclaimProgram& program, ComputeRuntime& rt) {
       case ReclaimOpKind::kDispatch: {
         const Dispatch& d = op.dispatch;
         Status s = rt.Compute(kContext, {d});
-        LIFELINE_CHECK(s.ok(), where + s.ToString());
+        LIFELINE_CHECK(s.ok(), programs::Where(i, op) + s.ToString());
         model[d.out] = oracles::ReferenceKernel(d.kernel, d.n, d.value, model[d.a], model[d.b], model[d.out]);
-        LIFELINE_CHECK_OK(programs::At(where, oracles::CheckValues(rt.Data(d.out), model[d.out],
+        LIFELINE_CHECK_OK(programs::At(i, op, oracles::CheckValues(rt.Data(d.out), model[d.out],
                                                                    "value oracle: s" + std::to_string(d.out))));
         break;
       }
       case ReclaimOpKind::kRead:
-        LIFELINE_CHECK_OK(programs::At(where, oracles::CheckValues(rt.Data(op.slot), model[op.slot], "value oracle")));
+        LIFELINE_CHECK_OK(programs::At(i, op, oracles::CheckValues(rt.Data(op.slot), model[op.slot], "value oracle")));
         break;
       case ReclaimOpKind::kDestroy: rt.DestroyBuffer(op.slot, op.purge); break;
       case ReclaimOpKind::kCaptureOn: rt.SetCapture(true); break;
       case ReclaimOpKind::kCaptureOff: rt.SetCapture(false); break;
     }
-    LIFELINE_CHECK_OK(programs::At(where, oracles::CheckValidationSilent(rt.TakeValidationMessages())));
+    LIFELINE_CHECK_OK(programs::At(i, op, oracles::CheckValidationSilent(rt.TakeValidationMessages())));
     // The accounting oracle: live backing objects and bytes equal what live wrappers account for.
     const ComputeRuntime::Wrappers w = rt.LiveWrappers();
-    LIFELINE_CHECK_OK(programs::At(where, oracles::CheckBackingMatchesWrappers(
+    LIFELINE_CHECK_OK(programs::At(i, op, oracles::CheckBackingMatchesWrappers(
                                               rt.Objects(), base, w.buffers - base_wrappers.buffers,
                                               w.bytes - base_wrappers.bytes)));
   }

@@ -80,7 +80,7 @@ Program Decode(const uint8_t* data, size_t size, const PeerRules& peer) {
         for (int s = 0; s <= static_cast<int>(SlotKind::kMaxValue); ++s) {
           auto k = static_cast<SlotKind>(s);
           bool readable = k == SlotKind::kTensor || k == SlotKind::kArray || k == SlotKind::kView;
-          if (!m.Filled(k).empty() && (op.kind == OpKind::kDrop || readable)) kinds.push_back(k);
+          if (m.AnyFilled(k) && (op.kind == OpKind::kDrop || readable)) kinds.push_back(k);
         }
         op.slot_kind = programs::PickFrom(fdp, kinds);
         op.src = PickSlot(fdp, m.Filled(op.slot_kind));

@@ -86,8 +86,15 @@ bool Model::PeerExports(DType dtype, bool readonly) const {
   return (dtype != DType::kBool || peer_.exports_bool) && (!readonly || peer_.exports_read_only);
 }
 
+bool Model::AnyFilled(SlotKind k) const {
+  for (int i = 0; i < SlotCount(k); ++i)
+    if (Slot(k, i) >= 0) return true;
+  return false;
+}
+
 bool Model::Legal(OpKind k) const {
-  auto has = [&](SlotKind s) { return !Filled(s).empty(); };
+  // Called for every kind before every op: no allocation here.
+  auto has = [&](SlotKind s) { return AnyFilled(s); };
   auto room = [&](SlotKind s) { return FreeSlot(s) >= 0; };
   switch (k) {
     case OpKind::kCreateTensor: return room(SlotKind::kTensor);

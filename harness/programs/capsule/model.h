@@ -47,6 +47,7 @@ class Model {
   int Slot(SlotKind kind, int i) const { return slots_[static_cast<int>(kind)][i]; }
   int FreeSlot(SlotKind kind) const;
   std::vector<int> Filled(SlotKind kind) const;
+  bool AnyFilled(SlotKind kind) const;
   const Node& node(int n) const { return nodes_[n]; }
   size_t size() const { return nodes_.size(); }
   bool Legal(OpKind kind) const;

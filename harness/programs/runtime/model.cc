@@ -1,5 +1,8 @@
 #include "harness/programs/runtime/model.h"
 
+#include <algorithm>
+#include <iterator>
+
 namespace lifeline::rtprog {
 namespace {
 
@@ -20,6 +23,11 @@ int FreeOf(const bool (&alive)[N]) {
   return -1;
 }
 
+template <size_t N>
+bool AnyOf(const bool (&alive)[N]) {
+  return std::find(std::begin(alive), std::end(alive), true) != std::end(alive);
+}
+
 }  // namespace
 
 std::vector<uint8_t> EncoderModel::Live() const { return LiveOf(alive); }
@@ -30,7 +38,7 @@ bool EncoderModel::Legal(EncoderOpKind kind) const {
     case EncoderOpKind::kPushPool: return depth < kMaxPoolDepth;
     case EncoderOpKind::kDrainPool: return depth > 0;
     case EncoderOpKind::kCreateContext: return depth > 0 && FreeSlot() >= 0;
-    default: return !Live().empty();  // set-threads, compute and destroy need a live context
+    default: return AnyOf(alive);  // set-threads, compute and destroy need a live context
   }
 }
 
@@ -55,7 +63,7 @@ bool ReclaimModel::Legal(ReclaimOpKind kind) const {
     case ReclaimOpKind::kCreate: return FreeSlot() >= 0;
     case ReclaimOpKind::kCaptureOn: return !capture;
     case ReclaimOpKind::kCaptureOff: return capture;
-    default: return !Live().empty();  // write, dispatch, read and destroy need a live buffer
+    default: return AnyOf(alive);  // write, dispatch, read and destroy need a live buffer
   }
 }
 

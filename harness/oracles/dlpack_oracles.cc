@@ -2,13 +2,13 @@
 
 namespace lifeline::oracles {
 
-Status CheckHeldExactly(const std::string& name, bool held, bool alive, const Detail& why_alive) {
+Status CheckHeldExactly(const Detail& name, bool held, bool alive, const Detail& why_alive) {
   if (alive && !held) {
-    return Internal("accounting oracle: producer bytes still held after every user is gone: " + name + " is alive" +
+    return Internal("accounting oracle: producer bytes still held after every user is gone: " + name() + " is alive" +
                     why_alive());
   }
   if (!alive && held) {
-    return Internal("accounting oracle: " + name + " was freed while the program still holds a user of it");
+    return Internal("accounting oracle: " + name() + " was freed while the program still holds a user of it");
   }
   return Status::Ok();
 }

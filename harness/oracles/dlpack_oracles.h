@@ -16,9 +16,10 @@ namespace lifeline::oracles {
 // Text for a failure message, built only when the check fails (what holds an object, what is live).
 using Detail = std::function<std::string()>;
 
-// One producer-side object: `name` ("storage #3 (64 B)", "NumPy array #1"), whether the model says a
-// user still holds it, whether it is alive; `why_alive()` follows "is alive" in the leak message.
-Status CheckHeldExactly(const std::string& name, bool held, bool alive, const Detail& why_alive);
+// One producer-side object: whether the model says a user still holds it, whether it is alive; `name()`
+// ("storage #3 (64 B)", "NumPy array #1") and `why_alive()` (after "is alive") make the message. The
+// executor checks every object after every op, so nothing is built unless the check fails.
+Status CheckHeldExactly(const Detail& name, bool held, bool alive, const Detail& why_alive);
 
 // The producer's totals (its ledger) equal the model's: live storages and their bytes. `live()` describes
 // the live storages for the message.

@@ -110,7 +110,9 @@ void Executor::CheckAccounting(const std::string& when) {
     const Node& node = model_.node(n);
     switch (node.kind) {
       case NodeKind::kStorage: {
-        std::string name = "storage #" + std::to_string(node.storage_id) + " (" + std::to_string(node.bytes) + " B)";
+        auto name = [&] {
+          return "storage #" + std::to_string(node.storage_id) + " (" + std::to_string(node.bytes) + " B)";
+        };
         LIFELINE_CHECK_OK(programs::At(
             when, oracles::CheckHeldExactly(name, alive[n], subject_.StorageAlive(node.storage_id), [&] {
               return ", nothing the program holds refers to it (live: " + subject_.DescribeLiveStorages() + ")";
@@ -122,7 +124,7 @@ void Executor::CheckAccounting(const std::string& when) {
       case NodeKind::kArray: {
         PyObject* target = PyWeakref_GetObject(array_refs_[node.array_id].get());
         bool real = target != Py_None;
-        std::string name = std::string(peer_.rules().object_name) + " #" + std::to_string(node.array_id);
+        auto name = [&] { return std::string(peer_.rules().object_name) + " #" + std::to_string(node.array_id); };
         LIFELINE_CHECK_OK(programs::At(
             when, oracles::CheckHeldExactly(name, alive[n], real, [&] { return " (" + Holders(target) + ")"; })));
         break;

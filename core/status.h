@@ -17,6 +17,7 @@ enum class StatusCode : int {
   kFailedPrecondition,  // valid request, wrong state (cancel after the job finished)
   kResourceExhausted,   // a bound was reached (no free slot)
   kInternal,            // the layer's own fault, reported rather than aborted on
+  kUnimplemented,       // valid request the code under test cannot carry out, refused up front
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -43,6 +44,7 @@ inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move
 inline Status FailedPrecondition(std::string m) { return {StatusCode::kFailedPrecondition, std::move(m)}; }
 inline Status ResourceExhausted(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+inline Status Unimplemented(std::string m) { return {StatusCode::kUnimplemented, std::move(m)}; }
 
 // A value or the status that explains why there is none.
 template <typename T>

@@ -13,10 +13,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/guards.h"
 #include "harness/programs/graph/executor.h"
 #include "harness/programs/graph/upstream/ggml_adapter.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  lifeline::graphs::Execute(lifeline::graphs::Decode(data, size), *lifeline::graphs::MakeGgmlAdapter());
+  lifeline::BeginGuardedInput();
+  lifeline::graphs::Execute(lifeline::graphs::Decode(data, size, lifeline::graphs::GgmlRules()),
+                            *lifeline::graphs::MakeGgmlAdapter());
   return 0;
 }

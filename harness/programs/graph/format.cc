@@ -201,10 +201,11 @@ void DecodeTogglePrealloc(FuzzedDataProvider& fdp, Model& m, int gi, Step& step)
 
 }  // namespace
 
-Program Decode(const uint8_t* data, size_t size) {
+Program Decode(const uint8_t* data, size_t size, const AllocatorRules& rules) {
   FuzzedDataProvider fdp(data, size);
   Program p;
   Model m;
+  m.rules = rules;
   for (int k = 0; k < kAllocators; ++k) {
     int n = fdp.ConsumeIntegralInRange<int>(1, 2);
     for (int b = 0; b < n; ++b) {

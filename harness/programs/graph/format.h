@@ -85,7 +85,16 @@ struct Program {
   std::vector<Step> steps;
 };
 
-Program Decode(const uint8_t* data, size_t size);
+// What the model knows of the allocator under test beyond the rules every allocator keeps: which requests
+// it refuses up front. The stand-in refuses none; upstream ggml with a guard on (core/guards.h,
+// ggml_adapter.h GgmlRules) refuses some, and the model predicts those refusals like any other status.
+struct AllocatorRules {
+  // AllocAndCompute of a graph holding a scale of a float16 tensor returns kUnimplemented, before anything
+  // is placed (ggml's CPU backend claims the op but aborts computing it).
+  bool refuses_f16_scale = false;
+};
+
+Program Decode(const uint8_t* data, size_t size, const AllocatorRules& rules = {});
 
 // One line per step, e.g. `alloc+compute g0 with allocator 1`.
 std::string Describe(const Step& step);

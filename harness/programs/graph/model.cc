@@ -157,6 +157,13 @@ bool Model::AllocLegal(int gi, int k, StatusCode* expect) const {
     const ModelGraph& src = g[v.external_graph];
     if (!src.t[v.external_tensor].has_memory) *expect = StatusCode::kFailedPrecondition;
   }
+  // Refused up front by the allocator's rules (checked after the precondition above, as the adapter does).
+  if (*expect == StatusCode::kOk && rules.refuses_f16_scale) {
+    for (size_t i = 0; i < mg.t.size(); ++i) {
+      const TensorSpec& s = mg.t[i].spec;
+      if (r[i] && s.op == Op::kScale && s.type == alloc::DType::kF16) *expect = StatusCode::kUnimplemented;
+    }
+  }
   // With several buffers AllocGraph does not re-plan by itself: the program reserves first. (Whether a
   // mutated graph still fits the old plan depends on the allocator's notion of "same graph", which the
   // model does not copy; tests/alloc/ covers that refusal.)

@@ -53,6 +53,7 @@ struct ModelGraph {
 ModelTensor Derived(const ModelTensor& a, alloc::Op op, int src0);
 
 struct Model {
+  AllocatorRules rules;  // what the allocator under test refuses (format.h)
   std::vector<ModelGraph> g;
   uint64_t epoch[kAllocators] = {};
   int buffers[kAllocators] = {};

@@ -2,6 +2,7 @@
 #include "harness/programs/graph/upstream/ggml_adapter.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -9,14 +10,17 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "ggml-alloc.h"
 #include "ggml-backend-impl.h"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
+#include "ggml-impl.h"  // struct ggml_cgraph (leafs) and ggml_hash_size, to predict gallocr's hash set
 #include "ggml.h"
 #include "core/check.h"
+#include "core/guards.h"
 #include "core/upstream_hooks.h"
 #include "harness/oracles/alloc_oracles.h"
 #include "harness/programs/common/describe.h"
@@ -108,9 +112,18 @@ ggml_backend_buffer_t TypeAlloc(ggml_backend_buffer_type_t t, size_t size) {
 
 // ggml's warnings and errors go to stderr; its debug and info lines ("reallocating buffers automatically")
 // only with LIFELINE_TRACE, beside the program trace.
+// ggml_gallocr_alloc_graph says at debug level when ggml_gallocr_needs_realloc found the plan stale (asserts,
+// and with them these lines, are compiled into every build of ggml here): the adapter checks its own
+// prediction (GallocrShadow) against it.
+bool g_logged_needs_realloc = false;
+
 void Log(ggml_log_level level, const char* text, void*) {
   static ggml_log_level last = GGML_LOG_LEVEL_NONE;
   if (level != GGML_LOG_LEVEL_CONT) last = level;
+  if (std::strstr(text, "ggml_gallocr_alloc_graph: reallocating buffers automatically") != nullptr ||
+      std::strstr(text, "ggml_gallocr_alloc_graph: cannot reallocate multi buffer graph") != nullptr) {
+    g_logged_needs_realloc = true;
+  }
   if (last >= GGML_LOG_LEVEL_WARN || programs::TraceRequested()) std::fputs(text, stderr);
 }
 
@@ -124,6 +137,175 @@ ggml_backend_t Cpu() {
     return b;
   }();
   return cpu;
+}
+
+// ---- what a gallocr's plan holds: the guards' view of it ---------------------------------------------
+//
+// The guards (core/guard_list.def) need what ggml_gallocr_reserve_n recorded, which ggml keeps in its
+// private struct. GallocrShadow computes the same records from the graph that was planned, by the rules of
+// ggml-alloc.c (0.25.1): a tensor with view_src or data is recorded "not owned" (buffer -1, size_max 0),
+// any other tensor owned with size_max = its allocation size (ggml_nbytes: these buffer types have no
+// get_alloc_size). From them it answers ggml_gallocr_needs_realloc exactly, which the adapter checks against
+// ggml's own debug line on every ggml_gallocr_alloc_graph (so a shadow that drifts from upstream fails loudly),
+// and walks ggml_gallocr_alloc_graph's ggml_gallocr_init_tensor calls in their order to say which of them
+// a reused plan would fail.
+
+struct Record {
+  bool owned = false;   // buffer_id >= 0 and a real offset
+  size_t size_max = 0;
+};
+
+Record RecordOf(const ggml_tensor* t) {
+  if (t == nullptr || t->view_src != nullptr || t->data != nullptr) return {};
+  return {true, ggml_nbytes(t)};
+}
+
+// Where a source sits in its graph: -1 none, else 2*index for a node, 2*index+1 for a leaf.
+using Edges = std::array<int, GGML_MAX_SRC>;
+
+// Why a reused plan cannot place a graph, in the terms of the findings it belongs to.
+enum class PlanFault { kNone, kLeafRecord, kViewNodeOwnedRecord };
+
+struct GallocrShadow {
+  int n_nodes = 0, n_leafs = 0;  // as ggml_gallocr_new_n leaves them: no plan matches any graph
+  std::vector<Record> node, leaf;
+  std::vector<std::array<Record, GGML_MAX_SRC>> src;
+  std::vector<Edges> edges;      // the planned graph's node sources, by position
+  size_t hash_size = 0;          // the hash set only grows, across plans
+  std::string planned;           // what was planned, for trace lines
+
+  static Edges EdgesOf(const ggml_cgraph* graph, int i) {
+    std::unordered_map<const ggml_tensor*, int> pos;
+    for (int j = 0; j < graph->n_nodes; ++j) pos[graph->nodes[j]] = 2 * j;
+    for (int j = 0; j < graph->n_leafs; ++j) pos[graph->leafs[j]] = 2 * j + 1;
+    Edges e;
+    for (int j = 0; j < GGML_MAX_SRC; ++j) {
+      const ggml_tensor* s = graph->nodes[i]->src[j];
+      e[j] = s == nullptr ? -1 : pos.at(s);
+    }
+    return e;
+  }
+
+  // ggml_gallocr_reserve_n_impl's hash set size for `graph`.
+  size_t HashSizeFor(const ggml_cgraph* graph) const {
+    size_t min = static_cast<size_t>(graph->n_nodes + graph->n_leafs);
+    min += min / 4;
+    return hash_size < min ? ggml_hash_size(min) : hash_size;
+  }
+
+  // The records ggml_gallocr_reserve_n makes for `graph` (they are made before its buffers are allocated,
+  // so even a reserve that fails leaves them).
+  void Planned(const ggml_cgraph* graph, std::string what) {
+    hash_size = HashSizeFor(graph);
+    n_nodes = graph->n_nodes;
+    n_leafs = graph->n_leafs;
+    node.assign(n_nodes, {});
+    src.assign(n_nodes, {});
+    edges.assign(n_nodes, {});
+    for (int i = 0; i < n_nodes; ++i) {
+      const ggml_tensor* t = graph->nodes[i];
+      node[i] = RecordOf(t);
+      for (int j = 0; j < GGML_MAX_SRC; ++j) src[i][j] = RecordOf(t->src[j]);
+      edges[i] = EdgesOf(graph, i);
+    }
+    leaf.assign(n_leafs, {});
+    for (int i = 0; i < n_leafs; ++i) leaf[i] = RecordOf(graph->leafs[i]);
+    planned = std::move(what);
+  }
+
+  // ggml_gallocr_node_needs_realloc (which, despite its name, answers whether the record still fits).
+  static bool Fits(const ggml_tensor* t, const Record& r) {
+    size_t size = 0;
+    if (t->data == nullptr && t->view_src == nullptr) {
+      if (!r.owned) return false;
+      size = ggml_nbytes(t);
+    }
+    return r.size_max >= size;
+  }
+
+  // ggml_gallocr_needs_realloc.
+  bool NeedsRealloc(const ggml_cgraph* graph) const {
+    if (graph->n_nodes != n_nodes || graph->n_leafs != n_leafs) return true;
+    for (int i = 0; i < n_nodes; ++i) {
+      const ggml_tensor* t = graph->nodes[i];
+      if (!Fits(t, node[i])) return true;
+      for (int j = 0; j < GGML_MAX_SRC; ++j) {
+        if (t->src[j] != nullptr && !Fits(t->src[j], src[i][j])) return true;
+      }
+    }
+    return false;
+  }
+
+  // ggml_gallocr_alloc_graph's ggml_gallocr_init_tensor calls on a reused plan, in order (leafs, then each
+  // node's sources and the node): the first that would fail its checks, and the tensor. A tensor without
+  // data and view_src needs an owned record it fits in (else bufts[-1] is read, or an assert fails); a view
+  // without a buffer needs a record that is not owned (assert offset == SIZE_MAX). Views get their buffer
+  // when their source has one; other tensors theirs when placed.
+  PlanFault FirstFault(const ggml_cgraph* graph, const ggml_tensor** where) const {
+    std::unordered_set<const ggml_tensor*> placed;  // buffer (and data) set by an earlier init
+    auto has_buffer = [&](const ggml_tensor* t) { return t->buffer != nullptr || placed.count(t) > 0; };
+    auto init = [&](const ggml_tensor* t, const Record& r) {
+      const bool has_data = t->data != nullptr || placed.count(t) > 0;
+      if (t->view_src == nullptr) {
+        if (has_data) return true;
+        if (!r.owned || ggml_nbytes(t) > r.size_max) return false;
+        placed.insert(t);
+        return true;
+      }
+      if (has_buffer(t)) return true;
+      if (r.owned) return false;
+      if (has_buffer(t->view_src)) placed.insert(t);
+      return true;
+    };
+    for (int i = 0; i < graph->n_leafs; ++i) {
+      if (!init(graph->leafs[i], leaf[i])) {
+        *where = graph->leafs[i];
+        return PlanFault::kLeafRecord;
+      }
+    }
+    for (int i = 0; i < graph->n_nodes; ++i) {
+      const ggml_tensor* t = graph->nodes[i];
+      for (int j = 0; j < GGML_MAX_SRC; ++j) {
+        if (t->src[j] != nullptr && !init(t->src[j], src[i][j])) {
+          *where = t->src[j];
+          return t->src[j]->view_src != nullptr ? PlanFault::kViewNodeOwnedRecord : PlanFault::kNone;
+        }
+      }
+      if (!init(t, node[i])) {
+        *where = t;
+        return t->view_src != nullptr ? PlanFault::kViewNodeOwnedRecord : PlanFault::kNone;
+      }
+    }
+    return PlanFault::kNone;
+  }
+
+  // The first node whose sources differ, by position, from the planned graph's; -1 when none does.
+  int FirstRewiredNode(const ggml_cgraph* graph) const {
+    for (int i = 0; i < graph->n_nodes && i < n_nodes; ++i) {
+      if (EdgesOf(graph, i) != edges[i]) return i;
+    }
+    return -1;
+  }
+};
+
+// The distinct tensors ggml_gallocr_alloc_graph_impl looks up (and so inserts) in the hash set while
+// planning `graph`: its leafs and nodes, their sources, the view_src of every view node (other than
+// GGML_OP_NONE ones) and the view_src of every source that is a view (looked up when its last consumer
+// frees it). A leaf view of another graph's tensor brings a view_src that is in neither list.
+size_t HashKeysOf(const ggml_cgraph* graph) {
+  std::unordered_set<const ggml_tensor*> keys;
+  for (int i = 0; i < graph->n_leafs; ++i) keys.insert(graph->leafs[i]);
+  for (int i = 0; i < graph->n_nodes; ++i) {
+    const ggml_tensor* t = graph->nodes[i];
+    keys.insert(t);
+    if (t->view_src != nullptr && t->op != GGML_OP_NONE) keys.insert(t->view_src);
+    for (const ggml_tensor* s : t->src) {
+      if (s == nullptr) continue;
+      keys.insert(s);
+      if (s->view_src != nullptr) keys.insert(s->view_src);
+    }
+  }
+  return keys.size();
 }
 
 // ---- one build of a program graph in ggml ----------------------------------------------------------
@@ -148,6 +330,10 @@ class GgmlAdapter final : public AllocatorAdapter {
     galloc_[k] = ggml_gallocr_new_n(bufts.data(), static_cast<int>(bufts.size()));
     if (galloc_[k] == nullptr) return ResourceExhausted("ggml_gallocr_new_n returned null");
     nbuf_[k] = static_cast<int>(bufts.size());
+    shadow_[k] = GallocrShadow();
+    // Buffer ids as the layer adapter gives them: by position, round robin over the allocator's buffers.
+    ids_[k].resize(kMaxBufferIds);
+    for (int i = 0; i < kMaxBufferIds; ++i) ids_[k][i] = i % nbuf_[k];
     return Status::Ok();
   }
 
@@ -169,14 +355,7 @@ class GgmlAdapter final : public AllocatorAdapter {
   Status Reserve(int k, int g) override {
     StatusOr<alloc::Graph> mirror = alloc::BuildGraph(book_.Outputs(g));
     if (!mirror.ok()) return mirror.status();
-    Instance* inst = Build(g);
-    // Buffer ids as the layer adapter gives them: by position, round robin over the allocator's buffers.
-    std::vector<int> ids(kMaxBufferIds);
-    for (int i = 0; i < kMaxBufferIds; ++i) ids[i] = i % nbuf_[k];
-    if (!ggml_gallocr_reserve_n(galloc_[k], inst->graph, ids.data(), ids.data())) {
-      return ResourceExhausted("ggml_gallocr_reserve_n failed to allocate its buffers");
-    }
-    return Status::Ok();
+    return ReserveN(k, Build(g)->graph, "g" + std::to_string(g));
   }
 
   Status AllocAndCompute(int k, int g) override {
@@ -196,7 +375,40 @@ class GgmlAdapter final : public AllocatorAdapter {
       }
     }
     Instance* inst = Build(g);
-    if (!ggml_gallocr_alloc_graph(galloc_[k], inst->graph)) {
+    const std::string what = "g" + std::to_string(g);
+    for (int i = 0; i < ggml_graph_n_nodes(inst->graph); ++i) {
+      const ggml_tensor* t = ggml_graph_node(inst->graph, i);
+      if (t->op == GGML_OP_SCALE && t->src[0]->type != GGML_TYPE_F32 &&
+          GuardHolds(Guard::kGgmlCpuScaleF16Unsupported, [&] {
+            return std::string(t->name) + " scales a " + ggml_type_name(t->src[0]->type) + " tensor: the CPU backend " +
+                   "claims the op but aborts computing it; " + what + " is refused before it is placed";
+          })) {
+        return Unimplemented(std::string(t->name) + ": ggml's CPU backend cannot compute scale on " +
+                             ggml_type_name(t->src[0]->type) + " (guard ggml-cpu-scale-f16-unsupported)");
+      }
+    }
+    // ggml_gallocr_alloc_graph places the graph on the allocator's plan, or (one buffer) re-plans first when
+    // ggml_gallocr_needs_realloc says the plan is stale. The guards step in where that verdict is wrong
+    // (re-planning, as ggml-alloc.h promises) and where re-planning would overflow the hash set.
+    GallocrShadow& shadow = shadow_[k];
+    bool needs_realloc = shadow.NeedsRealloc(inst->graph);
+    if (!needs_realloc) {
+      if (PlanIsStale(shadow, inst->graph, what)) LIFELINE_RETURN_IF_ERROR(ReserveN(k, inst->graph, what));
+    } else if (nbuf_[k] == 1) {
+      if (SizeHashSet(galloc_[k], shadow, inst->graph, ids_[k].data(), what)) {
+        LIFELINE_RETURN_IF_ERROR(ReserveN(k, inst->graph, what));  // planned here, not by alloc_graph
+        needs_realloc = false;
+      } else {
+        shadow.Planned(inst->graph, what);  // by alloc_graph's ggml_gallocr_reserve
+      }
+    }
+    g_logged_needs_realloc = false;
+    const bool allocated = ggml_gallocr_alloc_graph(galloc_[k], inst->graph);
+    LIFELINE_CHECK(g_logged_needs_realloc == needs_realloc,
+                   "gallocr shadow: the adapter predicted ggml_gallocr_needs_realloc " +
+                       std::string(needs_realloc ? "true" : "false") + " for " + what + " on the plan of " +
+                       shadow.planned + ", ggml said otherwise (the guards' view of gallocr is wrong)");
+    if (!allocated) {
       return FailedPrecondition("ggml_gallocr_alloc_graph: the graph needs a reserve_n first (several buffers)");
     }
     // A leaf view of a tensor that has no memory stays without memory ("allocated without ggml-backend").
@@ -263,6 +475,79 @@ class GgmlAdapter final : public AllocatorAdapter {
     t->buft.context = t.get();
     types_.push_back(std::move(t));
     return types_.back().get();
+  }
+
+  // ggml_gallocr_reserve_n of `graph` by allocator k, with the hash set sized first when it would overflow.
+  Status ReserveN(int k, ggml_cgraph* graph, const std::string& what) {
+    SizeHashSet(galloc_[k], shadow_[k], graph, ids_[k].data(), what);
+    shadow_[k].Planned(graph, what);
+    if (!ggml_gallocr_reserve_n(galloc_[k], graph, ids_[k].data(), ids_[k].data())) {
+      return ResourceExhausted("ggml_gallocr_reserve_n failed to allocate its buffers");
+    }
+    return Status::Ok();
+  }
+
+  // Guard ggml-gallocr-hash-set-external-view-src: planning `graph` looks up more distinct tensors than the
+  // hash set that ggml_gallocr_reserve_n_impl sizes for it has slots (ggml_hash_find_or_insert aborts when
+  // full). The careful user's remedy, as llama.cpp's worst-case reserve does by accident: plan a graph big
+  // enough first (leafs with memory of their own: nothing is placed), which grows the set for good. Returns
+  // whether it did.
+  static bool SizeHashSet(ggml_gallocr_t galloc, GallocrShadow& shadow, ggml_cgraph* graph, const int* ids,
+                          const std::string& what) {
+    const size_t keys = HashKeysOf(graph);
+    const size_t slots = shadow.HashSizeFor(graph);
+    if (keys <= slots || !GuardHolds(Guard::kGgmlGallocrHashSetExternalViewSrc, [&] {
+          return "planning " + what + " (" + std::to_string(graph->n_nodes) + " nodes, " +
+                 std::to_string(graph->n_leafs) + " leafs) looks up " + std::to_string(keys) +
+                 " tensors in a hash set of " + std::to_string(slots) + " slots; a larger plan sizes it first";
+        })) {
+      return false;
+    }
+    static float scratch = 0.0f;
+    ggml_init_params params{};
+    params.mem_size = ggml_tensor_overhead() * keys + ggml_graph_overhead_custom(keys, false);
+    params.no_alloc = true;
+    ggml_context* ctx = ggml_init(params);
+    LIFELINE_CHECK(ctx != nullptr, "ggml_init failed");
+    ggml_cgraph* sizing = ggml_new_graph_custom(ctx, keys, false);
+    for (size_t i = 0; i < keys; ++i) {
+      ggml_tensor* t = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 1);
+      t->data = &scratch;
+      ggml_build_forward_expand(sizing, t);
+    }
+    shadow.Planned(sizing, "a sizing graph of " + std::to_string(keys) + " leafs");
+    const bool ok = ggml_gallocr_reserve_n(galloc, sizing, ids, ids);
+    ggml_free(ctx);
+    LIFELINE_CHECK(ok, "ggml_gallocr_reserve_n of a graph with nothing to place failed");
+    LIFELINE_CHECK(shadow.hash_size >= keys, "the sizing graph did not grow gallocr's hash set");
+    return true;
+  }
+
+  // Guards on a plan that ggml_gallocr_needs_realloc accepts for `graph`: whether the graph is re-planned
+  // first. A record ggml_gallocr_init_tensor would fail on decides alone (its guard, on or off: the failure
+  // would come before any placement mattered); else a node whose sources moved.
+  static bool PlanIsStale(const GallocrShadow& shadow, const ggml_cgraph* graph, const std::string& what) {
+    const ggml_tensor* t = nullptr;
+    switch (shadow.FirstFault(graph, &t)) {
+      case PlanFault::kLeafRecord:
+        return GuardHolds(Guard::kGgmlGallocrLeafRecordsUnchecked, [&] {
+          return "leaf " + std::string(t->name) + " of " + what + " does not fit its record in the plan of " +
+                 shadow.planned + " (ggml_gallocr_needs_realloc compares no leaf records); re-planned first";
+        });
+      case PlanFault::kViewNodeOwnedRecord:
+        return GuardHolds(Guard::kGgmlGallocrViewNodeOwnedRecord, [&] {
+          return "view " + std::string(t->name) + " of " + what + " has an owned record in the plan of " +
+                 shadow.planned + " (a view needs 0 bytes, so every record fits it); re-planned first";
+        });
+      case PlanFault::kNone:
+        break;
+    }
+    const int i = shadow.FirstRewiredNode(graph);
+    return i >= 0 && GuardHolds(Guard::kGgmlGallocrStalePlanRewiredEdges, [&] {
+             return "node " + std::string(graph->nodes[i]->name) + " of " + what + " has other sources than node " +
+                    std::to_string(i) + " of the plan of " + shadow.planned +
+                    " (same counts and sizes, so ggml_gallocr_needs_realloc keeps the plan); re-planned first";
+           });
   }
 
   // The ggml tensor another graph's leaf view of (h, i) views: the one of h's latest placement, or, when
@@ -386,6 +671,8 @@ class GgmlAdapter final : public AllocatorAdapter {
     ggml_gallocr_t fresh = ggml_gallocr_new(&type->buft);
     Instance* again = Build(g);
     std::string error;
+    GallocrShadow fresh_shadow;
+    SizeHashSet(fresh, fresh_shadow, again->graph, nullptr, "g" + std::to_string(g) + " on a fresh gallocr");
     if (!ggml_gallocr_alloc_graph(fresh, again->graph)) {
       error = "fresh-allocator oracle: a fresh gallocr could not place g" + std::to_string(g);
     } else {
@@ -438,6 +725,8 @@ class GgmlAdapter final : public AllocatorAdapter {
   GraphBook book_;
   ggml_gallocr_t galloc_[kAllocators] = {};
   int nbuf_[kAllocators] = {};
+  std::vector<int> ids_[kAllocators];       // node and leaf buffer ids for ggml_gallocr_reserve_n
+  GallocrShadow shadow_[kAllocators];       // what each allocator's plan holds (the guards' view)
   std::vector<std::unique_ptr<BufferType>> types_;
   std::vector<std::unique_ptr<Instance>> instances_;
   std::map<std::pair<int, int>, ggml_tensor*> placed_;  // (graph, tensor) -> ggml tensor of its latest placement
@@ -446,5 +735,11 @@ class GgmlAdapter final : public AllocatorAdapter {
 }  // namespace
 
 std::unique_ptr<AllocatorAdapter> MakeGgmlAdapter() { return std::make_unique<GgmlAdapter>(); }
+
+AllocatorRules GgmlRules() {
+  AllocatorRules rules;
+  rules.refuses_f16_scale = GuardOn(Guard::kGgmlCpuScaleF16Unsupported);
+  return rules;
+}
 
 }  // namespace lifeline::graphs

@@ -114,6 +114,8 @@ endfunction()
 # A finding in upstream code that upstream has not fixed ("status": "upstream-open") has no fixed code and no
 # switch; instead:
 #   repro.<id>.<lane>.pinned         every input still fails with its signature on the pinned upstream
+#                                    (with the finding's guard off, LIFELINE_UNGUARD=<guard>, when it has one)
+#   repro.<id>.<lane>.guarded        with a "guard": every input runs clean with every guard on
 # A documented bug forward-ported into upstream ("upstream_variant": target, patch, reproducers) adds:
 #   repro.<id>.upstream.<lane>.fixed         the inputs run clean on the target built against upstream
 #   repro.<id>.upstream.<lane>.reintroduced  ... and fail with their signature on the build with the patch
@@ -186,7 +188,8 @@ function(lifeline_register_reproducers)
   file(GLOB bug_jsons ${root}/*/bug.json)
   file(GLOB cli_sources ${PROJECT_SOURCE_DIR}/cli/lifeline/*.py)
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
-               ${bug_jsons} ${PROJECT_SOURCE_DIR}/core/bug_list.def ${cli_sources})
+               ${bug_jsons} ${PROJECT_SOURCE_DIR}/core/bug_list.def ${PROJECT_SOURCE_DIR}/core/guard_list.def
+               ${cli_sources})
   _lifeline_read_repro_plan(${root})
   foreach(dir IN LISTS entries)
     if(NOT IS_DIRECTORY ${dir})

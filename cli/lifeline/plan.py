@@ -10,7 +10,8 @@ One line per folder under the repro root, by name, eight fields separated by '|'
   status          fixed, upstream-open, or invalid: bug.json missing or not valid (the folder gets only
                   repro.<id>.bug-json, which fails naming the file and the problem)
   target, modes   the bug's fuzz target and its repro.<id>.<lane>.<mode> tests: "fixed,reintroduced"
-                  (status fixed) or "pinned" (upstream-open) when a reproducer lists the lane, else "-"
+                  (status fixed), "pinned,guarded" (upstream-open with a guard) or "pinned" (without one)
+                  when a reproducer lists the lane, else "-"
   variant ...     the upstream_variant's target, its patch (a path inside the folder) and its
                   repro.<id>.upstream.<lane>.<mode> tests: "fixed,reintroduced" when one of its reproducers
                   lists the lane, else "-"
@@ -46,7 +47,10 @@ def plan_line(repro_dir: Path, lane: str) -> str:
     if bug is not None:
         fields.update(status=bug.status, target=bug.target)
         if lane in repro.lanes_of(bug.reproducers):
-            fields["modes"] = "pinned" if bug.status == "upstream-open" else "fixed,reintroduced"
+            if bug.status != "upstream-open":
+                fields["modes"] = "fixed,reintroduced"
+            else:
+                fields["modes"] = "pinned,guarded" if bug.guard else "pinned"
         if bug.variant:
             fields.update(variant_target=bug.variant.target,
                           variant_patch=str(bug.variant.patch.relative_to(repro_dir)))

@@ -10,6 +10,8 @@ bug.json (see README "Adding a reproducer"):
   status       optional: "fixed" (the default: a switch re-introduces the bug into fixed code) or
                "upstream-open" (a finding in upstream code that upstream has not fixed: no switch, no fixed
                code; the pinned upstream version must still reproduce it)
+  guard        optional, upstream-open only: the guard of core/guard_list.def that steps around the finding
+               by default (core/guards.h); its inputs must run clean with it on and reproduce with it off
   upstream_variant  optional: the bug forward-ported into upstream code, checked on a separate build of
                {"target": TARGET, "source": TEXT, "patch": FILE (in the folder), "reproducers": [...]}:
                the target built against unpatched upstream runs the inputs clean, the patched build fails
@@ -27,12 +29,12 @@ from pathlib import Path
 from typing import Optional
 
 from . import crash as crashmod
-from .bugs import BUG_ID, known_bug_ids, switch_env
+from .bugs import BUG_ID, known_bug_ids, known_guard_ids, switch_env
 from .paths import LANES
 from .usage import UsageError
 
 STATUSES = ("fixed", "upstream-open")
-MODES = ("fixed", "reintroduced", "pinned")
+MODES = ("fixed", "reintroduced", "pinned", "guarded")
 VARIANTS = ("upstream",)
 RUN_TIMEOUT_S = 300
 PLAIN_PATH = re.compile(r"[A-Za-z0-9._/-]+")
@@ -62,6 +64,7 @@ class Bug:
     path: Path
     status: str = "fixed"                     # one of STATUSES
     variant: Optional[UpstreamVariant] = None  # "upstream_variant"
+    guard: Optional[str] = None               # "guard": an id of core/guard_list.def
 
 
 class BugJsonError(Exception):
@@ -169,6 +172,16 @@ def load(repro_dir: Path, switches: Optional[list] = None) -> Bug:
         raise BugJsonError(f"{where}: id '{bug_id}' is no switch in core/bug_list.def; a fixed bug is "
                            "re-introduced by its switch (add it beside the fix), or give \"status\": \"upstream-open\"")
 
+    guard = None
+    if "guard" in doc:
+        guard = need(doc, "guard", str, "")
+        if status != "upstream-open":
+            raise BugJsonError(f"{where}: 'guard' applies to upstream-open findings; this bug is '{status}' "
+                               "(a fixed bug has a switch instead)")
+        if guard not in known_guard_ids():
+            raise BugJsonError(f"{where}: guard '{guard}' is not in core/guard_list.def (known: "
+                               f"{', '.join(known_guard_ids())})")
+
     variant = None
     if "upstream_variant" in doc:
         v = need(doc, "upstream_variant", dict, "")
@@ -198,12 +211,13 @@ def load(repro_dir: Path, switches: Optional[list] = None) -> Bug:
                 raise BugJsonError(f"{where}: {ctx}patch file '{patch}' touches '{name}', not a plain relative "
                                    "path (letters, digits, . _ / -; no '..')")
         variant = UpstreamVariant(vtarget, source, repro_dir / patch, load_reproducers(v, "upstream_variant."))
-    return Bug(bug_id, title, target, reproducers, repro_dir, status, variant)
+    return Bug(bug_id, title, target, reproducers, repro_dir, status, variant, guard)
 
 
 def run_input(binary: str, input_path: Path, launcher: list, reintroduce: Optional[str],
-              extra_env: Optional[dict] = None) -> tuple[int, str]:
-    env = switch_env(reintroduce, **(extra_env or {}))  # bug.json's env never sets LIFELINE_REINTRODUCE
+              extra_env: Optional[dict] = None, unguard: Optional[str] = None) -> tuple[int, str]:
+    # bug.json's env never sets LIFELINE_REINTRODUCE; LIFELINE_UNGUARD is the check's, never inherited.
+    env = switch_env(reintroduce, unguard=unguard, **(extra_env or {}))
     try:
         proc = subprocess.run(launcher + [binary, os.path.abspath(input_path)], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, timeout=RUN_TIMEOUT_S)
@@ -226,7 +240,10 @@ def check(bug: Bug, lane: str, mode: str, binary: str, launcher: list, variant: 
     reintroduced: every input that lists `lane` fails with its expected signature: with
                   LIFELINE_REINTRODUCE=<id>, or for the variant on the patched build, without it.
     pinned:       (status upstream-open only) every input that lists `lane` still fails with its expected
-                  signature on the pinned upstream version, without LIFELINE_REINTRODUCE.
+                  signature on the pinned upstream version, without LIFELINE_REINTRODUCE; with the bug's
+                  guard off (LIFELINE_UNGUARD=<guard>) when it has one.
+    guarded:      (upstream-open with a guard only) every input exits 0 with no report, every guard on: the
+                  harness steps around the finding.
     Prints one line per input; returns overall success."""
     if mode not in MODES:
         print(f"FAIL {bug.id}: unknown mode '{mode}' (known: {', '.join(MODES)})")
@@ -245,13 +262,16 @@ def check(bug: Bug, lane: str, mode: str, binary: str, launcher: list, variant: 
             return False
         target, reproducers = bug.variant.target, bug.variant.reproducers
     else:
-        if bug.status == "upstream-open" and mode != "pinned":
+        if bug.status == "upstream-open" and mode not in ("pinned", "guarded"):
             print(f"FAIL {bug.id}: status is 'upstream-open' (upstream has not fixed it: there is no switch and no "
-                  f"fixed code), so it has no '{mode}' run; check it with --mode pinned")
+                  f"fixed code), so it has no '{mode}' run; check it with --mode pinned or --mode guarded")
             return False
-        if bug.status != "upstream-open" and mode == "pinned":
-            print(f"FAIL {bug.id}: --mode pinned applies to bugs with status 'upstream-open'; this one is "
+        if bug.status != "upstream-open" and mode in ("pinned", "guarded"):
+            print(f"FAIL {bug.id}: --mode {mode} applies to bugs with status 'upstream-open'; this one is "
                   f"'{bug.status}' (use --mode fixed or --mode reintroduced)")
+            return False
+        if mode == "guarded" and bug.guard is None:
+            print(f"FAIL {bug.id}: --mode guarded needs a 'guard' in {bug.path / 'bug.json'}, which has none")
             return False
         target, reproducers = bug.target, bug.reproducers
     if not Path(binary).is_file():
@@ -265,17 +285,27 @@ def check(bug: Bug, lane: str, mode: str, binary: str, launcher: list, variant: 
     ok_all = True
     ran = 0
     for rep in reproducers:
-        if mode != "fixed" and lane not in rep.expect:
+        if mode not in ("fixed", "guarded") and lane not in rep.expect:
             continue
         ran += 1
         # Only the bug's own target has a switch; the pinned upstream and the patched build run as they are.
         reintroduce = bug.id if mode == "reintroduced" and variant is None else None
+        unguard = bug.guard if mode == "pinned" else None
         try:
-            rc, out = run_input(binary, rep.input, launcher, reintroduce, rep.env)
+            rc, out = run_input(binary, rep.input, launcher, reintroduce, rep.env, unguard)
         except OSError as e:
             print(f"FAIL {rep.input.name}: cannot run {e.filename or binary} ({e.strerror})")
             return False
         found = crashmod.parse(out)
+        if mode == "guarded":
+            if rc == 0 and found is None:
+                print(f"PASS {rep.input.name}: clean with guard {bug.guard} on")
+                continue
+            why = f"reported {found.signature}" if found else f"exited with {rc} without a parsable report"
+            print(f"FAIL {rep.input.name}: with every guard on (guard {bug.guard} steps around this finding) it "
+                  f"{why}\n{tail(out)}")
+            ok_all = False
+            continue
         if mode == "fixed":
             code = "the unpatched upstream build" if variant is not None else "fixed code"
             if rc == 0 and found is None:
@@ -293,7 +323,8 @@ def check(bug: Bug, lane: str, mode: str, binary: str, launcher: list, variant: 
             print(f"PASS {rep.input.name}: {found.signature}")
             continue
         if mode == "pinned" and rc == 0 and found is None:
-            print(f"FAIL {rep.input.name}: the pinned upstream no longer reproduces it (exit 0, no report; "
+            off = f" with guard {bug.guard} off" if bug.guard else ""
+            print(f"FAIL {rep.input.name}: the pinned upstream no longer reproduces it{off} (exit 0, no report; "
                   f"expected {expect}); a version bump may have fixed it: revisit status 'upstream-open' in "
                   f"{bug.path / 'bug.json'}\n{tail(out)}")
         elif mode == "pinned":
@@ -319,6 +350,8 @@ def cmd_repro_check(args) -> int:
         return 1
     if args.validate_only:
         extra = f"; status {bug.status}" if bug.status != "fixed" else ""
+        if bug.guard:
+            extra += f"; guard {bug.guard}"
         if bug.variant:
             extra += f"; upstream variant {bug.variant.target}: {len(bug.variant.reproducers)} reproducer(s)"
         print(f"PASS {bug.path / 'bug.json'}: valid ({len(bug.reproducers)} reproducer(s){extra})")

@@ -127,6 +127,10 @@ if word == "patched-assert":  # an upstream build: no switches; crashes only whe
     if os.path.basename(sys.argv[0]).endswith("_patched"):
         crash(ASSERT)
     sys.exit(0)
+if word == "guarded-assert":  # an upstream-open finding with a guard: reproduces only with the guard off
+    if "fake-guarded" in os.environ.get("LIFELINE_UNGUARD", "").split(","):
+        crash(ASSERT)
+    sys.exit(0)
 if switch and switch != "fake-fixed-bug":
     print("fake_target: unknown bug id " + switch)
     sys.exit(2)
@@ -169,6 +173,8 @@ class ScratchProject(unittest.TestCase):
                         ignore=shutil.ignore_patterns("__pycache__"))
         (self.root / "core").mkdir()
         (self.root / "core" / "bug_list.def").write_text('LIFELINE_BUG(kFakeFixedBug, "fake-fixed-bug")\n')
+        (self.root / "core" / "guard_list.def").write_text('LIFELINE_GUARD(kFakeGuarded, "fake-guarded")\n'
+                                                           'LIFELINE_GUARD(kFakeOther, "fake-other-guard")\n')
         (self.root / "targets").mkdir()
         (self.root / "corpus").mkdir()
         (self.root / "targets" / "fake_target.cc").write_text("")

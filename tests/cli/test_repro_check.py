@@ -1,4 +1,5 @@
 """`lifeline list` and `lifeline repro-check` on upstream-open bugs and upstream variants (scratch project)."""
+import os
 import unittest
 
 from scratch_project import ASSERT_SIG, ScratchProject, write_bug
@@ -132,6 +133,75 @@ class ReproCheck(ScratchProject):
                 self.assertEqual(rc, 2, out)
                 self.assertIn(text, out)
                 self.assertEqual(len(out.strip().splitlines()), 1, out)
+
+
+class GuardedReproCheck(ScratchProject):
+    """An upstream-open finding with a guard: clean with every guard on, its signature with its guard off."""
+
+    def setUp(self):
+        super().setUp()
+        self.guarded = write_bug(self.root / "repro" / "fake-guarded", {
+            "status": "upstream-open", "guard": "fake-guarded", "target": "fake_target",
+            "reproducers": [{"input": "in", "expect": {"asan": ASSERT_SIG}}]}, {"in": "guarded-assert"})
+
+    def check(self, bug, mode, env=None):
+        return self.cli("repro-check", "--repro-dir", bug, "--lane", "asan", "--mode", mode, "--binary", self.fake,
+                        env=env)
+
+    def test_validate_only_names_the_guard(self):
+        rc, out = self.cli("repro-check", "--validate-only", "--repro-dir", self.guarded)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("status upstream-open; guard fake-guarded", out)
+
+    def test_both_ways_pass_on_a_guarded_finding(self):
+        rc, out = self.check(self.guarded, "guarded")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("PASS in: clean with guard fake-guarded on", out)
+        rc, out = self.check(self.guarded, "pinned")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("PASS in: assert | ggml_gallocr_init_tensor", out)
+
+    def test_an_inherited_unguard_reaches_neither_way(self):
+        rc, out = self.check(self.guarded, "guarded", env=dict(os.environ, LIFELINE_UNGUARD="fake-guarded"))
+        self.assertEqual(rc, 0, out)
+        other = write_bug(self.tmp / "elsewhere" / "fake-other", {
+            "status": "upstream-open", "guard": "fake-other-guard", "target": "fake_target",
+            "reproducers": [{"input": "in", "expect": {"asan": ASSERT_SIG}}]}, {"in": "guarded-assert"})
+        rc, out = self.check(other, "pinned", env=dict(os.environ, LIFELINE_UNGUARD="fake-guarded"))
+        self.assertEqual(rc, 1, out)
+
+    def test_pinned_fails_when_turning_the_named_guard_off_does_not_reproduce(self):
+        other = write_bug(self.tmp / "elsewhere" / "fake-other", {
+            "status": "upstream-open", "guard": "fake-other-guard", "target": "fake_target",
+            "reproducers": [{"input": "in", "expect": {"asan": ASSERT_SIG}}]}, {"in": "guarded-assert"})
+        rc, out = self.check(other, "pinned")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("FAIL in: the pinned upstream no longer reproduces it with guard fake-other-guard off", out)
+
+    def test_guarded_fails_when_the_guard_does_not_step_around_it(self):
+        leaky = write_bug(self.tmp / "elsewhere" / "fake-leaky", {
+            "status": "upstream-open", "guard": "fake-guarded", "target": "fake_target",
+            "reproducers": [{"input": "in", "expect": {"asan": ASSERT_SIG}}]}, {"in": "assert"})
+        rc, out = self.check(leaky, "guarded")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("FAIL in: with every guard on (guard fake-guarded steps around this finding) it reported "
+                      "assert", out)
+
+    def test_guarded_needs_a_guard_and_an_upstream_open_bug(self):
+        rc, out = self.check(self.upstream_open, "guarded")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("--mode guarded needs a 'guard'", out)
+        rc, out = self.check(self.fixed, "guarded")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("--mode guarded applies to bugs with status 'upstream-open'", out)
+
+    def test_a_guard_outside_the_guard_list_is_named(self):
+        bad = write_bug(self.tmp / "elsewhere" / "fake-bad", {
+            "status": "upstream-open", "guard": "fake-unknown", "target": "fake_target",
+            "reproducers": [{"input": "in", "expect": {"asan": ASSERT_SIG}}]}, {"in": "assert"})
+        rc, out = self.cli("repro-check", "--validate-only", "--repro-dir", bad)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("guard 'fake-unknown' is not in core/guard_list.def (known: fake-guarded, fake-other-guard)", out)
 
 
 if __name__ == "__main__":

@@ -63,6 +63,25 @@ class PlanLines(unittest.TestCase):
         self.assertEqual(plan.plan_line(d, "valgrind"),
                          f"repro|{ID}|upstream-open|alloc_graph_topology|pinned|-|-|-")
 
+    def test_upstream_open_bug_with_a_guard_is_pinned_and_guarded(self):
+        doc = dict(FULL, status="upstream-open", guard="ggml-gallocr-leaf-records-unchecked")
+        del doc["upstream_variant"]
+        d = self.folder(ID, doc)
+        self.assertEqual(plan.plan_line(d, "asan"),
+                         f"repro|{ID}|upstream-open|alloc_graph_topology|pinned,guarded|-|-|-")
+
+    def test_a_guard_that_is_not_in_the_guard_list_or_on_a_fixed_bug_is_invalid(self):
+        for doc in (dict(FULL, status="upstream-open", guard="no-such-guard"),
+                    dict(FULL, guard="ggml-gallocr-leaf-records-unchecked"),
+                    dict(FULL, status="upstream-open", guard=["ggml-gallocr-leaf-records-unchecked"])):
+            with self.subTest(guard=doc["guard"], status=doc.get("status")):
+                d = self.folder(ID, doc)
+                self.assertEqual(plan.plan_line(d, "asan").split("|")[2], "invalid")
+                with self.assertRaises(repro.BugJsonError) as e:
+                    repro.load(d)
+                self.assertRegex(str(e.exception), r"guard|'guard'")
+                shutil.rmtree(d)
+
     def test_the_brief_examples_are_invalid(self):
         for name, doc in (("expect-array", replaced(FULL, ("reproducers", 0, "expect"), ["asan"])),
                           ("reproducers-object", replaced(FULL, ("reproducers",), {})),
@@ -130,6 +149,10 @@ class PlanCommand(unittest.TestCase):
         self.assertIn("repro|gallocr-view-leaf-offset|fixed|alloc_graph_topology|fixed,reintroduced|"
                       "ggml_graph_topology|upstream/revert-906c73b2.patch|fixed,reintroduced", lines)
         self.assertIn("repro|wasm-lang-dangling|fixed|interop_string_handoff|fixed,reintroduced|-|-|-", lines)
+        # Every upstream-open finding but the UBSan one (suppressed by function instead) has a guard.
+        self.assertIn("repro|ggml-gallocr-leaf-records-unchecked|upstream-open|ggml_graph_topology|"
+                      "pinned,guarded|-|-|-", lines)
+        self.assertIn("repro|ggml-graph-nbytes-null-offset|upstream-open|ggml_graph_topology|pinned|-|-|-", lines)
 
     def test_bad_arguments(self):
         for args, text in ((["--lane", "msan"], "invalid choice: 'msan'"),

@@ -19,11 +19,11 @@ unfound trials counted at the budget), a Kaplan-Meier plot (bench/results/tte-<b
 bench/results/tte-<bug>-<mode>.json; for several bugs also bench/results/tte.md and tte-survival.png
 (all curves). A benchmark, not a test: nothing here passes or fails.
 
-Upstream code (--upstream: the bug forward-ported into upstream by a patch, fuzzed with the patched build of
-the upstream variant; or a bug whose status is upstream-open, fuzzed on the pinned upstream; neither has a
-switch) holds other findings that would end a trial at once, so those trials run libFuzzer in fork mode with
-crashes ignored, and the time to exposure is when the first artifact whose replay matches the bug's signature
-was written. The default list leaves upstream-open bugs out.
+Upstream code has no switches. --upstream fuzzes the bug forward-ported into upstream by a patch (the patched
+build of the upstream variant) with every guard on (core/guards.h): the upstream-open findings the harness
+knows are stepped around, so any other crash is one. An upstream-open finding is fuzzed on the pinned upstream
+with only its own guard off (LIFELINE_UNGUARD=<its guard>), every other guard on. Both run in-process like
+every other trial. The default list leaves upstream-open bugs out.
 """
 import argparse
 import json
@@ -150,30 +150,12 @@ def _status(d: Path) -> str:
         return "fixed"  # run_bug reports the problem
 
 
-def _first_match(binary: Path, work: Path, t0_wall: float, expected: list, env: dict):
-    """Scan mode: the artifacts a fork-mode job wrote, oldest first; (seconds, signature, others) of the first
-    whose replay matches, or (None, None, others)."""
-    others = 0
-    for a in sorted(work.glob("crash-*"), key=lambda p: p.stat().st_mtime):
-        try:
-            proc = subprocess.run([str(binary), str(a)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  timeout=60)
-            found = crashmod.parse(proc.stdout.decode("utf-8", "replace"))
-        except subprocess.TimeoutExpired:
-            found = None
-        if found is not None and any(crashmod.matches(found, e)[0] for e in expected):
-            return max(0.0, a.stat().st_mtime - t0_wall), found.signature, others
-        others += 1
-    return None, None, others
-
-
 def run_bug(args, bug_id: str):
     try:
         bug = repro.load(ROOT / "repro" / bug_id)
     except repro.BugJsonError as e:
         print(f"tte: {e}", file=sys.stderr)
         return None
-    scan = args.upstream or bug.status == "upstream-open"
     target, reproducers = bug.target, bug.reproducers
     binary = Path(args.build) / "targets" / bug.target
     if args.upstream:
@@ -187,7 +169,14 @@ def run_bug(args, bug_id: str):
         return None
     expected = [r.expect[l] for r in reproducers for l in ("fuzz", "asan") if l in r.expect]
     seeds = Path(args.seeds) if args.seeds else ROOT / "corpus" / target
-    env = switch_env(None if args.fixed or scan else bug.id)
+    if bug.status == "upstream-open":
+        if bug.guard is None:
+            print(f"tte: {bug.id} has no guard (bug.json 'guard'), so every input of its target would hit it",
+                  file=sys.stderr)
+            return None
+        env = switch_env(None, unguard=None if args.fixed else bug.guard)  # --fixed: every guard on
+    else:
+        env = switch_env(None if args.fixed or args.upstream else bug.id, unguard=None)
 
     rows = []
     print(f"{'trial':>5} {'seed':>5} {'result':<10} {'seconds':>8} {'execs':>9}  signature")
@@ -195,13 +184,11 @@ def run_bug(args, bug_id: str):
         seed = trial + 1
         work = Path(tempfile.mkdtemp(prefix=f"tte-{bug.id}-"))
         (work / "corpus").mkdir()
-        # Fork mode (scan) starts its jobs through a shell: every path is a plain name (lifeline/shellsafe.py).
+        # Plain names for every path libFuzzer gets (lifeline/shellsafe.py), as `lifeline fuzz` gives them.
         with SafeLinks() as links:
             w = links.path(work, "work")
             cmd = [links.path(binary, target), f"-seed={seed}", f"-max_total_time={args.budget}",
                    "-print_final_stats=1", f"-artifact_prefix={w}/", f"{w}/corpus", links.path(seeds, "seeds")]
-            if scan:
-                cmd[1:1] = ["-fork=1", "-ignore_crashes=1", "-ignore_timeouts=1", "-ignore_ooms=1"]
             dict_file = ROOT / "corpus" / f"{target}.dict"
             if dict_file.is_file():
                 cmd.insert(1, f"-dict={links.path(dict_file, 'dict')}")
@@ -218,16 +205,6 @@ def run_bug(args, bug_id: str):
                   file=sys.stderr)
             shutil.rmtree(work, ignore_errors=True)
             return None
-        if scan:
-            at, signature, others = _first_match(binary, work, t0_wall, expected, env)
-            result = "found" if at is not None else "censored"
-            elapsed = at if at is not None else float(args.budget)
-            rows.append({"trial": trial, "seed": seed, "result": result, "seconds": round(elapsed, 2), "execs": execs,
-                         "signature": signature, "ignored_crashes": others})
-            print(f"{trial:>5} {seed:>5} {result:<10} {elapsed:>8.1f} {execs:>9}  {signature or ''}"
-                  f"  ({others} other crash(es) ignored before)", flush=True)
-            shutil.rmtree(work, ignore_errors=True)
-            continue
         found = crashmod.parse(out)
         if found is None:
             result = "censored" if proc.returncode == 0 else "no-report"

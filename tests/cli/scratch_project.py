@@ -108,6 +108,10 @@ if prefix is not None:
         with open(prefix + name, "w") as f:
             f.write(word)
     print("stat::number_of_executed_units: 42")
+    first = next(iter(arts.values()), None)  # libFuzzer prints the report of the crash it stopped on
+    if first == "assert" or (first == "guarded-assert" and
+                             "fake-guarded" in os.environ.get("LIFELINE_UNGUARD", "").split(",")):
+        crash(ASSERT)
     sys.exit(1 if arts else 0)
 
 switch = os.environ.get("LIFELINE_REINTRODUCE")

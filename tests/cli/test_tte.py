@@ -1,11 +1,12 @@
 """bench/tte.py's trials on the scratch project's fake target, from a checkout whose name a shell would
-split or run: fork-mode (scan) trials run inputs and execute nothing, and a trial that ran no input stops the
-benchmark with one line instead of counting as a survival time."""
+split or run: a trial runs inputs and executes nothing; an upstream-open finding is fuzzed with only its own
+guard off; a trial that ran no input stops the benchmark with one line instead of counting as a survival
+time."""
 import json
 import shutil
 import unittest
 
-from scratch_project import ScratchProject
+from scratch_project import ASSERT_SIG, ScratchProject, write_bug
 from support import ROOT, run_apart
 
 
@@ -24,18 +25,31 @@ class TimeToExposure(ScratchProject):
         return run_apart(["/usr/bin/python3", self.root / "bench" / "tte.py", bug, "--trials", "1",
                           "--budget", "1", "--build", self.root / "build" / "fuzz"], cwd=self.cwd)
 
-    def test_a_fork_mode_trial_runs_inputs_and_nothing_else(self):
-        self.artifacts({"crash-a": "assert"})
-        rc, out, err = self.run_tte("fake-upstream-open")  # upstream-open: fork mode, artifacts replayed
+    def guarded_finding(self):
+        write_bug(self.root / "repro" / "fake-guarded", {
+            "status": "upstream-open", "guard": "fake-guarded", "target": "fake_target",
+            "reproducers": [{"input": "in", "expect": {"fuzz": ASSERT_SIG}}]}, {"in": "guarded-assert"})
+
+    def test_an_upstream_open_trial_runs_with_only_its_own_guard_off(self):
+        self.guarded_finding()
+        self.artifacts({"crash-a": "guarded-assert"})  # crashes only with LIFELINE_UNGUARD=fake-guarded
+        rc, out, err = self.run_tte("fake-guarded")
         self.assertEqual(rc, 0, out + err)
         self.assertEqual(list(self.tmp.rglob("pwned")), [])
-        row = json.loads((self.root / "bench" / "results" / "tte-fake-upstream-open-pinned-upstream.json")
+        row = json.loads((self.root / "bench" / "results" / "tte-fake-guarded-pinned-upstream.json")
                          .read_text())["rows"][0]
         self.assertEqual((row["result"], row["execs"]), ("found", 42), row)
+        self.assertNotIn("-fork=1", json.loads((self.fake.parent / "fake-argv.json").read_text()))
+
+    def test_an_upstream_open_finding_without_a_guard_is_refused(self):
+        rc, out, err = self.run_tte("fake-upstream-open")
+        self.assertEqual(rc, 2, out + err)
+        self.assertIn("tte: fake-upstream-open has no guard", err)
 
     def test_a_trial_that_ran_no_inputs_stops_the_benchmark(self):
+        self.guarded_finding()
         (self.fake.parent / "fake-idle").write_text("")
-        for bug in ("fake-upstream-open", "fake-fixed-bug"):  # fork mode, then one process
+        for bug in ("fake-guarded", "fake-fixed-bug"):
             with self.subTest(bug=bug):
                 rc, out, err = self.run_tte(bug)
                 self.assertEqual(rc, 2, out + err)

@@ -174,16 +174,19 @@ struct GallocrShadow {
   size_t hash_size = 0;          // the hash set only grows, across plans
   std::string planned;           // what was planned, for trace lines
 
-  static Edges EdgesOf(const ggml_cgraph* graph, int i) {
+  // Every node's sources, by position.
+  static std::vector<Edges> EdgesOf(const ggml_cgraph* graph) {
     std::unordered_map<const ggml_tensor*, int> pos;
     for (int j = 0; j < graph->n_nodes; ++j) pos[graph->nodes[j]] = 2 * j;
     for (int j = 0; j < graph->n_leafs; ++j) pos[graph->leafs[j]] = 2 * j + 1;
-    Edges e;
-    for (int j = 0; j < GGML_MAX_SRC; ++j) {
-      const ggml_tensor* s = graph->nodes[i]->src[j];
-      e[j] = s == nullptr ? -1 : pos.at(s);
+    std::vector<Edges> out(graph->n_nodes);
+    for (int i = 0; i < graph->n_nodes; ++i) {
+      for (int j = 0; j < GGML_MAX_SRC; ++j) {
+        const ggml_tensor* s = graph->nodes[i]->src[j];
+        out[i][j] = s == nullptr ? -1 : pos.at(s);
+      }
     }
-    return e;
+    return out;
   }
 
   // ggml_gallocr_reserve_n_impl's hash set size for `graph`.
@@ -201,12 +204,11 @@ struct GallocrShadow {
     n_leafs = graph->n_leafs;
     node.assign(n_nodes, {});
     src.assign(n_nodes, {});
-    edges.assign(n_nodes, {});
+    edges = EdgesOf(graph);
     for (int i = 0; i < n_nodes; ++i) {
       const ggml_tensor* t = graph->nodes[i];
       node[i] = RecordOf(t);
       for (int j = 0; j < GGML_MAX_SRC; ++j) src[i][j] = RecordOf(t->src[j]);
-      edges[i] = EdgesOf(graph, i);
     }
     leaf.assign(n_leafs, {});
     for (int i = 0; i < n_leafs; ++i) leaf[i] = RecordOf(graph->leafs[i]);
@@ -281,8 +283,9 @@ struct GallocrShadow {
 
   // The first node whose sources differ, by position, from the planned graph's; -1 when none does.
   int FirstRewiredNode(const ggml_cgraph* graph) const {
+    const std::vector<Edges> now = EdgesOf(graph);
     for (int i = 0; i < graph->n_nodes && i < n_nodes; ++i) {
-      if (EdgesOf(graph, i) != edges[i]) return i;
+      if (now[i] != edges[i]) return i;
     }
     return -1;
   }

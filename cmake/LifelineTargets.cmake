@@ -72,10 +72,9 @@ endfunction()
 # A fuzz target: targets/<name>.cc linked with libFuzzer (fuzz lane), the replay driver (other lanes) or
 # ${LIFELINE_FUZZING_ENGINE} (external engine; built only, nothing registered).
 # Registers corpus.<name> (replays corpus/<name>/ in every lane) and, in the fuzz lane, fuzz-smoke.<name>
-# (a bounded run with a fixed seed from the seed corpus into a scratch corpus). UPSTREAM: the target fuzzes
-# upstream code, and its smoke run may stop on a known upstream-open finding (cmake/run_fuzz_smoke.cmake).
+# (a bounded run with a fixed seed from the seed corpus into a scratch corpus; any crash fails it).
 function(lifeline_add_fuzz_target name)
-  cmake_parse_arguments(ARG "UPSTREAM" "SMOKE_RUNS" "LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "SMOKE_RUNS" "LIBS;LABELS" ${ARGN})
   if(NOT ARG_SMOKE_RUNS)
     set(ARG_SMOKE_RUNS 20000)
   endif()
@@ -97,7 +96,6 @@ function(lifeline_add_fuzz_target name)
              COMMAND ${CMAKE_COMMAND} -DBINARY=$<TARGET_FILE:${name}> -DSEEDS=${corpus}
                      -DWORK=${CMAKE_BINARY_DIR}/fuzz-smoke/${name} -DRUNS=${ARG_SMOKE_RUNS}
                      -DDICT=${PROJECT_SOURCE_DIR}/corpus/${name}.dict
-                     -DALLOW_UPSTREAM_OPEN=$<BOOL:${ARG_UPSTREAM}> "-DCLI=${LIFELINE_CLI}" -DTARGET=${name}
                      -P ${PROJECT_SOURCE_DIR}/cmake/run_fuzz_smoke.cmake)
     set_tests_properties(fuzz-smoke.${name} PROPERTIES LABELS "fuzz-smoke;${ARG_LABELS}" TIMEOUT 300)
   else()

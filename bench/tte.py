@@ -6,6 +6,7 @@
   bench/tte.py BUG_ID --upstream                          the bug's upstream variant (repro upstream_variant)
   bench/tte.py UPSTREAM_OPEN_ID                           an upstream-open finding, on the pinned upstream
   bench/tte.py BUG_ID --seeds DIR                         from other seeds than corpus/<target>/
+  bench/tte.py BUG_ID... --name NAME                      the table of several bugs as NAME.md (default tte)
 
 Each trial runs the bug's fuzz target (fuzz lane, libFuzzer + ASan) with LIFELINE_REINTRODUCE=BUG_ID and
 its own -seed, from a fresh scratch corpus plus the read-only seeds in corpus/<target>/, bounded by the
@@ -103,7 +104,11 @@ def main() -> int:
     ap.add_argument("--seeds", help="seed directory (default: corpus/<target>)")
     ap.add_argument("--upstream", action="store_true",
                     help="fuzz the bug's upstream variant (the target built against the patched upstream)")
+    ap.add_argument("--name", default="tte", help="file name of the several-bug table and plot (default tte)")
     args = ap.parse_args()
+    if not args.name or not all(c.isalnum() or c in "-_." for c in args.name) or args.name.startswith("."):
+        print(f"tte: --name {args.name!r} must be a plain file name (letters, digits, - _ .)", file=sys.stderr)
+        return 2
     if args.trials < 1 or args.budget < 1:
         print("tte: --trials and --budget must be positive", file=sys.stderr)
         return 2
@@ -127,19 +132,19 @@ def main() -> int:
         summaries.append(summary)
     out_dir = ROOT / "bench" / "results"
     if len(summaries) > 1:
-        mode = "fixed" if args.fixed else "reintroduced"
-        lines = [f"# Time-to-exposure ({mode}, {args.trials} trials, budget {args.budget} s per trial)", "",
+        lines = [f"# Time-to-exposure ({args.trials} trials, budget {args.budget} s per trial)", "",
                  "Command: `bench/tte.py " + " ".join(sys.argv[1:]) + "`", "",
-                 "| bug | target | found | median s | RMST s | other crashes |", "|---|---|---|---|---|---|"]
+                 "| bug | target | mode | found | median s | RMST s | other crashes |", "|---|---|---|---|---|---|---|"]
         for sm in summaries:
-            lines.append(f"| `{sm['bug']}` | {sm['target']} | {sm['found']}/{sm['trials']} | "
+            lines.append(f"| `{sm['bug']}` | {sm['target']} | {sm['mode']} | {sm['found']}/{sm['trials']} | "
                          f"{sm['median_s'] if sm['median_s'] is not None else '-'} | {sm['rmst_s']} | {sm['other_crashes']} |")
-        lines += ["", "![Kaplan-Meier survival curves](tte-survival.png)", ""]
-        (out_dir / "tte.md").write_text("\n".join(lines))
-        plotted = plot({sm["bug"]: sm["km"] for sm in summaries}, args.budget, out_dir / "tte-survival.png",
+        lines += ["", f"![Kaplan-Meier survival curves]({args.name}-survival.png)", ""]
+        (out_dir / f"{args.name}.md").write_text("\n".join(lines))
+        plotted = plot({sm["bug"]: sm["km"] for sm in summaries}, args.budget, out_dir / f"{args.name}-survival.png",
                        f"time to exposure, {args.trials} trials per bug")
         print("\n" + "\n".join(lines[4:-2]))
-        print(f"\nwrote {out_dir / 'tte.md'}" + (f" and {out_dir / 'tte-survival.png'}" if plotted else ""))
+        print(f"\nwrote {out_dir / (args.name + '.md')}" +
+              (f" and {out_dir / (args.name + '-survival.png')}" if plotted else ""))
     return 0
 
 
@@ -239,6 +244,7 @@ def run_bug(args, bug_id: str):
     }
     mode = ("fixed" if args.fixed else "upstream-variant" if args.upstream else
             "pinned-upstream" if bug.status == "upstream-open" else "reintroduced")
+    summary["mode"] = mode
     print(f"\n{bug.id} ({mode}): found {len(times)}/{args.trials}"
           + (f", median {summary['median_s']} s" if times else "")
           + f", RMST {summary['rmst_s']} s, other crashes {summary['other_crashes']}, budget {args.budget} s per trial")

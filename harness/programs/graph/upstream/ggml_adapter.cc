@@ -390,41 +390,28 @@ class GgmlAdapter final : public AllocatorAdapter {
                              ggml_type_name(t->src[0]->type) + " (guard ggml-cpu-scale-f16-unsupported)");
       }
     }
-    // ggml_gallocr_alloc_graph places the graph on the allocator's plan, or (one buffer) re-plans first when
-    // ggml_gallocr_needs_realloc says the plan is stale. The guards step in where that verdict is wrong
-    // (re-planning, as ggml-alloc.h promises) and where re-planning would overflow the hash set.
-    GallocrShadow& shadow = shadow_[k];
-    bool needs_realloc = shadow.NeedsRealloc(inst->graph);
-    if (!needs_realloc) {
-      if (PlanIsStale(shadow, inst->graph, what)) LIFELINE_RETURN_IF_ERROR(ReserveN(k, inst->graph, what));
-    } else if (nbuf_[k] == 1) {
-      if (SizeHashSet(galloc_[k], shadow, inst->graph, ids_[k].data(), what)) {
-        LIFELINE_RETURN_IF_ERROR(ReserveN(k, inst->graph, what));  // planned here, not by alloc_graph
-        needs_realloc = false;
-      } else {
-        shadow.Planned(inst->graph, what);  // by alloc_graph's ggml_gallocr_reserve
-      }
-    }
-    g_logged_needs_realloc = false;
-    const bool allocated = ggml_gallocr_alloc_graph(galloc_[k], inst->graph);
-    LIFELINE_CHECK(g_logged_needs_realloc == needs_realloc,
-                   "gallocr shadow: the adapter predicted ggml_gallocr_needs_realloc " +
-                       std::string(needs_realloc ? "true" : "false") + " for " + what + " on the plan of " +
-                       shadow.planned + ", ggml said otherwise (the guards' view of gallocr is wrong)");
-    if (!allocated) {
-      return FailedPrecondition("ggml_gallocr_alloc_graph: the graph needs a reserve_n first (several buffers)");
-    }
-    // A leaf view of a tensor that has no memory stays without memory ("allocated without ggml-backend").
-    for (int i = 0; i < book_.size(g); ++i) {
-      ggml_tensor* t = inst->t[i];
-      if (t != nullptr && t->data == nullptr) {
-        return FailedPrecondition(std::string(t->name) + " has no memory after ggml_gallocr_alloc_graph: it views " +
-                                  "a tensor that was never placed");
-      }
-    }
+    int rewired = -1;
+    LIFELINE_RETURN_IF_ERROR(Place(k, g, *inst, what, &rewired));
     const void* owner = galloc_[k];
     Mirror(g, *inst, k);
     alloc::Graph placed = InGgmlOrder(*inst, mirror.value(), g);
+    // Guard ggml-gallocr-stale-plan-rewired-edges, exact: the plan was kept although a node's sources moved, and
+    // it puts two tensors that are live at once (by the graph's edges now) in the same bytes. Nothing in ggml
+    // fails on it (the outputs would come out wrong), so the guard looks at the placement before computing:
+    // the graph is built again, re-planned and placed afresh.
+    if (rewired >= 0 && !oracles::CheckNoLiveOverlap(placed, owner).ok() &&
+        GuardHolds(Guard::kGgmlGallocrStalePlanRewiredEdges, [&] {
+          return "node " + std::string(ggml_graph_node(inst->graph, rewired)->name) + " of " + what +
+                 " has other sources than node " + std::to_string(rewired) + " of the plan of " + shadow_[k].planned +
+                 " (same counts and sizes, so ggml_gallocr_needs_realloc kept the plan), and that plan puts live " +
+                 "tensors in the same bytes; re-planned and placed again";
+        })) {
+      inst = Build(g);
+      LIFELINE_RETURN_IF_ERROR(ReserveN(k, inst->graph, what));
+      LIFELINE_RETURN_IF_ERROR(Place(k, g, *inst, what, &rewired));
+      Mirror(g, *inst, k);
+      placed = InGgmlOrder(*inst, mirror.value(), g);
+    }
 
     // The caller fills the allocator's leafs after alloc_graph, as whisper sets its inputs.
     for (Tensor* leaf : placed.leafs) {
@@ -526,10 +513,53 @@ class GgmlAdapter final : public AllocatorAdapter {
     return true;
   }
 
+  // ggml_gallocr_alloc_graph of graph g's build `inst` by allocator k: it places the graph on the allocator's
+  // plan, or (one buffer) re-plans first when ggml_gallocr_needs_realloc says the plan is stale. The guards step
+  // in where that verdict is wrong (re-planning first, as ggml-alloc.h promises) and where re-planning would
+  // overflow the hash set. `*rewired`: a node whose sources moved while the plan is kept, else -1.
+  Status Place(int k, int g, Instance& inst, const std::string& what, int* rewired) {
+    GallocrShadow& shadow = shadow_[k];
+    *rewired = -1;
+    bool needs_realloc = shadow.NeedsRealloc(inst.graph);
+    if (!needs_realloc) {
+      if (PlanIsStale(shadow, inst.graph, what, rewired)) {
+        LIFELINE_RETURN_IF_ERROR(ReserveN(k, inst.graph, what));
+        *rewired = -1;
+      }
+    } else if (nbuf_[k] == 1) {
+      if (SizeHashSet(galloc_[k], shadow, inst.graph, ids_[k].data(), what)) {
+        LIFELINE_RETURN_IF_ERROR(ReserveN(k, inst.graph, what));  // planned here, not by alloc_graph
+        needs_realloc = false;
+      } else {
+        shadow.Planned(inst.graph, what);  // by alloc_graph's ggml_gallocr_reserve
+      }
+    }
+    g_logged_needs_realloc = false;
+    const bool allocated = ggml_gallocr_alloc_graph(galloc_[k], inst.graph);
+    LIFELINE_CHECK(g_logged_needs_realloc == needs_realloc,
+                   "gallocr shadow: the adapter predicted ggml_gallocr_needs_realloc " +
+                       std::string(needs_realloc ? "true" : "false") + " for " + what + " on the plan of " +
+                       shadow.planned + ", ggml said otherwise (the guards' view of gallocr is wrong)");
+    if (!allocated) {
+      return FailedPrecondition("ggml_gallocr_alloc_graph: the graph needs a reserve_n first (several buffers)");
+    }
+    // A leaf view of a tensor that has no memory stays without memory ("allocated without ggml-backend").
+    for (int i = 0; i < book_.size(g); ++i) {
+      ggml_tensor* t = inst.t[i];
+      if (t != nullptr && t->data == nullptr) {
+        return FailedPrecondition(std::string(t->name) + " has no memory after ggml_gallocr_alloc_graph: it views " +
+                                  "a tensor that was never placed");
+      }
+    }
+    return Status::Ok();
+  }
+
   // Guards on a plan that ggml_gallocr_needs_realloc accepts for `graph`: whether the graph is re-planned
   // first. A record ggml_gallocr_init_tensor would fail on decides alone (its guard, on or off: the failure
-  // would come before any placement mattered); else a node whose sources moved.
-  static bool PlanIsStale(const GallocrShadow& shadow, const ggml_cgraph* graph, const std::string& what) {
+  // would come before any placement mattered); else `*rewired` names a node whose sources moved (whether that
+  // matters is only seen in the placement: AllocAndCompute).
+  static bool PlanIsStale(const GallocrShadow& shadow, const ggml_cgraph* graph, const std::string& what,
+                          int* rewired) {
     const ggml_tensor* t = nullptr;
     switch (shadow.FirstFault(graph, &t)) {
       case PlanFault::kLeafRecord:
@@ -545,12 +575,8 @@ class GgmlAdapter final : public AllocatorAdapter {
       case PlanFault::kNone:
         break;
     }
-    const int i = shadow.FirstRewiredNode(graph);
-    return i >= 0 && GuardHolds(Guard::kGgmlGallocrStalePlanRewiredEdges, [&] {
-             return "node " + std::string(graph->nodes[i]->name) + " of " + what + " has other sources than node " +
-                    std::to_string(i) + " of the plan of " + shadow.planned +
-                    " (same counts and sizes, so ggml_gallocr_needs_realloc keeps the plan); re-planned first";
-           });
+    *rewired = shadow.FirstRewiredNode(graph);
+    return false;
   }
 
   // The ggml tensor another graph's leaf view of (h, i) views: the one of h's latest placement, or, when

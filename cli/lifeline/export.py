@@ -60,8 +60,8 @@ EXPORTERS = {
         target="ggml_graph_topology", binary="ggml_graph_topology_export", lane="asan", language="C",
         extension="c",
         upstream="ggml (the pinned ggml 0.25.1 of scripts/fetch-ggml.sh), CPU backend",
-        build="clang -std=c11 -g -O1 -fsanitize=address,undefined -c {file} -I{include} -o {exe}.o\n"
-              "clang++ -fsanitize=address,undefined {exe}.o -L{libdir} -lggml -lggml-cpu -lggml-base -lm -lpthread "
+        build="clang -std=c11 -g -O1 -fsanitize=address,undefined -c {file} -I{include} -o repro.o\n"
+              "clang++ -fsanitize=address,undefined repro.o -L{libdir} -lggml -lggml-cpu -lggml-base -lm -lpthread "
               "-o {exe}",
         run="{env} {exe}"),
 }
@@ -72,8 +72,7 @@ def exporter_binary(exporter: Exporter) -> Path:
 
 
 def build_command(exporter: Exporter) -> str:
-    return (f"cmake --preset {exporter.lane} && cmake --build build/{exporter.lane} --target {exporter.binary}"
-            + (" (it needs upstream ggml: scripts/fetch-ggml.sh)" if exporter.target == "ggml_graph_topology" else ""))
+    return f"cmake --preset {exporter.lane} && cmake --build build/{exporter.lane} --target {exporter.binary}"
 
 
 def run_env(rep: repro.Reproducer) -> dict:
@@ -222,10 +221,11 @@ def _report(bug: repro.Bug, exporter: Exporter, rows: list) -> str:
         else:
             md += ["Stack: none recorded (neither the exported program nor the lifeline target is built).", ""]
         exe = Path(name).stem
+        q = shlex.quote
         md += ["Build and run (against the pinned ggml as lifeline's asan lane builds it; with any other ggml "
                "build, point -I and -L at it):", "", "```sh",
-               exporter.build.format(file=name, exe=exe, include=include, libdir=libdir),
-               exporter.run.format(file=name, exe="./" + exe, env=shown_env(rep)), "```", "",
+               exporter.build.format(file=q(name), exe=q(exe), include=q(str(include)), libdir=q(str(libdir))),
+               exporter.run.format(file=q(name), exe=q("./" + exe), env=shown_env(rep)), "```", "",
                "(`handle_abort=1` gives an assert() or GGML_ABORT a sanitizer stack; GGML_NO_BACKTRACE skips "
                "ggml's gdb backtrace; the UBSan suppression file names ggml_graph_nbytes, whose report on every "
                "graph build is finding ggml-graph-nbytes-null-offset"
@@ -252,7 +252,9 @@ def cmd_export(args) -> int:
                          f"one: {', '.join(sorted(EXPORTERS))})")
     binary = exporter_binary(exporter)
     if not (binary.is_file() and os.access(binary, os.X_OK)):
-        raise UsageError(f"lifeline export: the exporter {binary} is not built; build it with `{build_command(exporter)}`")
+        raise UsageError(f"lifeline export: the exporter {binary} is not built; build it with `{build_command(exporter)}`"
+                         + (" (upstream ggml first: scripts/fetch-ggml.sh)" if exporter.target == "ggml_graph_topology"
+                            and not (ROOT / "build" / "upstream" / "fetched.txt").is_file() else ""))
     out = _out_dir(args.out if args.out is not None else str(ROOT / "export-out" / bug.id))
     rows = []
     for rep in bug.reproducers:

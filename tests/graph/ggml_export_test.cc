@@ -82,6 +82,7 @@ TEST(GgmlExport, AllocAndComputeBecomesPlaceFillComputeCheck) {
   EXPECT_TRUE(Has(c, "galloc[1] = ggml_gallocr_new_n(bufts, 2);"));
   EXPECT_TRUE(Has(c, "ggml_backend_buffer_type_t bufts[2] = {ggml_backend_cpu_buffer_type(), ggml_backend_cpu_buffer_type()};"));
   EXPECT_TRUE(Has(c, "    /* #3 alloc+compute g0 with allocator 1 */\n"
+                     "    step(\"#3 alloc+compute g0 with allocator 1\");\n"
                      "    b = build_g0_0();\n"
                      "    alloc_graph(1, b);\n"
                      "    fill_leafs(b);\n"

@@ -59,6 +59,11 @@ struct build {
 };
 static struct build * builds;
 
+/* Which step runs now, so that a report below names it. */
+static void step(const char * what) {
+    fprintf(stderr, "repro: %s\n", what);
+}
+
 static void unexpected(const char * what) {
     /* Not the finding: ggml refused something the generating program expected to work. */
     fprintf(stderr, "repro: unexpected: %s\n", what);
@@ -234,6 +239,16 @@ std::string Sections(const std::string& text, const std::set<std::string>& used)
 // Text safe inside a /* */ comment.
 std::string CommentText(std::string s) { return Replace(std::move(s), "*/", "* /"); }
 
+// Text safe inside a C string literal.
+std::string CStringText(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += (ch < 0x20 || ch == 0x7f) ? ' ' : ch;
+  }
+  return out;
+}
+
 std::string FloatLiteral(float v) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%.9g", static_cast<double>(v));
@@ -322,6 +337,9 @@ class Exporter {
     if (s.expect != StatusCode::kOk) return c + " (predicted to fail: not run) */\n";
     c += " */\n";
     const int g = s.graph;
+    // The steps that call ggml say so when they start.
+    const std::string announce = "    step(\"#" + std::to_string(index) + " " + CStringText(Describe(s)) + "\");\n";
+    if (s.kind == StepKind::kReserve || s.kind == StepKind::kAlloc) c += announce;
     auto book_failed = [&](const Status& st) {
       return InvalidArgument("step #" + std::to_string(index) + " (" + Describe(s) +
                              ") was predicted OK but the program's graphs refuse it: " + st.ToString());

@@ -220,7 +220,7 @@ std::string Replace(std::string text, const std::string& from, const std::string
   return text;
 }
 
-// `text` with each "@BEGIN name@\n ... @END@\n" section kept (markers removed) when `used` holds name, else
+// `text` with each "@BEGIN name@\n ... @END@\n" section kept (markers removed, a blank line after it) when `used` holds name, else
 // dropped: the prelude's helpers that a program does not call are left out (no unused static functions).
 std::string Sections(const std::string& text, const std::set<std::string>& used) {
   std::string out;
@@ -230,7 +230,7 @@ std::string Sections(const std::string& text, const std::set<std::string>& used)
     const size_t name_end = text.find("@\n", begin + 7);
     const size_t end = text.find("@END@\n", name_end);
     const std::string name = text.substr(begin + 7, name_end - begin - 7);
-    if (used.count(name)) out += text.substr(name_end + 2, end - name_end - 2);
+    if (used.count(name)) out += text.substr(name_end + 2, end - name_end - 2) + "\n";
     at = end + 6;
   }
   return out + text.substr(at);

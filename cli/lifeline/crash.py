@@ -181,6 +181,8 @@ _UPSTREAM_ABORT = "==lifeline== upstream abort: "
 _UPSTREAM_WHERE = re.compile(r"(?P<file>\S+?):(?P<line>\d+): (?P<text>.*?)\s*$")
 _GGML_ASSERT = ": GGML_ASSERT("
 _FILE_LINE = re.compile(r"(?P<file>[^\s:]+):(?P<line>\d+)")
+# ggml's own print of a GGML_ABORT (no abort callback): "<file>.c:<line>: <text>", then abort()
+_GGML_ABORT_PRINT = re.compile(r"^(?P<file>\S+\.(?:c|cc|cpp|h)):(?P<line>\d+): (?P<text>.+?)\s*$")
 _FUZZER = re.compile(r"==\d+== ERROR: libFuzzer: (?P<what>deadly signal|timeout after \d+ seconds|out-of-memory|fuzz target exited|leak detected)")
 
 _UBSAN_KINDS = [
@@ -250,6 +252,21 @@ def _upstream_abort(line: str) -> Optional[tuple[str, str, Optional[str]]]:
     return None
 
 
+def _ggml_default_abort(lines: list[str], i: int, state: list[str], normalized: list[str],
+                        location: Optional[str]) -> Crash:
+    """A GGML_ABORT without the harness's abort callback (a standalone program, `lifeline export`): ggml prints
+    "<file>:<line>: <text>" and calls abort(), and the sanitizer's SIGABRT report (ASan with handle_abort=1)
+    on line i holds the stack. Type `assert` as for every upstream abort; the message is ggml's text, from
+    the nearest such line above the report (ggml's backtrace, when not turned off, may come in between)."""
+    message, loc = None, None
+    for j in range(i - 1, max(-1, i - 200), -1):
+        m = _GGML_ABORT_PRINT.match(lines[j])
+        if m:
+            message, loc = m.group("text"), f"{m.group('file')}:{m.group('line')}"
+            break
+    return Crash("upstream", "assert", state, normalized, message=message, location=location or loc)
+
+
 def _stack_start(lines: list[str], i: int) -> int:
     """Where to look for the stack of the report on line i: its "stack:" line when one comes before the first
     sanitizer or valgrind frame (the harness prints the op trace, whose "#N op" lines are no frames, first)."""
@@ -282,6 +299,8 @@ def parse(text: str) -> Optional[Crash]:
             what = m.group("what")
             kind = "segv" if what.startswith("SEGV") else what.replace("attempting ", "")
             state, normalized, location = _stack(lines, i + 1, _SAN_FRAME)
+            if what.startswith("ABRT") and "ggml_abort" in normalized:
+                return _ggml_default_abort(lines, i, state, normalized, location)
             return Crash("asan", kind, state, normalized, access=_access(lines, i, _ASAN_ACCESS), location=location)
 
         if _LSAN.search(line):

@@ -14,19 +14,23 @@
                                                     the reproducer test (run by ctest)
   lifeline expect-crash --type T --frame F|--message M -- CMD
                                                     CMD must fail with that crash (lane self-tests)
+  lifeline export BUG_ID [--out DIR]                an upstream-open finding as standalone reproducers on the
+                                                    upstream API (one file per input) and report.md
 
   lifeline repro-plan --lane L [--repro-root DIR]   internal: the reproducer tests CMake registers for lane L
                                                     (see lifeline/plan.py); not listed by --help
+  lifeline export-plan, export-check                internal: the exported reproducers the asan lane builds and
+                                                    checks (see lifeline/export.py); not listed by --help
 
 Bad arguments give a one-line error and exit status 2. One module per verb: ctest.py (test), fuzz.py,
 triage.py, promote.py (promote, corpus merge), report.py, inventory.py (list), classify.py (classify,
-expect-crash), repro.py (repro-check), plan.py (repro-plan).
+expect-crash), repro.py (repro-check), plan.py (repro-plan), export.py (export, export-plan, export-check).
 """
 from __future__ import annotations
 
 import sys
 
-from . import classify, ctest, fuzz, inventory, plan, promote, report, repro, triage
+from . import classify, ctest, export, fuzz, inventory, plan, promote, report, repro, triage
 from .bugs import known_bug_ids
 from .paths import LANES, ROOT
 from .usage import Parser, UsageError
@@ -34,7 +38,7 @@ from .usage import Parser, UsageError
 COMMANDS = {"test": ctest.cmd_test, "fuzz": fuzz.cmd_fuzz, "list": inventory.cmd_list,
             "classify": classify.cmd_classify, "repro-check": repro.cmd_repro_check,
             "expect-crash": classify.cmd_expect_crash, "triage": triage.cmd_triage, "promote": promote.cmd_promote,
-            "report": report.cmd_report, "corpus": promote.cmd_corpus}
+            "report": report.cmd_report, "corpus": promote.cmd_corpus, "export": export.cmd_export}
 
 
 def _repro_plan_parser() -> Parser:
@@ -102,6 +106,9 @@ def main(argv: list[str]) -> int:
                    help="check the bug.json's upstream_variant: --binary is the target built against upstream "
                         "(fixed: unpatched, reintroduced: with its patch)")
     r.add_argument("--binary")
+    x = sub.add_parser("export", help="an upstream-open finding as standalone reproducers and a report")
+    x.add_argument("bug_id", metavar="BUG_ID")
+    x.add_argument("--out", help="where to write (default export-out/<BUG_ID>/)")
     e = sub.add_parser("expect-crash", help="run a command that must fail with a given crash type and frame")
     e.add_argument("--type", required=True)
     e.add_argument("--frame", help="a function that must be in the crash state")
@@ -109,11 +116,15 @@ def main(argv: list[str]) -> int:
     try:
         if argv[:1] == ["repro-plan"]:
             return plan.cmd_repro_plan(_repro_plan_parser().parse_args(argv[1:]))
+        internal = export.add_internal_parsers(Parser)
+        if argv[:1] and argv[0] in internal:
+            parser, run = internal[argv[0]]
+            return run(parser.parse_args(argv[1:]))
         args = p.parse_args(argv)
         args.launcher = launcher
         if args.command is None:
             raise UsageError("lifeline: a command is required (test, fuzz, triage, promote, report, corpus, list, "
-                             "classify, repro-check)")
+                             "classify, repro-check, export)")
         if getattr(args, "reintroduce", None) and args.reintroduce not in known_bug_ids():
             raise UsageError(f"lifeline {args.command}: unknown bug id '{args.reintroduce}'; see `lifeline list`")
         return COMMANDS[args.command](args)

@@ -15,6 +15,11 @@ bug.json (see README "Adding a reproducer"):
   upstream_variant  optional: the bug forward-ported into upstream code, checked on a separate build of
                {"target": TARGET, "source": TEXT, "patch": FILE (in the folder), "reproducers": [...]}:
                the target built against unpatched upstream runs the inputs clean, the patched build fails
+A reproducer of an upstream-open bug may also carry "export": SIGNATURE, the signature its standalone
+program (`lifeline export`, cli/lifeline/export.py) must fail with, where the lane's signature does not fit
+it: an oracle-only finding's `lifeline-check` is the harness's oracle, which the exported program replaces
+with a check of its own (e.g. {"type": "assert", "frame": "check_same_outputs"}). Without it the export
+must fail with the reproducer's `asan` signature.
 SIGNATURE is {"type": CRASH_TYPE, "frame": FUNCTION} and/or {"type": "lifeline-check", "message": TEXT}.
 """
 from __future__ import annotations
@@ -45,6 +50,7 @@ class Reproducer:
     input: Path
     expect: dict  # lane -> signature
     env: dict = dataclasses.field(default_factory=dict)  # extra environment of the run (e.g. UBSAN_OPTIONS)
+    export: Optional[dict] = None  # the signature of its exported standalone program, when not the lane's
 
 
 @dataclass
@@ -160,7 +166,7 @@ def load(repro_dir: Path, switches: Optional[list] = None) -> Bug:
                                    "(without NUL)")
             if "LIFELINE_REINTRODUCE" in env:
                 raise BugJsonError(f"{where}: {ctx}'env' must not set LIFELINE_REINTRODUCE (the check sets it)")
-            reproducers.append(Reproducer(repro_dir / name, expect, env))
+            reproducers.append(Reproducer(repro_dir / name, expect, env, export_signature(item, where, ctx)))
         return reproducers
 
     reproducers = load_reproducers(doc, "")
@@ -212,6 +218,27 @@ def load(repro_dir: Path, switches: Optional[list] = None) -> Bug:
                                    "path (letters, digits, . _ / -; no '..')")
         variant = UpstreamVariant(vtarget, source, repro_dir / patch, load_reproducers(v, "upstream_variant."))
     return Bug(bug_id, title, target, reproducers, repro_dir, status, variant, guard)
+
+
+def export_signature(item: dict, where: str, ctx: str) -> Optional[dict]:
+    """A reproducer's optional "export" signature (see the module docstring): {"type": TEXT} with "frame"
+    and/or "message", each a non-empty string; raises BugJsonError naming the problem."""
+    if "export" not in item:
+        return None
+    sig = item["export"]
+    if not isinstance(sig, dict):
+        raise BugJsonError(f"{where}: {ctx}'export' must be an object with 'type' and 'frame' or 'message'")
+    for key in ("type", "frame", "message"):
+        if key in sig and (not isinstance(sig[key], str) or not sig[key].strip()):
+            raise BugJsonError(f"{where}: {ctx}export: '{key}' must be a non-empty str")
+    if "type" not in sig:
+        raise BugJsonError(f"{where}: {ctx}export: missing 'type'")
+    if "frame" not in sig and "message" not in sig:
+        raise BugJsonError(f"{where}: {ctx}export: needs 'frame' (a function in the crash state) or 'message'")
+    unknown = sorted(set(sig) - {"type", "frame", "message"})
+    if unknown:
+        raise BugJsonError(f"{where}: {ctx}export: unknown key '{unknown[0]}' (known: type, frame, message)")
+    return sig
 
 
 def run_input(binary: str, input_path: Path, launcher: list, reintroduce: Optional[str],

@@ -27,6 +27,10 @@ EXPECTED = {
     "check-asan.txt": ("lifeline", "lifeline-check", ["(anonymous namespace)::FailCheck"], None),
     "check-tsan.txt": ("lifeline", "lifeline-check", ["(anonymous namespace)::FailCheck"], None),
     "check-valgrind.txt": ("lifeline", "lifeline-check", ["(anonymous namespace)::FailCheck"], None),
+    # the standalone programs of `lifeline export` (class StandaloneReproducers below)
+    "standalone-ggml-abort-asan.txt": ("upstream", "assert", ["ggml_compute_forward_scale"], None),
+    "standalone-ggml-alloc-assert-asan.txt": ("upstream", "assert", ["ggml_gallocr_init_tensor"], None),
+    "standalone-assert-asan.txt": ("upstream", "assert", ["check_same_outputs"], None),
 }
 
 
@@ -325,6 +329,49 @@ class UpstreamAborts(unittest.TestCase):
             with self.subTest(frame=f):
                 self.assertFalse(crash._meaningful(f, None))
         self.assertTrue(crash._meaningful("ggml_gallocr_alloc_graph", None))
+
+
+class StandaloneReproducers(unittest.TestCase):
+    """Reports of the standalone C programs `lifeline export` writes (tests/data/reports/standalone-*.txt,
+    captured from the exported repro.c of a ggml reproducer, linked with the asan lane's ggml and run with
+    ASAN_OPTIONS=handle_abort=1 and GGML_NO_BACKTRACE=1): no harness hook, so ggml's aborts and glibc's
+    assert() print in their own words and the stack is ASan's SIGABRT report."""
+
+    def parse(self, name):
+        return crash.parse((REPORTS / name).read_text())
+
+    def test_ggml_abort_default_print_then_asan_sigabrt(self):
+        c = self.parse("standalone-ggml-abort-asan.txt")
+        self.assertEqual((c.tool, c.type, c.message), ("upstream", "assert", "fatal error"))
+        self.assertEqual(c.state, ["ggml_compute_forward_scale", "ggml_compute_forward", "ggml_graph_compute_thread"])
+        self.assertIn("ggml_abort", c.frames)
+        self.assertTrue(c.location.endswith("ggml-cpu/ops.cpp:4762:17"))
+        self.assertTrue(crash.matches(c, {"type": "assert", "frame": "ggml_compute_forward_scale",
+                                          "message": "fatal error"})[0])
+
+    def test_glibc_assert_in_ggml_then_asan_sigabrt(self):
+        c = self.parse("standalone-ggml-alloc-assert-asan.txt")
+        self.assertEqual((c.tool, c.type, c.message), ("upstream", "assert", "tensor_alloc->addr.offset == SIZE_MAX"))
+        self.assertEqual(c.state, ["ggml_gallocr_init_tensor", "ggml_gallocr_alloc_graph", "alloc_graph"])
+
+    def test_the_programs_own_assert_names_its_function(self):
+        c = self.parse("standalone-assert-asan.txt")
+        self.assertEqual((c.tool, c.type), ("upstream", "assert"))
+        self.assertEqual(c.state, ["check_same_outputs"])
+        self.assertIn("fresh gallocr", c.message)
+
+    def test_a_sigabrt_without_ggml_abort_is_not_an_upstream_assert(self):
+        text = (REPORTS / "standalone-ggml-abort-asan.txt").read_text()
+        text = "\n".join(line for line in text.splitlines() if "ggml_abort" not in line)
+        c = crash.parse(text)
+        self.assertEqual((c.tool, c.type), ("asan", "ABRT on unknown address"))
+
+    def test_the_abort_text_is_optional(self):
+        text = (REPORTS / "standalone-ggml-abort-asan.txt").read_text()
+        text = "\n".join(line for line in text.splitlines() if "fatal error" not in line)
+        c = crash.parse(text)
+        self.assertEqual((c.type, c.message), ("assert", None))
+        self.assertEqual(c.state[0], "ggml_compute_forward_scale")
 
 
 if __name__ == "__main__":

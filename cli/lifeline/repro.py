@@ -12,6 +12,8 @@ bug.json (see README "Adding a reproducer"):
                code; the pinned upstream version must still reproduce it)
   guard        optional, upstream-open only: the guard of core/guard_list.def that steps around the finding
                by default (core/guards.h); its inputs must run clean with it on and reproduce with it off
+  guard_notes  with a guard: what it checks and what it does instead (for lifeline's readers; `notes` stay
+               what an upstream maintainer reads, and `lifeline export` quotes them)
   upstream_variant  optional: the bug forward-ported into upstream code, checked on a separate build of
                {"target": TARGET, "source": TEXT, "patch": FILE (in the folder), "reproducers": [...]}:
                the target built against unpatched upstream runs the inputs clean, the patched build fails
@@ -187,6 +189,10 @@ def load(repro_dir: Path, switches: Optional[list] = None) -> Bug:
         if guard not in known_guard_ids():
             raise BugJsonError(f"{where}: guard '{guard}' is not in core/guard_list.def (known: "
                                f"{', '.join(known_guard_ids())})")
+    if "guard_notes" in doc:
+        need(doc, "guard_notes", str, "")
+        if guard is None:
+            raise BugJsonError(f"{where}: 'guard_notes' describe a guard, and this bug names none ('guard')")
 
     variant = None
     if "upstream_variant" in doc:

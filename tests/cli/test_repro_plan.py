@@ -73,8 +73,10 @@ class PlanLines(unittest.TestCase):
     def test_a_guard_that_is_not_in_the_guard_list_or_on_a_fixed_bug_is_invalid(self):
         for doc in (dict(FULL, status="upstream-open", guard="no-such-guard"),
                     dict(FULL, guard="ggml-gallocr-leaf-records-unchecked"),
-                    dict(FULL, status="upstream-open", guard=["ggml-gallocr-leaf-records-unchecked"])):
-            with self.subTest(guard=doc["guard"], status=doc.get("status")):
+                    dict(FULL, status="upstream-open", guard=["ggml-gallocr-leaf-records-unchecked"]),
+                    dict(FULL, status="upstream-open", guard="ggml-gallocr-leaf-records-unchecked", guard_notes=""),
+                    dict(FULL, status="upstream-open", guard_notes="notes of no guard")):
+            with self.subTest(guard=doc.get("guard"), notes=doc.get("guard_notes"), status=doc.get("status")):
                 d = self.folder(ID, doc)
                 self.assertEqual(plan.plan_line(d, "asan").split("|")[2], "invalid")
                 with self.assertRaises(repro.BugJsonError) as e:

@@ -148,22 +148,27 @@ function(_lifeline_repro_tests id dir target binary labels prefix modes extra)
   endforeach()
 endfunction()
 
-# The plan's line for each folder, in plan_<id>: repro|id|status|target|modes|variant target|patch|modes.
-macro(_lifeline_read_repro_plan root)
-  execute_process(COMMAND ${LIFELINE_CLI} repro-plan --lane ${LIFELINE_LANE} --repro-root ${root}
+# The lines `lifeline <verb> --lane <lane> --repro-root <root>` prints (the plans of repro-plan and
+# export-plan), in `out`. When it fails, configuration stops with its message: `what` cannot be registered.
+function(lifeline_read_cli_plan verb root what out)
+  execute_process(COMMAND ${LIFELINE_CLI} ${verb} --lane ${LIFELINE_LANE} --repro-root ${root}
                   RESULT_VARIABLE rc OUTPUT_VARIABLE plan ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "`lifeline repro-plan --lane ${LIFELINE_LANE} --repro-root ${root}` failed (${rc}), "
-                        "so the reproducer tests cannot be registered:\n${err}${plan}")
+    message(FATAL_ERROR "`lifeline ${verb} --lane ${LIFELINE_LANE} --repro-root ${root}` failed (${rc}), "
+                        "so ${what} cannot be registered:\n${err}${plan}")
   endif()
   if(err)
-    message(WARNING "lifeline repro-plan: ${err}")
+    message(WARNING "lifeline ${verb}: ${err}")
   endif()
   string(REPLACE "\n" ";" lines "${plan}")
+  list(REMOVE_ITEM lines "")
+  set(${out} "${lines}" PARENT_SCOPE)
+endfunction()
+
+# The plan's line for each folder, in plan_<id>: repro|id|status|target|modes|variant target|patch|modes.
+macro(_lifeline_read_repro_plan root)
+  lifeline_read_cli_plan(repro-plan ${root} "the reproducer tests" lines)
   foreach(line IN LISTS lines)
-    if(line STREQUAL "")
-      continue()
-    endif()
     string(REPLACE "|" ";" fields "${line}")
     list(LENGTH fields n)
     if(n EQUAL 8)

@@ -1,8 +1,5 @@
 #include "core/bugs.h"
 
-#include <cstdio>
-#include <cstdlib>
-
 namespace lifeline {
 namespace {
 
@@ -12,65 +9,28 @@ constexpr std::string_view kIds[kBugCount] = {
 #undef LIFELINE_BUG
 };
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
+constexpr internal::IdList kBugs{kIds, kBugCount, "bug id", "ids", "LIFELINE_REINTRODUCE"};
 
 }  // namespace
 
 std::string_view BugId(Bug bug) { return kIds[static_cast<int>(bug)]; }
 
 std::optional<Bug> BugFromId(std::string_view id) {
-  for (int i = 0; i < kBugCount; ++i) {
-    if (kIds[i] == id) return static_cast<Bug>(i);
-  }
-  return std::nullopt;
+  std::optional<int> i = kBugs.Find(id);
+  return i ? std::optional<Bug>(static_cast<Bug>(*i)) : std::nullopt;
 }
 
-std::string KnownBugIds() {
-  std::string out;
-  for (int i = 0; i < kBugCount; ++i) {
-    if (i) out += ", ";
-    out += kIds[i];
-  }
-  return out;
-}
+std::string KnownBugIds() { return kBugs.Joined(); }
 
 bool ParseBugList(std::string_view text, BugSet* out, std::string* error) {
-  BugSet set;
-  while (true) {
-    size_t comma = text.find(',');
-    std::string_view item = Trim(text.substr(0, comma));
-    if (!item.empty()) {
-      std::optional<Bug> bug = BugFromId(item);
-      if (!bug) {
-        *error = "unknown bug id '" + std::string(item) + "' in LIFELINE_REINTRODUCE; known ids: " +
-                 KnownBugIds();
-        return false;
-      }
-      set.Add(*bug);
-    }
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
-  }
-  *out = set;
+  uint32_t bits = 0;
+  if (!kBugs.Parse(text, &bits, error)) return false;
+  *out = BugSet(bits);
   return true;
 }
 
 const BugSet& ReintroducedBugs() {
-  static const BugSet set = [] {
-    BugSet parsed;
-    const char* env = std::getenv("LIFELINE_REINTRODUCE");
-    std::string error;
-    if (env != nullptr && !ParseBugList(env, &parsed, &error)) {
-      std::fprintf(stderr, "lifeline: %s\n", error.c_str());
-      std::fflush(stderr);
-      std::_Exit(2);
-    }
-    return parsed;
-  }();
+  static const BugSet set(kBugs.FromEnvironmentOrExit());
   return set;
 }
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/id_list.h"
+
 namespace lifeline {
 
 enum class Bug : uint8_t {
@@ -29,15 +31,7 @@ std::optional<Bug> BugFromId(std::string_view id);
 // "metal-edesc-autorelease, metal-encode-async-block, ..." for error messages.
 std::string KnownBugIds();
 
-class BugSet {
- public:
-  bool Has(Bug bug) const { return (bits_ >> static_cast<int>(bug)) & 1u; }
-  void Add(Bug bug) { bits_ |= 1u << static_cast<int>(bug); }
-  bool empty() const { return bits_ == 0; }
-
- private:
-  uint32_t bits_ = 0;
-};
+using BugSet = EnumSet<Bug>;
 
 // Parses a LIFELINE_REINTRODUCE value: ids separated by commas, surrounding blanks ignored, empty
 // entries ignored. Returns false and sets `*error` (naming the bad id and listing the known ones) on an

@@ -20,11 +20,7 @@ constexpr std::string_view kIds[kGuardCount] = {
 #undef LIFELINE_GUARD
 };
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
+constexpr internal::IdList kGuards{kIds, kGuardCount, "guard", "guards", "LIFELINE_UNGUARD"};
 
 // ---- the shared counter file (layout in guards.h) --------------------------------------------------
 
@@ -99,53 +95,21 @@ GuardSet g_fired_this_input;
 std::string_view GuardId(Guard guard) { return kIds[static_cast<int>(guard)]; }
 
 std::optional<Guard> GuardFromId(std::string_view id) {
-  for (int i = 0; i < kGuardCount; ++i) {
-    if (kIds[i] == id) return static_cast<Guard>(i);
-  }
-  return std::nullopt;
+  std::optional<int> i = kGuards.Find(id);
+  return i ? std::optional<Guard>(static_cast<Guard>(*i)) : std::nullopt;
 }
 
-std::string KnownGuardIds() {
-  std::string out;
-  for (int i = 0; i < kGuardCount; ++i) {
-    if (i) out += ", ";
-    out += kIds[i];
-  }
-  return out;
-}
+std::string KnownGuardIds() { return kGuards.Joined(); }
 
 bool ParseGuardList(std::string_view text, GuardSet* out, std::string* error) {
-  GuardSet set;
-  while (true) {
-    size_t comma = text.find(',');
-    std::string_view item = Trim(text.substr(0, comma));
-    if (!item.empty()) {
-      std::optional<Guard> guard = GuardFromId(item);
-      if (!guard) {
-        *error = "unknown guard '" + std::string(item) + "' in LIFELINE_UNGUARD; known guards: " + KnownGuardIds();
-        return false;
-      }
-      set.Add(*guard);
-    }
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
-  }
-  *out = set;
+  uint32_t bits = 0;
+  if (!kGuards.Parse(text, &bits, error)) return false;
+  *out = GuardSet(bits);
   return true;
 }
 
 const GuardSet& UnguardedSet() {
-  static const GuardSet set = [] {
-    GuardSet parsed;
-    const char* env = std::getenv("LIFELINE_UNGUARD");
-    std::string error;
-    if (env != nullptr && !ParseGuardList(env, &parsed, &error)) {
-      std::fprintf(stderr, "lifeline: %s\n", error.c_str());
-      std::fflush(stderr);
-      std::_Exit(2);
-    }
-    return parsed;
-  }();
+  static const GuardSet set(kGuards.FromEnvironmentOrExit());
   return set;
 }
 

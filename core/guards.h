@@ -20,6 +20,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/id_list.h"
+
 namespace lifeline {
 
 enum class Guard : uint8_t {
@@ -39,15 +41,7 @@ std::string_view GuardId(Guard guard);
 std::optional<Guard> GuardFromId(std::string_view id);
 std::string KnownGuardIds();
 
-class GuardSet {
- public:
-  bool Has(Guard g) const { return (bits_ >> static_cast<int>(g)) & 1u; }
-  void Add(Guard g) { bits_ |= 1u << static_cast<int>(g); }
-  bool empty() const { return bits_ == 0; }
-
- private:
-  uint32_t bits_ = 0;
-};
+using GuardSet = EnumSet<Guard>;
 
 // Parses a LIFELINE_UNGUARD value (ids separated by commas, blanks and empty entries ignored). Returns false
 // and sets `*error` (naming the bad id, listing the known ones) on an unknown id.

@@ -1,6 +1,8 @@
-"""`lifeline fuzz`: one job per target from the seed corpus, with libFuzzer (the fuzz lane) or AFL++ (the
-AFL++ build of scripts/build-afl.sh); a progress line, then each new artifact replayed once and sorted into
-crashes and known upstream-open findings, and a summary table. Nothing found is lost on Ctrl-C or SIGTERM."""
+"""`lifeline fuzz`: one job per target from the seed corpus, with libFuzzer (the fuzz lane: in-process, or
+fork mode with --jobs N) or AFL++ (the AFL++ build of scripts/build-afl.sh); a progress line, then each new
+artifact replayed once and sorted into crashes and known upstream-open findings, and a summary table with each
+target's artifacts grouped by bug id or signature and its guard counts (LIFELINE_GUARD_COUNTS). Nothing found
+is lost on Ctrl-C or SIGTERM."""
 from __future__ import annotations
 
 import json
@@ -13,6 +15,7 @@ import time
 from pathlib import Path
 
 from . import crash as crashmod
+from . import guards as guardsmod
 from . import triage as triagemod
 from .bugs import switch_env
 from .build import configure_and_build, ensure_deps, ensure_upstream, run
@@ -21,34 +24,86 @@ from .shellsafe import SafeLinks
 from .usage import UsageError
 
 _STATUS = re.compile(r"^#(\d+)\s+(\w+)\s+cov: (\d+) ft: (\d+) corp: (\d+)/\S+.*?exec/s: (\d+)")
-# Fork mode: "#1234: cov: 56 ft: 78 corp: 9 exec/s 100 oom/timeout/crash: 0/0/1 time: 12s job: 3 dft_time: 0"
-_FORK_STATUS = re.compile(r"^#(\d+): cov: (\d+) ft: (\d+) corp: (\d+) exec/s:? (\d+)")
+# Fork mode, one line per finished job (compiler-rt FuzzerFork.cpp): "#<runs of every job so far>: cov: 56
+# ft: 78 corp: 9 exec/s 100 oom/timeout/crash: 0/0/1 time: 12s job: 3 dft_time: 0"; its corp counts the
+# seeds the first merge kept plus what the jobs added, its exec/s is the finished job's alone (0 for a job
+# that crashed within its first second), its time the seconds since the fork-mode process started.
+_FORK_STATUS = re.compile(r"^#(\d+): cov: (\d+) ft: (\d+) corp: (\d+) exec/s:? (\d+)"
+                          r"(?: oom/timeout/crash: (\d+)/(\d+)/(\d+) time: (\d+)s)?")
 _FINAL = re.compile(r"^stat::(number_of_executed_units|average_exec_per_sec):\s+(\d+)")
 
 
-def _progress(line: str):
-    """(execs, cov, corpus, exec/s) of a libFuzzer progress line, plain or fork mode, as text; else None."""
-    m = _STATUS.match(line)
-    if m:
-        return m.group(1), m.group(3), m.group(5), m.group(6)
-    m = _FORK_STATUS.match(line)
-    if m:
-        return m.group(1), m.group(2), m.group(4), m.group(5)
-    return None
+class JobLog:
+    """The figures of one libFuzzer job, from its output fed line by line (plain or fork mode).
+
+    execs: the final stats' number_of_executed_units, else the last progress line's count (fork mode prints
+    only those: the sum over its finished jobs). exec/s: libFuzzer's average when it gives one (the final
+    stats of a plain job, when not 0), else execs / elapsed: fork mode's progress lines carry one job's rate
+    only, so there it is always the total over libFuzzer's own elapsed time. corpus: libFuzzer's corpus
+    size from the last progress line (the seeds it kept plus what it added; the working corpus folder holds
+    only the added ones), None when it printed none."""
+
+    def __init__(self):
+        self.fork = False
+        self.execs = 0
+        self.cov = 0
+        self.corpus = None
+        self.rate = 0                # the last plain progress line's exec/s
+        self.final_execs = None
+        self.final_rate = None
+        self.fork_seconds = None     # fork mode: the last line's time
+        self.fork_crashes = None     # fork mode: (ooms, timeouts, crashes) its jobs ended with
+        self.unmerged_execs = 0      # fork mode: inputs of a crashed job whose log it printed
+
+    def feed(self, line: str) -> bool:
+        """Takes one line of output; whether it was a progress line."""
+        m = _STATUS.match(line)
+        if m:
+            self.execs, self.cov, self.corpus, self.rate = (int(m.group(i)) for i in (1, 3, 5, 6))
+            return True
+        m = _FORK_STATUS.match(line)
+        if m:
+            self.fork = True
+            self.execs, self.cov, self.corpus = (int(m.group(i)) for i in (1, 2, 4))
+            if m.group(9) is not None:
+                self.fork_crashes = tuple(int(m.group(i)) for i in (6, 7, 8))
+                self.fork_seconds = int(m.group(9))
+            return True
+        if line.startswith("INFO: -fork="):
+            self.fork = True
+            return False
+        f = _FINAL.match(line)
+        if f and f.group(1) == "number_of_executed_units" and self.fork:
+            # Fork mode prints a child's stats only inside the log of the crash it stops on (without
+            # -ignore_crashes); that job's inputs are in no progress line.
+            self.unmerged_execs += int(f.group(2))
+        elif f and f.group(1) == "number_of_executed_units":
+            self.final_execs = int(f.group(2))
+        elif f and not self.fork:
+            self.final_rate = int(f.group(2))
+        return False
+
+    def total_execs(self) -> int:
+        return self.final_execs if self.final_execs is not None else self.execs + self.unmerged_execs
+
+    def exec_per_s(self, elapsed: float) -> int:
+        """Inputs a second over the job; `elapsed`: its wall time, for when libFuzzer gives no better one."""
+        execs = self.total_execs()
+        if not self.fork and self.final_rate:
+            return self.final_rate
+        if not self.fork and self.final_execs is None and self.rate:
+            return self.rate  # stopped before its final stats: its last progress line's rate
+        seconds = self.fork_seconds if self.fork and self.fork_seconds else elapsed
+        return round(execs / seconds) if execs and seconds > 0 else 0
 
 
 def executed_units(text: str) -> int:
     """How many inputs a libFuzzer job ran, from its output: its final stats, else its last progress line
     (a fork-mode job prints only those)."""
-    n = 0
+    log = JobLog()
     for line in text.splitlines():
-        f = _FINAL.match(line)
-        if f and f.group(1) == "number_of_executed_units":
-            return int(f.group(2))
-        progress = _progress(line)
-        if progress:
-            n = int(progress[0])
-    return n
+        log.feed(line)
+    return log.total_execs()
 
 
 def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: str | None, jobs: int = 1) -> dict:
@@ -60,18 +115,16 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
     before = set(p.name for p in artifacts.iterdir())
     seeds = ROOT / "corpus" / target
     dict_file = ROOT / "corpus" / f"{target}.dict"
-    # A target with upstream-open findings hits them within seconds; without a switch there is no fixed code to
-    # fall back on, so its job runs in fork mode too and goes on past them (each is counted apart below).
-    known_upstream = not reintroduce and any(
-        status == "upstream-open" for _, _, status in triagemod.known_signatures(ROOT, target))
-    env = switch_env(reintroduce)
+    guard_file = _fresh_guard_file(out, target)
+    env = switch_env(reintroduce, LIFELINE_GUARD_COUNTS=str(guard_file))
     log_path = out / target / "fuzz.log"
     stats = {"target": target, "execs": 0, "exec_s": 0, "cov": 0, "corpus": 0, "crashes": 0,
-             "artifacts": str(artifacts), "interrupted": False, "log": str(log_path)}
+             "artifacts": str(artifacts), "interrupted": False, "log": str(log_path), "fork": jobs > 1}
     # One progress line: rewritten in place on a terminal, a new line every 10 s in a log.
     tty = sys.stdout.isatty()
     lead, tail, progress_every = ("\r", "", 1.0) if tty else ("", "\n", 10.0)
     t0 = last_progress = time.monotonic()
+    job = JobLog()
     # Fork mode starts its jobs through a shell: every path it gets is a plain name (lifeline/shellsafe.py).
     with SafeLinks() as links, open(log_path, "w") as log:
         cmd = [links.path(binary, target), f"-max_total_time={seconds}", "-print_final_stats=1", "-timeout=25",
@@ -80,7 +133,7 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
             cmd.insert(1, f"-dict={links.path(dict_file, 'dict')}")
         if seeds.is_dir():
             cmd.append(links.path(seeds, "seeds"))
-        if jobs > 1 or known_upstream:
+        if jobs > 1:
             # Fork mode: `jobs` child processes share the corpus; a crash is kept and the job goes on.
             cmd[1:1] = [f"-fork={jobs}", "-ignore_crashes=1"]
         try:
@@ -91,23 +144,17 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
         try:
             for line in proc.stdout:
                 log.write(line)
-                progress = _progress(line)
-                if progress:
-                    execs, cov, corp, rate = progress
-                    stats.update(execs=int(execs), cov=int(cov), exec_s=int(rate))
+                if job.feed(line):
                     now = time.monotonic()
                     if now - last_progress >= progress_every:
                         last_progress = now
                         found_now = sum(1 for p in artifacts.iterdir() if p.name not in before)
-                        sys.stdout.write(f"{lead}  {target}: {execs} execs  {rate} exec/s  cov {cov}  corpus {corp}  "
-                                         f"crashes {found_now}  {now - t0:.0f}/{seconds} s   {tail}")
+                        sys.stdout.write(f"{lead}  {target}: {job.execs} execs  {job.exec_per_s(now - t0)} exec/s  "
+                                         f"cov {job.cov}  corpus {job.corpus}  crashes {found_now}  "
+                                         f"{now - t0:.0f}/{seconds} s   {tail}")
                         sys.stdout.flush()
                 if "libFuzzer: run interrupted" in line:
                     stats["interrupted"] = True  # the child got the signal even if we did not
-                f = _FINAL.match(line)
-                if f:
-                    key = "execs" if f.group(1) == "number_of_executed_units" else "exec_s"
-                    stats[key] = int(f.group(2))
             proc.wait()
         except KeyboardInterrupt:
             # libFuzzer handles SIGINT itself: it stops, prints its final stats and exits. The corpus it
@@ -117,15 +164,22 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
             try:
                 rest, _ = proc.communicate(timeout=30)
                 log.write(rest or "")
+                for line in (rest or "").splitlines():
+                    job.feed(line)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+    elapsed = time.monotonic() - t0
     stats["exit_status"] = proc.returncode
     if tty:
         sys.stdout.write("\n")
     new = sorted(p for p in artifacts.iterdir() if p.name not in before)
     stats["new_artifacts"] = [str(p) for p in new]
-    stats["corpus"] = sum(1 for _ in work.iterdir())
+    saved = sum(1 for _ in work.iterdir())
+    stats.update(execs=job.total_execs(), exec_s=job.exec_per_s(elapsed), cov=job.cov,
+                 corpus=job.corpus if job.corpus is not None else saved, corpus_saved=saved,
+                 seconds=round(elapsed, 1))
+    stats["guards"] = guardsmod.summary_json(guard_file)
     if stats["interrupted"]:
         # Stopped by hand: no replays, so no labels. The log cannot stand in for them: fork mode keeps only
         # its children's ERROR lines (no stack, no artifact name), and one report would name every artifact.
@@ -139,9 +193,24 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
     stats["upstream_open"] = len(upstream_open)
     stats["upstream_open_bugs"] = sorted({u["bug"] for u in upstream_open})
     stats["upstream_open_artifacts"] = upstream_open
+    stats["artifact_groups"] = group_artifacts(crashes, upstream_open, not_replayed)
     if crashes:
         stats["signature"] = crashes[0]["signature"]
     return stats
+
+
+def _fresh_guard_file(out: Path, target: str) -> Path:
+    """out/<target>/guards.bin, where the job's processes count the guards that fire (LIFELINE_GUARD_COUNTS,
+    core/guards.h), removed first: it holds one job's counts, and a target refuses a file of another build."""
+    f = out / target / "guards.bin"
+    try:
+        f.unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        raise UsageError(f"lifeline fuzz: cannot remove the last job's guard counts {f} ({e.strerror}); "
+                         "give another --out")
+    return f
 
 
 def _replay_artifacts(binary: Path, target: str, artifacts: list,
@@ -150,7 +219,8 @@ def _replay_artifacts(binary: Path, target: str, artifacts: list,
     signatures of `target`: (crashes, upstream_open, not_replayed: the paths left when interrupted). An
     artifact that gives the signature of an upstream-open bug (upstream has not fixed it) is not a crash of
     this job; anything else is, including an artifact that does not crash again. Entries: {"artifact",
-    "signature"} (+ "bug" for upstream-open)."""
+    "signature", "short"} (+ "bug" when it matches a known bug; "short": crash type and top frame), or for
+    an artifact without a report on replay {"artifact", "signature", "replay": "clean" or "no-report"}."""
     known = triagemod.known_signatures(ROOT, target) if artifacts else []
     crashes, upstream_open = [], []
     for i, a in enumerate(artifacts):
@@ -162,23 +232,82 @@ def _replay_artifacts(binary: Path, target: str, artifacts: list,
         if c is None:
             sig = ("(did not reproduce on replay)" if rc == 0 else
                    f"(exit {rc} on replay without a parsable report; see the log)")
-            crashes.append({"artifact": str(a), "signature": sig})
+            crashes.append({"artifact": str(a), "signature": sig, "replay": "clean" if rc == 0 else "no-report"})
             continue
+        entry = {"artifact": str(a), "signature": c.signature,
+                 "short": c.type + (f" in {c.state[0]}" if c.state else "")}
         bug, status = triagemod.match_known(c, known)
-        if status == "upstream-open":
-            upstream_open.append({"artifact": str(a), "signature": c.signature, "bug": bug})
-        else:
-            crashes.append({"artifact": str(a), "signature": c.signature})
+        if bug:
+            entry["bug"] = bug
+        (upstream_open if status == "upstream-open" else crashes).append(entry)
     return crashes, upstream_open, []
 
 
-def _by_signature(entries: list, bug_key: str | None = None) -> list[tuple[str, list]]:
-    """[(signature, [artifact...])] in first-seen order; with bug_key, the signature is led by "<bug>: "."""
-    groups: dict[str, list] = {}
-    for e in entries:
-        key = (f"{e[bug_key]}: " if bug_key else "") + e["signature"]
-        groups.setdefault(key, []).append(e["artifact"])
-    return list(groups.items())
+# The order of the kinds of artifact groups, on screen and in summary.json.
+_KINDS = ("new", "known", "no-report", "clean", "upstream-open", "not-replayed")
+
+
+def group_artifacts(crashes: list, upstream_open: list, not_replayed: list) -> list[dict]:
+    """A job's artifacts grouped by what they are: [{"kind", "label", "count", "artifacts", "signatures",
+    (+ "bug")}]. kind: "upstream-open" or "known" (one group per bug id: a known bug may crash in several
+    states), "new" (one group per signature), "no-report" (crashed on replay without a parsable report),
+    "clean" (did not crash again), "not-replayed" (the job was interrupted). Groups by kind in _KINDS order,
+    then most artifacts first, then label; artifacts in name order."""
+    groups: dict[tuple, dict] = {}
+
+    def add(kind, key, label, artifact, signature=None, bug=None):
+        g = groups.setdefault((kind, key), {"kind": kind, "label": label, "count": 0, "artifacts": [],
+                                            "signatures": []})
+        if bug:
+            g["bug"] = bug
+        g["count"] += 1
+        g["artifacts"].append(artifact)
+        if signature and signature not in g["signatures"]:
+            g["signatures"].append(signature)
+
+    for e in crashes:
+        if "replay" in e:
+            add(e["replay"] if e["replay"] in ("clean", "no-report") else "no-report", "",
+                "did not reproduce on replay" if e["replay"] == "clean" else "no report on replay",
+                e["artifact"])
+        elif e.get("bug"):
+            add("known", e["bug"], f"known {e['bug']}", e["artifact"], e["signature"], e["bug"])
+        else:
+            add("new", e["signature"], f"new: {e.get('short') or e['signature']}", e["artifact"], e["signature"])
+    for e in upstream_open:
+        add("upstream-open", e["bug"], f"upstream-open {e['bug']}", e["artifact"], e["signature"], e["bug"])
+    for a in not_replayed:
+        add("not-replayed", "", "not replayed (interrupted)", a)
+    out = list(groups.values())
+    for g in out:
+        g["artifacts"].sort()
+        g["signatures"].sort()
+    out.sort(key=lambda g: (_KINDS.index(g["kind"]), -g["count"], g["label"]))
+    return out
+
+
+def artifact_lines(r: dict) -> list[str]:
+    """The screen lines of one job's artifacts: one line that counts them by group, then, for each group
+    that fails the run or needs a look, a line with its signature(s) and one example path. Every path is in
+    summary.json."""
+    groups = r.get("artifact_groups")
+    if not groups:
+        return []
+    total = sum(g["count"] for g in groups)
+    lines = [f"  {total} artifact{'s' if total != 1 else ''}: "
+             + ", ".join(f"{g['count']} {g['label']}" for g in groups)]
+    for g in groups:
+        if g["kind"] == "upstream-open":
+            continue
+        if g["kind"] == "not-replayed":
+            lines.append(f"    not replayed (interrupted): {g['count']} artifact(s); `lifeline triage` sorts them, "
+                         f"e.g. {g['artifacts'][0]}")
+            continue
+        what = {"new": "new crash", "known": f"known {g.get('bug')}", "clean": "did not reproduce on replay",
+                "no-report": "no parsable report on replay (see the log)"}[g["kind"]]
+        sigs = f": {' ; '.join(g['signatures'])}" if g["signatures"] else ""
+        lines.append(f"    {what}{sigs} ({g['count']}), e.g. {g['artifacts'][0]}")
+    return lines
 
 
 def _check_writable_dir(d: Path, what: str) -> None:
@@ -202,13 +331,13 @@ def _check_file_slot(f: Path) -> None:
 
 
 def _prepare_job_dir(out: Path, target: str, engine: str) -> None:
-    """out/<target>/ and the folders and files its job writes (corpus/, artifacts/, job.json and fuzz.log;
-    with AFL++ afl/ and afl.log), each checked writable."""
+    """out/<target>/ and the folders and files its job writes (corpus/, artifacts/, job.json, fuzz.log and
+    guards.bin; with AFL++ afl/, afl.log and guards.bin), each checked writable."""
     base = out / target
     _check_writable_dir(base, f"{target}'s job directory")
     for name in (("afl",) if engine == "afl" else ("corpus", "artifacts")):
         _check_writable_dir(base / name, f"{target}'s {name} directory")
-    for name in ("job.json", "afl.log" if engine == "afl" else "fuzz.log"):
+    for name in ("job.json", "afl.log" if engine == "afl" else "fuzz.log", "guards.bin"):
         _check_file_slot(base / name)
 
 
@@ -257,7 +386,9 @@ def _afl_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: st
     if dict_file.is_file():
         cmd += ["-x", str(dict_file)]
     cmd += ["--", str(binary)]
-    env = switch_env(reintroduce, AFL_NO_UI="1", AFL_SKIP_CPUFREQ="1", AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES="1")
+    guard_file = _fresh_guard_file(out, target)
+    env = switch_env(reintroduce, AFL_NO_UI="1", AFL_SKIP_CPUFREQ="1", AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES="1",
+                     LIFELINE_GUARD_COUNTS=str(guard_file))
     log_path = out / target / "afl.log"
     stats_file = work / "default" / "fuzzer_stats"
     result = {"target": target, "execs": 0, "exec_s": 0, "cov": 0, "corpus": 0, "crashes": 0,
@@ -297,6 +428,7 @@ def _afl_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: st
     result.update(execs=_count(st, "execs_done"), exec_s=_count(st, "execs_per_sec"), cov=st.get("bitmap_cvg", ""),
                   corpus=_count(st, "corpus_count"), crashes=len(crashes), new_artifacts=[str(p) for p in crashes])
     result["exit_status"] = proc.returncode
+    result["guards"] = guardsmod.summary_json(guard_file)
     if proc.returncode not in (0, None) and not st:
         result["signature"] = f"afl-fuzz exited {proc.returncode} before fuzzing; see {log_path}"
     return result
@@ -363,35 +495,30 @@ def cmd_fuzz(args) -> int:
         except KeyboardInterrupt:
             interrupted = True
             continue
+        r["engine"] = args.engine
         results.append(r)
         if r["interrupted"]:
             interrupted = True
         elif r["execs"] == 0:
             idle = r
             break
-    print("\ntarget                      execs     exec/s  corpus  crashes  upstream-open  artifacts   "
-          "(corpus: files in the working corpus)")
+    print("\ntarget                      execs     exec/s  corpus  crashes  upstream-open  artifacts")
     for r in results:
         print(f"{r['target']:<26} {r['execs']:>7} {r['exec_s']:>10} {r['corpus']:>7} {r['crashes']:>8}  "
               f"{r.get('upstream_open', 0):>13}  {r['artifacts']}")
-        if "crash_artifacts" in r:
-            for sig, arts in _by_signature(r["crash_artifacts"]):
-                print(f"  crash: {sig}")
-                for a in arts:
-                    print(f"    {a}")
-            for sig, arts in _by_signature(r["upstream_open_artifacts"], "bug"):
-                print(f"  upstream-open: {sig}")
-                for a in arts:
-                    print(f"    {a}")
+        if "artifact_groups" in r:
+            for line in artifact_lines(r):
+                print(line)
         elif r.get("signature"):
             print(f"  crash: {r['signature']}")
             for a in r["new_artifacts"]:
                 print(f"    {a}")
-        if r.get("not_replayed"):
-            print(f"  not replayed (interrupted): {len(r['not_replayed'])} artifact(s); "
-                  "`lifeline triage` sorts them")
-            for a in r["not_replayed"]:
-                print(f"    {a}")
+        guards_line = guardsmod.describe(r.get("guards"))
+        if guards_line:
+            print("  " + guards_line)
+    if any(r["engine"] == "libfuzzer" for r in results):
+        print("corpus: inputs in libFuzzer's corpus at the end (the seeds it kept and what it added; the added "
+              "ones are saved in <out>/<target>/corpus); exec/s: execs over the job's time")
     if any(r.get("upstream_open") for r in results):
         print("upstream-open: artifacts that replay as a bug upstream has not fixed (repro/*/bug.json with "
               "status upstream-open); not counted as crashes")

@@ -67,7 +67,8 @@ def main(argv: list[str]) -> int:
     f.add_argument("--reintroduce", help="bug id to switch back on (LIFELINE_REINTRODUCE)")
     f.add_argument("--out", default=str(ROOT / "fuzz-out"), help="working corpus and artifacts (default fuzz-out/)")
     f.add_argument("--no-build", action="store_true", help="use the fuzz lane as built")
-    f.add_argument("--jobs", type=int, default=1, help="libFuzzer fork-mode workers per target (default 1)")
+    f.add_argument("--jobs", type=int, default=1, help="libFuzzer workers per target: 1 (default) runs in-process and stops at the first crash; "
+                   "N > 1 runs fork mode, which keeps each crash and goes on")
     f.add_argument("--lane", default="fuzz", help="the lane whose binaries fuzz (only fuzz links libFuzzer)")
     f.add_argument("--engine", choices=("libfuzzer", "afl"), default="libfuzzer")
     tr = sub.add_parser("triage", help="replay crashes, classify, dedup, match known bugs")

@@ -11,8 +11,9 @@ from support import PY, ROOT, run, run_apart
 # A copy of cli/ in a temporary project root whose "fuzz target" is a script: each input's first word
 # says what it does when replayed, and run with libFuzzer's -artifact_prefix= it writes the artifacts listed
 # in fake-artifacts.json beside it (or, with a file fake-idle there, runs nothing; with fake-interrupt, ends
-# as a fork-mode job whose child was interrupted: only a child's ERROR line, no stack). With -fork=N it starts
-# its job as libFuzzer's fork mode does: its argv without -fork, a corpus in $TMPDIR and a `> log`, joined
+# as a fork-mode job whose child was interrupted: only a child's ERROR line, no stack). It records the
+# LIFELINE_GUARD_COUNTS it got (fake-guard-env.json) and copies fake-guards.bin there when that exists.
+# With -fork=N it starts its job as libFuzzer's fork mode does: its argv without -fork, a corpus in $TMPDIR and a `> log`, joined
 # with blanks and run by system() (compiler-rt FuzzerFork.cpp, FuzzerCommand.h, FuzzerUtilLinux.cpp). The
 # job records its argv and, for each path in it, the path it names (fake-job.json); -merge=1 and
 # -minimize_crash=1 go through system() too. Nothing here needs a built lane.
@@ -52,7 +53,9 @@ if fork:
     os.system(" ".join(job) + " > " + tmp + "/1.log 2>&1")
     log = open(tmp + "/1.log").read() if os.path.exists(tmp + "/1.log") else ""
     runs = sum(int(l.split()[-1]) for l in log.splitlines() if l.startswith("stat::number_of_executed_units:"))
-    print("#%d: cov: 3 ft: 3 corp: 1 exec/s: 0 oom/timeout/crash: 0/0/0 time: 1s job: 1 dft_time: 0" % runs)
+    print("INFO: %s: fuzzing in separate process(s)" % fork[0])
+    # As libFuzzer's: the job's own exec/s (0: it crashed within its first second), the time since the start.
+    print("#%d: cov: 3 ft: 3 corp: 7 exec/s 0 oom/timeout/crash: 0/0/0 time: 2s job: 1 dft_time: 0" % runs)
     print("\n".join(l for l in log.splitlines() if "ERROR:" in l))
     shutil.rmtree(tmp)
     if os.path.exists(os.path.join(here, "fake-interrupt")):  # a child got SIGINT: fork mode passes it on
@@ -95,6 +98,10 @@ if prefix is not None:
                   open(os.path.join(here, "fake-job.json"), "w"))
     else:
         json.dump(args, open(os.path.join(here, "fake-argv.json"), "w"))
+    counts = os.environ.get("LIFELINE_GUARD_COUNTS")
+    json.dump(counts, open(os.path.join(here, "fake-guard-env.json"), "w"))
+    if counts and os.path.exists(os.path.join(here, "fake-guards.bin")):  # a target with guards
+        shutil.copyfile(os.path.join(here, "fake-guards.bin"), counts)
     for p in [os.path.dirname(prefix)] + [a for a in args if a.startswith("/")]:
         if not os.path.exists(p):
             print('ERROR: The required directory "%s" does not exist' % p)

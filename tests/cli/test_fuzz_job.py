@@ -7,34 +7,64 @@ from scratch_project import ScratchProject
 
 
 class FuzzJob(ScratchProject):
-    def fuzz(self):
+    def fuzz(self, *extra):
         out = self.tmp / "fuzz-out"
-        rc, text = self.cli("fuzz", "fake_target", "--time", "1", "--no-build", "--out", out)
+        rc, text = self.cli("fuzz", "fake_target", "--time", "1", "--no-build", "--out", out, *extra)
         return rc, text, json.loads((out / "summary.json").read_text())[0]
 
     def test_fuzz_leaves_upstream_open_artifacts_out_of_the_crashes(self):
-        self.artifacts({"crash-a1": "assert", "crash-a2": "assert", "crash-u": "uaf", "crash-c": "clean",
-                        "crash-s": "silent"})
+        self.artifacts({"crash-a1": "assert", "crash-a2": "assert", "crash-u": "other", "crash-c": "clean",
+                        "crash-s": "silent", "crash-f": "uaf"})
         rc, text, summary = self.fuzz()
         self.assertEqual(rc, 1, text)
-        self.assertEqual(summary["crashes"], 3)
+        self.assertEqual(summary["crashes"], 4)
         self.assertEqual(summary["upstream_open"], 2)
         self.assertEqual(summary["upstream_open_bugs"], ["fake-upstream-open"])
         self.assertEqual(sorted(Path(a["artifact"]).name for a in summary["upstream_open_artifacts"]),
                          ["crash-a1", "crash-a2"])
         sigs = {Path(a["artifact"]).name: a["signature"] for a in summary["crash_artifacts"]}
         self.assertEqual(sigs["crash-c"], "(did not reproduce on replay)")
-        self.assertTrue(sigs["crash-u"].startswith("heap-use-after-free | lifeline::fake::FakeUse"), sigs)
+        self.assertTrue(sigs["crash-u"].startswith("heap-use-after-free | lifeline::fake::OtherUse"), sigs)
+        self.assertTrue(sigs["crash-f"].startswith("heap-use-after-free | lifeline::fake::FakeUse"), sigs)
         self.assertIn("without a parsable report", sigs["crash-s"])
-        self.assertEqual(len(summary["new_artifacts"]), 5)
+        self.assertEqual(len(summary["new_artifacts"]), 6)
         header = next(l for l in text.splitlines() if l.startswith("target "))
         self.assertIn("crashes  upstream-open  artifacts", header)
         row = next(l for l in text.splitlines() if l.startswith("fake_target "))
-        self.assertRegex(row, r"\s3\s+2\s+/")
-        self.assertIn("  crash: (did not reproduce on replay)", text)
-        self.assertIn("  upstream-open: fake-upstream-open: assert | ggml_gallocr_init_tensor", text)
-        crash_lines = [l for l in text.splitlines() if l.startswith("  crash: ")]
-        self.assertFalse(any("assert" in l for l in crash_lines), crash_lines)
+        self.assertRegex(row, r"\s4\s+2\s+/")
+        # On screen: the artifacts counted by what they are, one line; then one example per crash group.
+        self.assertIn("\n  6 artifacts: 1 new: heap-use-after-free in lifeline::fake::OtherUse, 1 known fake-fixed-bug, "
+                      "1 no report on replay, 1 did not reproduce on replay, 2 upstream-open fake-upstream-open\n", text)
+        arts = self.tmp / "fuzz-out" / "fake_target" / "artifacts"
+        self.assertIn(f"    new crash: {sigs['crash-u']} (1), e.g. {arts / 'crash-u'}\n", text)
+        self.assertIn(f"    known fake-fixed-bug: {sigs['crash-f']} (1), e.g. {arts / 'crash-f'}\n", text)
+        self.assertIn(f"    did not reproduce on replay (1), e.g. {arts / 'crash-c'}\n", text)
+        self.assertIn(f"    no parsable report on replay (see the log) (1), e.g. {arts / 'crash-s'}\n", text)
+        self.assertNotIn("crash-a1", text)  # upstream-open artifacts: counted on screen, named in summary.json
+        # summary.json: every artifact, in the same groups.
+        groups = [(g["kind"], g.get("bug"), g["count"], [Path(a).name for a in g["artifacts"]], g["signatures"])
+                  for g in summary["artifact_groups"]]
+        self.assertEqual(groups, [
+            ("new", None, 1, ["crash-u"], [sigs["crash-u"]]),
+            ("known", "fake-fixed-bug", 1, ["crash-f"], [sigs["crash-f"]]),
+            ("no-report", None, 1, ["crash-s"], []),
+            ("clean", None, 1, ["crash-c"], []),
+            ("upstream-open", "fake-upstream-open", 2, ["crash-a1", "crash-a2"],
+             ["assert | ggml_gallocr_init_tensor / ggml_gallocr_alloc_graph"])])
+
+    def test_a_crash_of_a_fixed_bug_is_grouped_under_its_id(self):
+        self.artifacts({"crash-x1": "switch-uaf", "crash-x2": "switch-uaf", "crash-n": "other"})
+        out = self.tmp / "fuzz-out"
+        rc, text = self.cli("fuzz", "fake_target", "--time", "1", "--no-build", "--out", out,
+                            "--reintroduce", "fake-fixed-bug")
+        self.assertEqual(rc, 1, text)
+        self.assertIn("\n  3 artifacts: 1 new: heap-use-after-free in lifeline::fake::OtherUse, "
+                      "2 known fake-fixed-bug\n", text)
+        self.assertRegex(text, r"\n    known fake-fixed-bug: heap-use-after-free \| lifeline::fake::FakeUse.* \(2\), "
+                               r"e\.g\. /.*/crash-x1\n")
+        summary = json.loads((out / "summary.json").read_text())[0]
+        self.assertEqual([(g["kind"], g["count"]) for g in summary["artifact_groups"]], [("new", 1), ("known", 2)])
+        self.assertEqual(summary["crashes"], 3)
 
     def test_fuzz_exits_0_when_it_only_found_upstream_open_bugs(self):
         self.artifacts({"crash-a1": "assert"})
@@ -44,31 +74,79 @@ class FuzzJob(ScratchProject):
         self.assertNotIn("signature", summary)
         self.assertNotIn("  crash: ", text)
 
-    def test_fuzz_goes_on_past_upstream_open_bugs_in_fork_mode(self):
-        rc, text, _ = self.fuzz()  # fake_target has an upstream-open bug in repro/
+    def test_a_target_with_upstream_open_bugs_runs_in_process_like_any_other(self):
+        """Guards step around the known findings, so a crash is a crash: no fork mode, no -ignore_crashes,
+        unless --jobs asks for fork mode."""
+        self.artifacts({"crash-u": "uaf"})
+        rc, text, summary = self.fuzz()  # fake_target has an upstream-open bug in repro/
+        self.assertEqual(rc, 1, text)
+        argv = json.loads((self.fake.parent / "fake-argv.json").read_text())
+        self.assertFalse(any(a.startswith(("-fork", "-ignore_crashes")) for a in argv), argv)
+        self.assertFalse(summary["fork"])
+        out = self.tmp / "fuzz-out-jobs"
+        rc, text = self.cli("fuzz", "fake_target", "--time", "1", "--no-build", "--out", out, "--jobs", "2")
+        job = json.loads((self.fake.parent / "fake-job.json").read_text())
+        self.assertNotIn("-fork=2", job["argv"])  # the job libFuzzer started; its argv was:
+        self.assertIn("INFO: -fork=2: fuzzing in separate process(s)", (out / "fake_target" / "fuzz.log").read_text())
+        summary = json.loads((out / "summary.json").read_text())[0]
+        self.assertTrue(summary["fork"])
+
+    def test_fork_mode_figures(self):
+        """Fork mode's progress line carries its last job's exec/s (0 for a job that crashed at once) and the
+        corpus libFuzzer keeps; the table shows execs over libFuzzer's time and that corpus."""
+        self.artifacts({"crash-u": "uaf"})
+        out = self.tmp / "fuzz-out"
+        rc, text = self.cli("fuzz", "fake_target", "--time", "1", "--no-build", "--out", out, "--jobs", "2")
+        summary = json.loads((out / "summary.json").read_text())[0]
+        self.assertEqual((summary["execs"], summary["exec_s"], summary["corpus"]), (42, 21, 7), text)
+        self.assertEqual(summary["corpus_saved"], 0)
+        self.assertRegex(text, r"\nfake_target +42 +21 +7 +1 +0 +/")
+
+    def test_guard_counts(self):
+        """Every job gets LIFELINE_GUARD_COUNTS=<out>/<target>/guards.bin, a fresh one; the counts go on
+        screen and into summary.json."""
+        from lifeline import guards
+        out = self.tmp / "fuzz-out"
+        (out / "fake_target").mkdir(parents=True)
+        (out / "fake_target" / "guards.bin").write_bytes(b"left by the last job")
+        rc, text, summary = self.fuzz()
         self.assertEqual(rc, 0, text)
-        argv = json.loads((self.fake.parent / "fake-argv.json").read_text())
-        self.assertIn("-fork=1", argv)
-        self.assertIn("-ignore_crashes=1", argv)
-        out = self.tmp / "fuzz-out-switch"
-        rc, text = self.cli("fuzz", "fake_target", "--time", "1", "--no-build", "--out", out,
-                            "--reintroduce", "fake-fixed-bug")
-        argv = json.loads((self.fake.parent / "fake-argv.json").read_text())
-        self.assertFalse(any(a.startswith("-fork") for a in argv), argv)  # a switch: stop at the first crash
+        self.assertEqual(json.loads((self.fake.parent / "fake-guard-env.json").read_text()),
+                         str(out / "fake_target" / "guards.bin"))
+        self.assertIsNone(summary["guards"])  # no guards: no file, the last job's is gone
+        self.assertFalse((out / "fake_target" / "guards.bin").exists())
+        self.assertNotIn("guards:", text)
+        (self.fake.parent / "fake-guards.bin").write_bytes(guards.build(
+            40210, [("fake-guarded", 812), ("fake-other-guard", 0), ("fake-third", 40210)]))
+        rc, text, summary = self.fuzz()
+        self.assertEqual(rc, 0, text)
+        self.assertEqual(summary["guards"], {"file": str(out / "fake_target" / "guards.bin"), "inputs": 40210,
+                                             "fired": {"fake-guarded": 812, "fake-other-guard": 0,
+                                                       "fake-third": 40210}})
+        self.assertIn("\n  guards: fake-third 40210/40210 inputs (100.0%), fake-guarded 812/40210 inputs (2.0%)\n",
+                      text)
+        (self.fake.parent / "fake-guards.bin").write_bytes(guards.build(10, [("fake-guarded", 1)])[:-3])
+        rc, text, summary = self.fuzz()
+        self.assertEqual(rc, 0, text)  # an unreadable counter file is reported, not fatal
+        self.assertIn("85 bytes, but 1 entries make 88", summary["guards"]["unreadable"])
+        self.assertIn(f"\n  guards: {out / 'fake_target' / 'guards.bin'} is unreadable (85 bytes, but 1 entries make 88)\n",
+                      text)
 
     def test_an_interrupted_job_labels_no_artifact(self):
         """Fork mode's log keeps only its children's ERROR lines: an interrupted job's artifacts are not
         replayed, so they are neither crashes nor upstream-open findings, and triage is named to sort them."""
         self.artifacts({"crash-a1": "assert", "crash-u": "uaf"})
         (self.fake.parent / "fake-interrupt").write_text("")
-        rc, text, summary = self.fuzz()
+        rc, text, summary = self.fuzz("--jobs", "2")
         self.assertEqual(rc, 130, text)
         self.assertEqual((summary["crashes"], summary["upstream_open"]), (0, 0), summary)
         self.assertEqual(sorted(Path(a).name for a in summary["not_replayed"]), ["crash-a1", "crash-u"])
         self.assertNotIn("signature", summary)
         self.assertNotIn("deadly-signal", text)
-        self.assertRegex(text, r"\nfake_target +42 +0 +\d+ +0 +0 +/")
-        self.assertIn("  not replayed (interrupted): 2 artifact(s); `lifeline triage` sorts them", text)
+        self.assertRegex(text, r"\nfake_target +42 +\d+ +\d+ +0 +0 +/")
+        self.assertIn("\n  2 artifacts: 2 not replayed (interrupted)\n", text)
+        self.assertIn("    not replayed (interrupted): 2 artifact(s); `lifeline triage` sorts them, e.g. ", text)
+        self.assertEqual([(g["kind"], g["count"]) for g in summary["artifact_groups"]], [("not-replayed", 2)])
 
     def test_fuzz_without_findings(self):
         rc, text, summary = self.fuzz()

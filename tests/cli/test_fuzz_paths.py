@@ -15,8 +15,8 @@ HOSTILE = "o $(touch pwned);x"
 
 class ForkModePaths(ScratchProject):
     def fuzz(self, out, *extra, env=None):
-        """Runs a fork-mode job (fake_target has an upstream-open bug) from a working folder of its own;
-        (exit status, output, the job's summary or None)."""
+        """Runs a job from a working folder of its own (fork mode with --jobs 2 in `extra`); (exit status,
+        output, the job's summary or None)."""
         cwd = self.tmp / "cwd"
         cwd.mkdir(exist_ok=True)
         rc, text = self.cli("fuzz", "fake_target", "--time", "1", "--no-build", "--out", out, *extra, cwd=cwd,
@@ -51,7 +51,7 @@ class ForkModePaths(ScratchProject):
         tmpdir = self.tmp / "my tmp $(touch pwned)"
         tmpdir.mkdir()
         out = self.tmp / "out"
-        rc, text, summary = self.fuzz(out, env=dict(os.environ, TMPDIR=str(tmpdir)))
+        rc, text, summary = self.fuzz(out, "--jobs", "2", env=dict(os.environ, TMPDIR=str(tmpdir)))
         self.assertNothingRan()
         self.assertEqual(rc, 0, text)
         self.assertEqual(summary["execs"], 42, text)
@@ -63,7 +63,7 @@ class ForkModePaths(ScratchProject):
         out = self.tmp / "out"
         cwd = self.tmp / "cwd"
         cwd.mkdir()
-        for extra in ((), ("--reintroduce", "fake-fixed-bug")):  # fork mode, then one process
+        for extra in (("--jobs", "2"), ()):  # fork mode, then one process
             with self.subTest(extra=extra):
                 rc, stdout, stderr = self.cli_apart("fuzz", "fake_target", "--time", "1", "--no-build", "--out",
                                                     out, *extra, cwd=cwd)

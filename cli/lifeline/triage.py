@@ -17,7 +17,7 @@ from typing import Optional
 
 from . import crash as crashmod
 from . import repro
-from .bugs import known_bug_ids, switch_env
+from .bugs import INHERIT, known_bug_ids, switch_env
 from .paths import ROOT, source_targets
 from .usage import UsageError, input_file
 
@@ -57,8 +57,8 @@ class Result:
         return d
 
 
-def run_once(binary: Path, data_file: Path, reintroduce: Optional[str], extra=()) -> tuple[int, str]:
-    env = switch_env(reintroduce)
+def run_once(binary: Path, data_file: Path, reintroduce: Optional[str], extra=(), unguard=INHERIT) -> tuple[int, str]:
+    env = switch_env(reintroduce, unguard=unguard)
     # An argument list, never a shell: crash file names come from the fuzzer. An absolute path, never read as
     # a flag (`-leading` would be one to libFuzzer and to the replay driver).
     try:
@@ -116,11 +116,25 @@ def job_reintroduce(crash_file: Path) -> Optional[str]:
     return doc.get("reintroduce")
 
 
-def triage_one(root: Path, binary: Path, crash_file: Path, target: str, reintroduce: Optional[str]) -> Result:
+def job_unguard(crash_file: Path):
+    """The LIFELINE_UNGUARD of the fuzz job that wrote this artifact, as its job.json records it ("unguard":
+    the guards it ran without, or null), so a finding made with a guard off replays with that guard off;
+    INHERIT (this process's) when no record says."""
+    try:
+        doc = json.loads((crash_file.resolve().parent.parent / "job.json").read_text())
+    except (OSError, ValueError, RecursionError):
+        return INHERIT  # job_reintroduce names a record that is there but unreadable
+    if isinstance(doc, dict) and isinstance(doc.get("unguard", INHERIT), (str, type(None))):
+        return doc.get("unguard", INHERIT)
+    return INHERIT
+
+
+def triage_one(root: Path, binary: Path, crash_file: Path, target: str, reintroduce: Optional[str],
+               unguard=INHERIT) -> Result:
     r = Result(str(crash_file), target, reintroduce)
     first = None
     for _ in range(REPLAYS):
-        rc, out = run_once(binary, crash_file, reintroduce)
+        rc, out = run_once(binary, crash_file, reintroduce, unguard=unguard)
         c = crashmod.parse(out) if rc != 0 else None
         r.replays.append(c.signature if c else None)
         if first is None and c is not None:
@@ -201,9 +215,12 @@ def cmd_triage(args) -> int:
     for f in files:
         target, binary = target_binary("triage", f, args.target, args.lane)
         reintroduce = reintroduce_for("triage", f, args.reintroduce)
+        unguard = job_unguard(f)
         print(f"triage: replaying {f} on {target} x{REPLAYS}"
-              + (f" (LIFELINE_REINTRODUCE={reintroduce})" if reintroduce else ""), flush=True)
-        results.append(triage_one(ROOT, binary, f, target, reintroduce))
+              + (f" (LIFELINE_REINTRODUCE={reintroduce})" if reintroduce else "")
+              + (f" (LIFELINE_UNGUARD={unguard}, as its fuzz job ran)" if unguard not in (INHERIT, None) else ""),
+              flush=True)
+        results.append(triage_one(ROOT, binary, f, target, reintroduce, unguard))
     dedup(results)
     statuses = [r.label + (" (dup)" if r.duplicate_of else "") for r in results]
     width = max([len("status")] + [len(x) for x in statuses])

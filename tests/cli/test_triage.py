@@ -32,6 +32,22 @@ class Triage(ScratchProject):
         self.assertTrue(any("upstream-open bug fake-upstream-open" in t for t in texts), texts)
         self.assertEqual(sorted(r["properties"]["status"] for r in results), ["new", "upstream-open"])
 
+    def test_an_artifact_of_a_job_with_a_guard_off_replays_with_that_guard_off(self):
+        job = self.tmp / "fuzz-out" / "fake_target"
+        (job / "artifacts").mkdir(parents=True)
+        crash = job / "artifacts" / "crash-guarded"
+        crash.write_text("guarded-assert")  # reproduces only with LIFELINE_UNGUARD=fake-guarded
+        (job / "job.json").write_text(json.dumps({"target": "fake_target", "reintroduce": None,
+                                                  "unguard": "fake-guarded"}))
+        rc, out = self.cli("triage", crash, "--target", "fake_target")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("(LIFELINE_UNGUARD=fake-guarded, as its fuzz job ran)", out)
+        self.assertRegex(out, r"upstream-open: fake-upstream-open\s+no\s+crash-guarded")
+        (job / "job.json").write_text(json.dumps({"target": "fake_target", "reintroduce": None, "unguard": None}))
+        rc, out = self.cli("triage", crash, "--target", "fake_target")
+        self.assertNotIn("LIFELINE_UNGUARD", out)
+        self.assertNotIn("upstream-open: fake-upstream-open", out)
+
     def test_triage_known_fixed_bug_stays_known(self):
         rc, out = self.cli("triage", self.input("switch-uaf"), "--target", "fake_target",
                            "--reintroduce", "fake-fixed-bug")

@@ -3,6 +3,7 @@
 // and the graph reproducers in repro/ now means something else: regenerate them and update each
 // bug.json's "program" line in the same change.
 #include "harness/programs/graph/format.h"
+#include "harness/programs/graph/model.h"
 
 #include <gtest/gtest.h>
 
@@ -77,6 +78,52 @@ TEST(GraphDecoder, EmptyInputDecodesToNoSteps) { EXPECT_TRUE(Decode(nullptr, 0).
 TEST(GraphDecoder, ProgramIsBoundedByMaxSteps) {
   std::vector<uint8_t> b(100000, 0x11);
   EXPECT_LE(Decode(b.data(), b.size()).steps.size(), kMaxSteps);
+}
+
+// Found by fuzzing ggml_graph_topology in-process (2026-11-23): graph g2 viewed g1's leaf view of g0's output
+// and was placed by g0's allocator, which gave the bytes that view reads to g2's own tensors (the differential
+// oracle saw the output change). The model follows a view of a view to the graph whose bytes it reads.
+ModelTensor ModelLeaf() { return ModelTensor{}; }
+
+ModelTensor ModelViewOf(int h, int i) {
+  ModelTensor t;
+  t.spec.external_graph = h;
+  t.spec.external_tensor = i;
+  t.owned_root = false;
+  return t;
+}
+
+// Adds tensor `t` to graph `gi` (marked output when `output`).
+void Add(Model& m, int gi, ModelTensor t, bool output) {
+  Step s;
+  t.spec.output = output;
+  m.AddTensor(gi, s, t);
+}
+
+StepKind Place(Model& m, int gi, int k) {
+  Step s;
+  s.kind = StepKind::kAlloc;
+  m.ReserveOrAlloc(gi, k, s);
+  return s.kind;
+}
+
+TEST(GraphModel, AViewOfAViewIsNotPlacedByTheAllocatorOfTheBytesItReads) {
+  Model m;
+  m.buffers[0] = m.buffers[1] = 1;
+  for (int gi = 0; gi < 3; ++gi) m.g.emplace_back();
+  Add(m, 0, ModelLeaf(), false);
+  Add(m, 0, Derived(m.g[0].t[0], alloc::Op::kNeg, 0), true);
+  m.g[0].sealed = true;
+  ASSERT_EQ(Place(m, 0, 0), StepKind::kAlloc);
+  Add(m, 1, ModelViewOf(0, 1), true);  // g1.t0 reads g0.t1's bytes (allocator 0)
+  m.g[1].sealed = true;
+  ASSERT_EQ(Place(m, 1, 1), StepKind::kAlloc);
+  Add(m, 2, ModelViewOf(1, 0), false);  // g2.t0 views g1.t0: g0's bytes again
+  Add(m, 2, Derived(m.g[2].t[0], alloc::Op::kNeg, 0), true);
+  m.g[2].sealed = true;
+  EXPECT_EQ(m.ViewedGraphs(2), (std::vector<int>{1, 0}));
+  EXPECT_EQ(Place(m, 2, 0), StepKind::kReserve) << "allocator 0 would overwrite g0's bytes, which g2.t0 reads";
+  EXPECT_EQ(Place(m, 2, 1), StepKind::kReserve) << "allocator 1 would overwrite g1's";
 }
 
 }  // namespace

@@ -137,16 +137,33 @@ void Model::FallBackToReserve(int gi, Step& step) {
   reserved_version[k] = mg.version;
 }
 
+std::vector<int> Model::ViewedGraphs(int gi) const {
+  std::vector<int> out;
+  std::vector<int> stack = g[gi].ExternalSources();
+  while (!stack.empty()) {
+    const int h = stack.back();
+    stack.pop_back();
+    if (std::find(out.begin(), out.end(), h) != out.end()) continue;
+    out.push_back(h);
+    for (int x : g[h].ExternalSources()) stack.push_back(x);
+  }
+  return out;
+}
+
 bool Model::AllocLegal(int gi, int k, StatusCode* expect) const {
   const ModelGraph& mg = g[gi];
   *expect = StatusCode::kOk;
   for (int h : mg.ExternalSources()) {
+    for (const auto& [bh, e] : mg.bound) {
+      if (bh == h && e != g[h].placed_epoch) return false;  // the view still holds the old address
+    }
+  }
+  // Every graph whose bytes a view reads, also through a view of a view (whose bytes are those of the graph
+  // it views): placed by another allocator, and not stale.
+  for (int h : ViewedGraphs(gi)) {
     const ModelGraph& src = g[h];
     if (src.allocator == k) return false;  // the same allocator would overwrite what the view reads
     if (src.placed && epoch[src.allocator] != src.placed_epoch) return false;  // stale
-    for (const auto& [bh, e] : mg.bound) {
-      if (bh == h && e != src.placed_epoch) return false;  // the view still holds the old address
-    }
   }
   // A view of a tensor that has no memory yet: its graph was never placed, and it is not a leaf with
   // memory of its own (views and results get theirs when their graph is placed).

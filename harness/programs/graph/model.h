@@ -80,6 +80,10 @@ struct Model {
   void Freeze(int h) { g[h].frozen = true; }
   // Leaf `t` of graph `gi` gains or loses its memory from outside.
   void TogglePreallocated(int gi, int t, Step& step);
+  // The earlier graphs whose bytes graph gi's reachable leaf views read: the graphs they view and, through a
+  // view of a view, the graphs those view in turn (with two allocators, a graph viewing a view of another
+  // graph's tensor can never be placed: one of the two would overwrite what it reads).
+  std::vector<int> ViewedGraphs(int gi) const;
 
  private:
   // Whether an Alloc of graph gi by allocator k is legal, and the status it must return.

@@ -140,9 +140,12 @@ class GuardedReproCheck(ScratchProject):
 
     def setUp(self):
         super().setUp()
-        self.guarded = write_bug(self.root / "repro" / "fake-guarded", {
-            "status": "upstream-open", "guard": "fake-guarded", "target": "fake_target",
-            "reproducers": [{"input": "in", "expect": {"asan": ASSERT_SIG}}]}, {"in": "guarded-assert"})
+        self.guarded = self.finding(self.root / "repro" / "fake-guarded", "fake-guarded", "guarded-assert")
+
+    def finding(self, folder, guard, word):
+        """An upstream-open finding with `guard`, whose one input is `word` (the fake target's behaviour)."""
+        return write_bug(folder, {"status": "upstream-open", "guard": guard, "target": "fake_target",
+                                  "reproducers": [{"input": "in", "expect": {"asan": ASSERT_SIG}}]}, {"in": word})
 
     def check(self, bug, mode, env=None):
         return self.cli("repro-check", "--repro-dir", bug, "--lane", "asan", "--mode", mode, "--binary", self.fake,
@@ -164,24 +167,18 @@ class GuardedReproCheck(ScratchProject):
     def test_an_inherited_unguard_reaches_neither_way(self):
         rc, out = self.check(self.guarded, "guarded", env=dict(os.environ, LIFELINE_UNGUARD="fake-guarded"))
         self.assertEqual(rc, 0, out)
-        other = write_bug(self.tmp / "elsewhere" / "fake-other", {
-            "status": "upstream-open", "guard": "fake-other-guard", "target": "fake_target",
-            "reproducers": [{"input": "in", "expect": {"asan": ASSERT_SIG}}]}, {"in": "guarded-assert"})
+        other = self.finding(self.tmp / "elsewhere" / "fake-other", "fake-other-guard", "guarded-assert")
         rc, out = self.check(other, "pinned", env=dict(os.environ, LIFELINE_UNGUARD="fake-guarded"))
         self.assertEqual(rc, 1, out)
 
     def test_pinned_fails_when_turning_the_named_guard_off_does_not_reproduce(self):
-        other = write_bug(self.tmp / "elsewhere" / "fake-other", {
-            "status": "upstream-open", "guard": "fake-other-guard", "target": "fake_target",
-            "reproducers": [{"input": "in", "expect": {"asan": ASSERT_SIG}}]}, {"in": "guarded-assert"})
+        other = self.finding(self.tmp / "elsewhere" / "fake-other", "fake-other-guard", "guarded-assert")
         rc, out = self.check(other, "pinned")
         self.assertEqual(rc, 1, out)
         self.assertIn("FAIL in: the pinned upstream no longer reproduces it with guard fake-other-guard off", out)
 
     def test_guarded_fails_when_the_guard_does_not_step_around_it(self):
-        leaky = write_bug(self.tmp / "elsewhere" / "fake-leaky", {
-            "status": "upstream-open", "guard": "fake-guarded", "target": "fake_target",
-            "reproducers": [{"input": "in", "expect": {"asan": ASSERT_SIG}}]}, {"in": "assert"})
+        leaky = self.finding(self.tmp / "elsewhere" / "fake-leaky", "fake-guarded", "assert")
         rc, out = self.check(leaky, "guarded")
         self.assertEqual(rc, 1, out)
         self.assertIn("FAIL in: with every guard on (guard fake-guarded steps around this finding) it reported "
@@ -196,9 +193,7 @@ class GuardedReproCheck(ScratchProject):
         self.assertIn("--mode guarded applies to bugs with status 'upstream-open'", out)
 
     def test_a_guard_outside_the_guard_list_is_named(self):
-        bad = write_bug(self.tmp / "elsewhere" / "fake-bad", {
-            "status": "upstream-open", "guard": "fake-unknown", "target": "fake_target",
-            "reproducers": [{"input": "in", "expect": {"asan": ASSERT_SIG}}]}, {"in": "assert"})
+        bad = self.finding(self.tmp / "elsewhere" / "fake-bad", "fake-unknown", "assert")
         rc, out = self.cli("repro-check", "--validate-only", "--repro-dir", bad)
         self.assertEqual(rc, 1, out)
         self.assertIn("guard 'fake-unknown' is not in core/guard_list.def (known: fake-guarded, fake-other-guard)", out)

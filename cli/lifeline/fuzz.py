@@ -110,7 +110,8 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
     work = out / target / "corpus"  # these folders exist: _prepare_job_dir
     artifacts = out / target / "artifacts"
     # What triage needs to replay an artifact the way it was found.
-    (out / target / "job.json").write_text(json.dumps({"target": target, "reintroduce": reintroduce, "unguard": os.environ.get("LIFELINE_UNGUARD"),
+    (out / target / "job.json").write_text(json.dumps({"target": target, "reintroduce": reintroduce,
+                                                       "unguard": os.environ.get("LIFELINE_UNGUARD"),
                                                        "binary": str(binary)}) + "\n")
     before = set(p.name for p in artifacts.iterdir())
     seeds = ROOT / "corpus" / target
@@ -379,7 +380,8 @@ def _count(stats: dict, key: str) -> int:
 def _afl_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: str | None) -> dict:
     """One AFL++ job (afl-fuzz -V seconds) on a target built by scripts/build-afl.sh."""
     work = out / target / "afl"  # exists: _prepare_job_dir
-    (out / target / "job.json").write_text(json.dumps({"target": target, "reintroduce": reintroduce, "unguard": os.environ.get("LIFELINE_UNGUARD"),
+    (out / target / "job.json").write_text(json.dumps({"target": target, "reintroduce": reintroduce,
+                                                       "unguard": os.environ.get("LIFELINE_UNGUARD"),
                                                        "binary": str(binary), "engine": "afl"}) + "\n")
     cmd = ["afl-fuzz", "-i", str(ROOT / "corpus" / target), "-o", str(work), "-V", str(seconds)]
     dict_file = ROOT / "corpus" / f"{target}.dict"

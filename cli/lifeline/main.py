@@ -10,7 +10,7 @@
   lifeline corpus merge TARGET DIR...               merge new inputs into corpus/<TARGET>/ (-merge=1)
   lifeline list                                     targets, lanes, bug ids, reproducers
   lifeline classify FILE...                         crash type + state of saved reports (JSON)
-  lifeline repro-check --repro-dir D --lane L --mode fixed|reintroduced|pinned [--variant upstream] --binary B
+  lifeline repro-check --repro-dir D --lane L --mode fixed|reintroduced|pinned|guarded [--variant upstream] --binary B
                                                     the reproducer test (run by ctest)
   lifeline expect-crash --type T --frame F|--message M -- CMD
                                                     CMD must fail with that crash (lane self-tests)

@@ -289,8 +289,8 @@ def check(bug: Bug, lane: str, mode: str, binary: str, launcher: list, variant: 
             print(f"FAIL {bug.id}: --variant {variant} needs an 'upstream_variant' in {bug.path / 'bug.json'}, "
                   "which has none")
             return False
-        if mode == "pinned":
-            print(f"FAIL {bug.id}: --mode pinned checks an upstream-open bug on the pinned upstream; the upstream "
+        if mode in ("pinned", "guarded"):
+            print(f"FAIL {bug.id}: --mode {mode} checks an upstream-open bug on the pinned upstream; the upstream "
                   "variant is checked with --mode fixed (unpatched build) or --mode reintroduced (patched build)")
             return False
         target, reproducers = bug.variant.target, bug.variant.reproducers

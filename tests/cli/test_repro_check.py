@@ -114,10 +114,12 @@ class ReproCheck(ScratchProject):
         self.assertIn("FAIL fake-upstream-open: --variant upstream needs an 'upstream_variant'", out)
         self.assertIn("which has none", out)
 
-    def test_variant_has_no_pinned_mode(self):
-        rc, out = self.check(self.fixed, "pinned", self.unpatched, "--variant", "upstream")
-        self.assertEqual(rc, 1, out)
-        self.assertIn("--mode pinned checks an upstream-open bug", out)
+    def test_variant_has_no_pinned_or_guarded_mode(self):
+        for mode in ("pinned", "guarded"):
+            with self.subTest(mode=mode):
+                rc, out = self.check(self.fixed, mode, self.unpatched, "--variant", "upstream")
+                self.assertEqual(rc, 1, out)
+                self.assertIn(f"--mode {mode} checks an upstream-open bug", out)
 
     def test_variant_binary_missing(self):
         rc, out = self.check(self.fixed, "fixed", self.tmp / "nope", "--variant", "upstream")

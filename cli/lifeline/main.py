@@ -102,7 +102,8 @@ def main(argv: list[str]) -> int:
     r.add_argument("--validate-only", action="store_true")
     r.add_argument("--lane", choices=LANES)
     r.add_argument("--mode", choices=repro.MODES,
-                   help="fixed, reintroduced, or pinned (status upstream-open: the pinned upstream still fails)")
+                   help="fixed, reintroduced, pinned (status upstream-open: the pinned upstream still fails, with "
+                        "the bug's guard off) or guarded (clean with every guard on)")
     r.add_argument("--variant", choices=repro.VARIANTS,
                    help="check the bug.json's upstream_variant: --binary is the target built against upstream "
                         "(fixed: unpatched, reintroduced: with its patch)")

@@ -2,7 +2,6 @@
 #include "harness/programs/graph/upstream/ggml_adapter.h"
 
 #include <algorithm>
-#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -10,14 +9,12 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "ggml-alloc.h"
 #include "ggml-backend-impl.h"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
-#include "ggml-impl.h"  // struct ggml_cgraph (leafs) and ggml_hash_size, to predict gallocr's hash set
 #include "ggml.h"
 #include "core/check.h"
 #include "core/guards.h"
@@ -25,6 +22,7 @@
 #include "harness/oracles/alloc_oracles.h"
 #include "harness/programs/common/describe.h"
 #include "harness/programs/graph/graph_book.h"
+#include "harness/programs/graph/upstream/gallocr_shadow.h"
 #include "layers/alloc/eval.h"
 
 namespace lifeline::graphs {
@@ -137,178 +135,6 @@ ggml_backend_t Cpu() {
     return b;
   }();
   return cpu;
-}
-
-// ---- what a gallocr's plan holds: the guards' view of it ---------------------------------------------
-//
-// The guards (core/guard_list.def) need what ggml_gallocr_reserve_n recorded, which ggml keeps in its
-// private struct. GallocrShadow computes the same records from the graph that was planned, by the rules of
-// ggml-alloc.c (0.25.1): a tensor with view_src or data is recorded "not owned" (buffer -1, size_max 0),
-// any other tensor owned with size_max = its allocation size (ggml_nbytes: these buffer types have no
-// get_alloc_size). From them it answers ggml_gallocr_needs_realloc exactly, which the adapter checks against
-// ggml's own debug line on every ggml_gallocr_alloc_graph (so a shadow that drifts from upstream fails loudly),
-// and walks ggml_gallocr_alloc_graph's ggml_gallocr_init_tensor calls in their order to say which of them
-// a reused plan would fail.
-
-struct Record {
-  bool owned = false;   // buffer_id >= 0 and a real offset
-  size_t size_max = 0;
-};
-
-Record RecordOf(const ggml_tensor* t) {
-  if (t == nullptr || t->view_src != nullptr || t->data != nullptr) return {};
-  return {true, ggml_nbytes(t)};
-}
-
-// Where a source sits in its graph: -1 none, else 2*index for a node, 2*index+1 for a leaf.
-using Edges = std::array<int, GGML_MAX_SRC>;
-
-// Why a reused plan cannot place a graph, in the terms of the findings it belongs to.
-enum class PlanFault { kNone, kLeafRecord, kViewNodeOwnedRecord };
-
-struct GallocrShadow {
-  int n_nodes = 0, n_leafs = 0;  // as ggml_gallocr_new_n leaves them: no plan matches any graph
-  std::vector<Record> node, leaf;
-  std::vector<std::array<Record, GGML_MAX_SRC>> src;
-  std::vector<Edges> edges;      // the planned graph's node sources, by position
-  size_t hash_size = 0;          // the hash set only grows, across plans
-  std::string planned;           // what was planned, for trace lines
-
-  // Every node's sources, by position.
-  static std::vector<Edges> EdgesOf(const ggml_cgraph* graph) {
-    std::unordered_map<const ggml_tensor*, int> pos;
-    for (int j = 0; j < graph->n_nodes; ++j) pos[graph->nodes[j]] = 2 * j;
-    for (int j = 0; j < graph->n_leafs; ++j) pos[graph->leafs[j]] = 2 * j + 1;
-    std::vector<Edges> out(graph->n_nodes);
-    for (int i = 0; i < graph->n_nodes; ++i) {
-      for (int j = 0; j < GGML_MAX_SRC; ++j) {
-        const ggml_tensor* s = graph->nodes[i]->src[j];
-        out[i][j] = s == nullptr ? -1 : pos.at(s);
-      }
-    }
-    return out;
-  }
-
-  // ggml_gallocr_reserve_n_impl's hash set size for `graph`.
-  size_t HashSizeFor(const ggml_cgraph* graph) const {
-    size_t min = static_cast<size_t>(graph->n_nodes + graph->n_leafs);
-    min += min / 4;
-    return hash_size < min ? ggml_hash_size(min) : hash_size;
-  }
-
-  // The records ggml_gallocr_reserve_n makes for `graph` (they are made before its buffers are allocated,
-  // so even a reserve that fails leaves them).
-  void Planned(const ggml_cgraph* graph, std::string what) {
-    hash_size = HashSizeFor(graph);
-    n_nodes = graph->n_nodes;
-    n_leafs = graph->n_leafs;
-    node.assign(n_nodes, {});
-    src.assign(n_nodes, {});
-    edges = EdgesOf(graph);
-    for (int i = 0; i < n_nodes; ++i) {
-      const ggml_tensor* t = graph->nodes[i];
-      node[i] = RecordOf(t);
-      for (int j = 0; j < GGML_MAX_SRC; ++j) src[i][j] = RecordOf(t->src[j]);
-    }
-    leaf.assign(n_leafs, {});
-    for (int i = 0; i < n_leafs; ++i) leaf[i] = RecordOf(graph->leafs[i]);
-    planned = std::move(what);
-  }
-
-  // ggml_gallocr_node_needs_realloc (which, despite its name, answers whether the record still fits).
-  static bool Fits(const ggml_tensor* t, const Record& r) {
-    size_t size = 0;
-    if (t->data == nullptr && t->view_src == nullptr) {
-      if (!r.owned) return false;
-      size = ggml_nbytes(t);
-    }
-    return r.size_max >= size;
-  }
-
-  // ggml_gallocr_needs_realloc.
-  bool NeedsRealloc(const ggml_cgraph* graph) const {
-    if (graph->n_nodes != n_nodes || graph->n_leafs != n_leafs) return true;
-    for (int i = 0; i < n_nodes; ++i) {
-      const ggml_tensor* t = graph->nodes[i];
-      if (!Fits(t, node[i])) return true;
-      for (int j = 0; j < GGML_MAX_SRC; ++j) {
-        if (t->src[j] != nullptr && !Fits(t->src[j], src[i][j])) return true;
-      }
-    }
-    return false;
-  }
-
-  // ggml_gallocr_alloc_graph's ggml_gallocr_init_tensor calls on a reused plan, in order (leafs, then each
-  // node's sources and the node): the first that would fail its checks, and the tensor. A tensor without
-  // data and view_src needs an owned record it fits in (else bufts[-1] is read, or an assert fails); a view
-  // without a buffer needs a record that is not owned (assert offset == SIZE_MAX). Views get their buffer
-  // when their source has one; other tensors theirs when placed.
-  PlanFault FirstFault(const ggml_cgraph* graph, const ggml_tensor** where) const {
-    std::unordered_set<const ggml_tensor*> placed;  // buffer (and data) set by an earlier init
-    auto has_buffer = [&](const ggml_tensor* t) { return t->buffer != nullptr || placed.count(t) > 0; };
-    auto init = [&](const ggml_tensor* t, const Record& r) {
-      const bool has_data = t->data != nullptr || placed.count(t) > 0;
-      if (t->view_src == nullptr) {
-        if (has_data) return true;
-        if (!r.owned || ggml_nbytes(t) > r.size_max) return false;
-        placed.insert(t);
-        return true;
-      }
-      if (has_buffer(t)) return true;
-      if (r.owned) return false;
-      if (has_buffer(t->view_src)) placed.insert(t);
-      return true;
-    };
-    for (int i = 0; i < graph->n_leafs; ++i) {
-      if (!init(graph->leafs[i], leaf[i])) {
-        *where = graph->leafs[i];
-        return PlanFault::kLeafRecord;
-      }
-    }
-    for (int i = 0; i < graph->n_nodes; ++i) {
-      const ggml_tensor* t = graph->nodes[i];
-      for (int j = 0; j < GGML_MAX_SRC; ++j) {
-        if (t->src[j] != nullptr && !init(t->src[j], src[i][j])) {
-          *where = t->src[j];
-          return t->src[j]->view_src != nullptr ? PlanFault::kViewNodeOwnedRecord : PlanFault::kNone;
-        }
-      }
-      if (!init(t, node[i])) {
-        *where = t;
-        return t->view_src != nullptr ? PlanFault::kViewNodeOwnedRecord : PlanFault::kNone;
-      }
-    }
-    return PlanFault::kNone;
-  }
-
-  // The first node whose sources differ, by position, from the planned graph's; -1 when none does.
-  int FirstRewiredNode(const ggml_cgraph* graph) const {
-    const std::vector<Edges> now = EdgesOf(graph);
-    for (int i = 0; i < graph->n_nodes && i < n_nodes; ++i) {
-      if (now[i] != edges[i]) return i;
-    }
-    return -1;
-  }
-};
-
-// The distinct tensors ggml_gallocr_alloc_graph_impl looks up (and so inserts) in the hash set while
-// planning `graph`: its leafs and nodes, their sources, the view_src of every view node (other than
-// GGML_OP_NONE ones) and the view_src of every source that is a view (looked up when its last consumer
-// frees it). A leaf view of another graph's tensor brings a view_src that is in neither list.
-size_t HashKeysOf(const ggml_cgraph* graph) {
-  std::unordered_set<const ggml_tensor*> keys;
-  for (int i = 0; i < graph->n_leafs; ++i) keys.insert(graph->leafs[i]);
-  for (int i = 0; i < graph->n_nodes; ++i) {
-    const ggml_tensor* t = graph->nodes[i];
-    keys.insert(t);
-    if (t->view_src != nullptr && t->op != GGML_OP_NONE) keys.insert(t->view_src);
-    for (const ggml_tensor* s : t->src) {
-      if (s == nullptr) continue;
-      keys.insert(s);
-      if (s->view_src != nullptr) keys.insert(s->view_src);
-    }
-  }
-  return keys.size();
 }
 
 // ---- one build of a program graph in ggml ----------------------------------------------------------

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <deque>
+#include <iterator>
 
 #include "core/bugs.h"
 #include "core/check.h"
@@ -80,6 +82,27 @@ struct PlanEntry {
   size_t offset = 0;  // 0 until allocated, as in a freshly reset ggml hash entry
 };
 
+// The planning entries by tensor, as ggml keeps them in a hash set sized once per graph: entries live in a
+// deque (a reference stays valid while others are added, as the walk needs), found through an index sorted
+// by address. A handful of allocations per plan, where a hash map took one per tensor, which under ASan
+// cost more than the planning itself (issue 15).
+class PlanEntries {
+ public:
+  PlanEntry& operator[](const Tensor* t) {
+    auto it = std::lower_bound(index_.begin(), index_.end(), t,
+                               [](const std::pair<const Tensor*, size_t>& e, const Tensor* k) { return e.first < k; });
+    if (it == index_.end() || it->first != t) {
+      it = index_.insert(it, {t, entries_.size()});
+      entries_.emplace_back();
+    }
+    return entries_[it->second];
+  }
+
+ private:
+  std::vector<std::pair<const Tensor*, size_t>> index_;
+  std::deque<PlanEntry> entries_;
+};
+
 }  // namespace
 
 struct GraphAllocator::Plan {
@@ -95,16 +118,21 @@ namespace {
 // What a plan depends on: per tensor its op, type, shape, flags, whether it already holds memory that is
 // not ours, and where its sources and view source sit in the graph. Equal fingerprints, same plan.
 std::vector<uint64_t> Fingerprint(const Graph& g, const void* self) {
-  std::unordered_map<const Tensor*, uint64_t> pos;
+  // Position of each tensor in nodes then leafs (the last one for a tensor listed twice), sorted by address:
+  // two allocations per fingerprint instead of a hash node per tensor (issue 15).
+  std::vector<std::pair<const Tensor*, uint64_t>> pos;
+  pos.reserve(g.nodes.size() + g.leafs.size());
   uint64_t n = 0;
-  for (const Tensor* t : g.nodes) pos[t] = n++;
-  for (const Tensor* t : g.leafs) pos[t] = n++;
+  for (const Tensor* t : g.nodes) pos.emplace_back(t, n++);
+  for (const Tensor* t : g.leafs) pos.emplace_back(t, n++);
+  std::sort(pos.begin(), pos.end());
   auto where = [&](const Tensor* t) -> uint64_t {
     if (t == nullptr) return UINT64_MAX;
-    auto it = pos.find(t);
-    return it == pos.end() ? UINT64_MAX - 1 : it->second;
+    auto it = std::upper_bound(pos.begin(), pos.end(), std::make_pair(t, UINT64_MAX));
+    return it == pos.begin() || std::prev(it)->first != t ? UINT64_MAX - 1 : std::prev(it)->second;
   };
   std::vector<uint64_t> f{g.nodes.size(), g.leafs.size()};
+  f.reserve(2 + (g.nodes.size() + g.leafs.size()) * (1 + kMaxDims + 2 + kMaxSrc));
   auto add = [&](const Tensor* t) {
     // Views never own memory; whether one has been pointed at its source yet changes nothing.
     bool external = !t->is_view() && t->data != nullptr && t->owner != self;
@@ -177,7 +205,7 @@ Status GraphAllocator::PlanGraph(const Graph& graph, const std::vector<int>& nod
 
   std::vector<FreeList> free_lists;
   for (const Buffer& b : buffers_) free_lists.emplace_back(b.spec.alignment, b.spec.max_size);
-  std::unordered_map<const Tensor*, PlanEntry> entry;
+  PlanEntries entry;
   auto external = [&](const Tensor* t) { return t->data != nullptr && t->owner != this; };
   auto allocated = [&](const Tensor* t) { return external(t) || entry[t].allocated; };
 

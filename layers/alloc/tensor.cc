@@ -1,7 +1,9 @@
 #include "layers/alloc/tensor.h"
 
+#include <algorithm>
 #include <limits>
-#include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace lifeline::alloc {
 
@@ -210,23 +212,32 @@ Status Context::SetExternalData(Tensor* leaf, void* data) {
 StatusOr<Graph> BuildGraph(const std::vector<Tensor*>& outputs) {
   Graph g;
   enum Mark : uint8_t { kUnseen, kOnStack, kDone };
-  std::unordered_map<const Tensor*, Mark> mark;
+  // The visited set, sorted by address (as ggml's is a preallocated hash set): one allocation per graph
+  // rather than a node per tensor, which under ASan cost more than the walk itself (issue 15).
+  std::vector<std::pair<const Tensor*, Mark>> marks;
+  auto mark = [&marks](const Tensor* t) -> Mark& {
+    auto it = std::lower_bound(marks.begin(), marks.end(), t,
+                               [](const std::pair<const Tensor*, Mark>& e, const Tensor* k) { return e.first < k; });
+    if (it == marks.end() || it->first != t) it = marks.insert(it, {t, kUnseen});
+    return it->second;
+  };
   // Iterative post-order DFS; a source met while on the stack closes a cycle.
   struct Frame {
     Tensor* t;
     int next_src;
   };
+  std::vector<Frame> stack;
   for (Tensor* out : outputs) {
     if (out == nullptr) return InvalidArgument("graph output is null");
-    if (mark[out] == kDone) continue;
-    std::vector<Frame> stack{{out, 0}};
-    mark[out] = kOnStack;
+    if (mark(out) == kDone) continue;
+    stack.push_back({out, 0});
+    mark(out) = kOnStack;
     while (!stack.empty()) {
       Frame& f = stack.back();
       if (f.next_src < kMaxSrc) {
         Tensor* s = f.t->src[f.next_src++];
         if (s == nullptr) continue;
-        Mark& m = mark[s];
+        Mark& m = mark(s);
         if (m == kOnStack) return InvalidArgument("cycle: " + s->name + " depends on itself through " + f.t->name);
         if (m == kUnseen) {
           m = kOnStack;
@@ -236,7 +247,7 @@ StatusOr<Graph> BuildGraph(const std::vector<Tensor*>& outputs) {
       }
       Tensor* t = f.t;
       stack.pop_back();
-      mark[t] = kDone;
+      mark(t) = kDone;
       (t->op == Op::kNone ? g.leafs : g.nodes).push_back(t);
     }
   }

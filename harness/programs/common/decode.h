@@ -33,12 +33,16 @@ T PickFrom(FuzzedDataProvider& fdp, const std::vector<T>& from) {
 // which `legal(kind)` holds, in enum order, and one of them picked. Empty when none is legal.
 template <typename Kind, typename Legal>
 std::optional<Kind> PickLegal(FuzzedDataProvider& fdp, Legal&& legal) {
-  std::vector<Kind> kinds;
-  for (int k = 0; k <= static_cast<int>(Kind::kMaxValue); ++k) {
-    if (legal(static_cast<Kind>(k))) kinds.push_back(static_cast<Kind>(k));
+  // On the stack: this runs once per op, and a heap vector here was the decoder's most frequent allocation
+  // (under ASan every allocation records its stack trace; perf of the fuzz lane, issue 15).
+  constexpr int kKinds = static_cast<int>(Kind::kMaxValue) + 1;
+  Kind kinds[kKinds];
+  size_t n = 0;
+  for (int k = 0; k < kKinds; ++k) {
+    if (legal(static_cast<Kind>(k))) kinds[n++] = static_cast<Kind>(k);
   }
-  if (kinds.empty()) return std::nullopt;
-  return PickFrom(fdp, kinds);
+  if (n == 0) return std::nullopt;
+  return kinds[Pick(fdp, n)];
 }
 
 // The decode loop of every family: op after op while fewer than `max_ops` are decoded and bytes remain,

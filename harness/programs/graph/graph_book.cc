@@ -113,6 +113,7 @@ Status GraphBook::SetPreallocated(int g, int t, bool on) {
 std::vector<Tensor*> GraphBook::Outputs(int g) const {
   std::vector<Tensor*> out;
   if (g >= static_cast<int>(graphs_.size())) return out;
+  out.reserve(graphs_[g].t.size());
   for (Tensor* t : graphs_[g].t) {
     if (t->output) out.push_back(t);
   }

@@ -9,16 +9,21 @@ using alloc::Op;
 std::vector<bool> ModelGraph::Reachable() const {
   std::vector<bool> r(t.size(), false);
   std::vector<int> stack;
+  stack.reserve(t.size());  // a tensor is pushed once, when first reached: one allocation (issue 15)
   for (size_t i = 0; i < t.size(); ++i) {
-    if (t[i].spec.output) stack.push_back(static_cast<int>(i));
+    if (t[i].spec.output) {
+      r[i] = true;
+      stack.push_back(static_cast<int>(i));
+    }
   }
   while (!stack.empty()) {
     int i = stack.back();
     stack.pop_back();
-    if (r[i]) continue;
-    r[i] = true;
     for (int s : t[i].spec.src) {
-      if (s >= 0) stack.push_back(s);
+      if (s >= 0 && !r[s]) {
+        r[s] = true;
+        stack.push_back(s);
+      }
     }
   }
   return r;

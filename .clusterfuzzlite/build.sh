@@ -10,11 +10,13 @@
 #   <t>                    the fuzzer
 #   <t>_seed_corpus.zip    corpus/<t>/ (flat)
 #   <t>.dict               corpus/<t>.dict, when there is one
-#   <t>.options            [libfuzzer] defaults (timeout; detect_leaks = 0 for interop_capsule_lifecycle)
+#   <t>.options            [libfuzzer] defaults (timeout; detect_leaks = 0 for interop_capsule_lifecycle), then
+#                          the target's own settings from targets/<t>.options
 # A target whose dependencies the environment lacks (NumPy/libpython/dlpack.h, the Vulkan stack) is skipped
 # with the reason printed; the rest still build.
 #
-# Optional: LIFELINE_OSSFUZZ_BUILD_DIR (CMake build folder, reused between runs), LIFELINE_BUILD_JOBS,
+# Optional: LIFELINE_OSSFUZZ_BUILD_DIR (CMake build folder, reused between runs), LIFELINE_OSSFUZZ_TARGETS
+# (space-separated: only these of the buildable targets; bench/throughput.py), LIFELINE_BUILD_JOBS,
 # LIFELINE_PYTHON (the interpreter to embed; default Debian/Ubuntu's /usr/bin/python3, which python3-numpy
 # serves, rather than OSS-Fuzz's own /usr/local/bin/python3).
 
@@ -61,7 +63,9 @@ done < "$BUILD/lifeline_skipped_targets.txt"
 
 targets=()
 while IFS= read -r t; do
-  [ -n "$t" ] && targets+=("$t")
+  if [ -n "$t" ] && { [ -z "${LIFELINE_OSSFUZZ_TARGETS:-}" ] || [[ " $LIFELINE_OSSFUZZ_TARGETS " == *" $t "* ]]; }; then
+    targets+=("$t")
+  fi
 done < "$BUILD/lifeline_fuzz_targets.txt"
 if [ ${#targets[@]} -eq 0 ]; then
   echo "lifeline build.sh: no fuzz target can be built here" >&2
@@ -88,6 +92,11 @@ for t in "${targets[@]}"; do
       # LLVMFuzzerInitialize in targets/interop_capsule_lifecycle.cc.
       interop_capsule_lifecycle) echo "detect_leaks = 0" ;;
     esac
+    # The target's own settings (targets/<t>.options, the same [libfuzzer] form; lifeline/options.py reads
+    # it for local runs): its key = value lines.
+    if [ -f "$PROJECT/targets/$t.options" ]; then
+      grep -E '^[a-z][a-z0-9_]* *= *[A-Za-z0-9_.+-]+ *$' "$PROJECT/targets/$t.options" || true
+    fi
   } > "$OUT/$t.options"
   echo "lifeline build.sh: $OUT/$t"
 done

@@ -93,7 +93,8 @@ function(lifeline_add_fuzz_target name)
     file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/artifacts)
     add_test(NAME corpus.${name} COMMAND ${name} -runs=0 -artifact_prefix=${CMAKE_BINARY_DIR}/artifacts/ ${corpus})
     add_test(NAME fuzz-smoke.${name}
-             COMMAND ${CMAKE_COMMAND} -DBINARY=$<TARGET_FILE:${name}> -DSEEDS=${corpus}
+             COMMAND ${CMAKE_COMMAND} -DBINARY=$<TARGET_FILE:${name}> -DTARGET=${name} -DSEEDS=${corpus}
+                     -DPYTHON=${Python3_EXECUTABLE} -DCLI_MAIN=${PROJECT_SOURCE_DIR}/cli/lifeline_main.py
                      -DWORK=${CMAKE_BINARY_DIR}/fuzz-smoke/${name} -DRUNS=${ARG_SMOKE_RUNS}
                      -DDICT=${PROJECT_SOURCE_DIR}/corpus/${name}.dict
                      -P ${PROJECT_SOURCE_DIR}/cmake/run_fuzz_smoke.cmake)

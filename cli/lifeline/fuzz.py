@@ -19,6 +19,7 @@ from . import guards as guardsmod
 from . import triage as triagemod
 from .bugs import switch_env
 from .build import configure_and_build, ensure_deps, ensure_upstream, run
+from .options import libfuzzer_flags
 from .paths import ROOT, fuzz_targets, source_targets
 from .shellsafe import SafeLinks
 from .usage import UsageError
@@ -128,7 +129,8 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
     job = JobLog()
     # Fork mode starts its jobs through a shell: every path it gets is a plain name (lifeline/shellsafe.py).
     with SafeLinks() as links, open(log_path, "w") as log:
-        cmd = [links.path(binary, target), f"-max_total_time={seconds}", "-print_final_stats=1", "-timeout=25",
+        cmd = [links.path(binary, target), *libfuzzer_flags(target), f"-max_total_time={seconds}",
+               "-print_final_stats=1", "-timeout=25",
                f"-artifact_prefix={links.path(artifacts, 'artifacts')}/", links.path(work, "corpus")]
         if dict_file.is_file():
             cmd.insert(1, f"-dict={links.path(dict_file, 'dict')}")
@@ -483,6 +485,8 @@ def cmd_fuzz(args) -> int:
     for t in targets:
         if t not in built:
             raise UsageError(f"lifeline fuzz: target '{t}' is not built in {lane_dir}")
+        if args.engine != "afl":
+            libfuzzer_flags(t)  # a malformed targets/<t>.options stops the run before any job starts
     for t in targets:  # every job's folders, before the first job starts
         _prepare_job_dir(out, t, args.engine)
     for t in targets:

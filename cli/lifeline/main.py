@@ -21,6 +21,8 @@
                                                     (see lifeline/plan.py); not listed by --help
   lifeline export-plan, export-check                internal: the exported reproducers the asan lane builds and
                                                     checks (see lifeline/export.py); not listed by --help
+  lifeline libfuzzer-flags TARGET                   internal: targets/TARGET.options as libFuzzer flags, one per
+                                                    line (the fuzz-smoke tests run it; see lifeline/options.py)
 
 Bad arguments give a one-line error and exit status 2. One module per verb: ctest.py (test), fuzz.py,
 triage.py, promote.py (promote, corpus merge), report.py, inventory.py (list), classify.py (classify,
@@ -30,7 +32,7 @@ from __future__ import annotations
 
 import sys
 
-from . import classify, ctest, export, fuzz, inventory, plan, promote, report, repro, triage
+from . import classify, ctest, export, fuzz, inventory, options, plan, promote, report, repro, triage
 from .bugs import known_bug_ids
 from .paths import LANES, ROOT
 from .usage import Parser, UsageError
@@ -118,6 +120,8 @@ def main(argv: list[str]) -> int:
     try:
         if argv[:1] == ["repro-plan"]:
             return plan.cmd_repro_plan(_repro_plan_parser().parse_args(argv[1:]))
+        if argv[:1] == ["libfuzzer-flags"]:
+            return options.cmd_libfuzzer_flags(argv[1:])
         internal = export.add_internal_parsers(Parser)
         if argv[:1] and argv[0] in internal:
             parser, run = internal[argv[0]]

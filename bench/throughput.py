@@ -1,14 +1,17 @@
 #!/usr/bin/python3
 """Throughput of the fuzz targets: exec/s against the ceiling, and what each sanitizer costs.
 
-  bench/throughput.py [TARGET...] [--seconds 10] [--rounds 2] [--max-len 256] [--sanitizers] [--name NAME]
+  bench/throughput.py [TARGET...] [--seconds 10] [--rounds 2] [--max-len 256] [--sanitizers [--variants V,..]]
+                      [--name NAME]
   bench/throughput.py TARGET... --replay DIR [--rounds 3] --name NAME   replay rate over the same inputs
 
 Ceiling: each target and the empty target (bench/empty_target.cc, same lane, same -max_len and -seed) run in
 turns (target, empty, target, empty, ...) so machine noise hits both alike; the ratio is target/empty.
 --sanitizers also builds every target through .clusterfuzzlite/build.sh with libFuzzer and no sanitizer,
-ASan, ASan+UBSan (the fuzz lane's set), LSan and TSan (build/bench/<variant>/), and runs each sanitizer
+and with each lane's sanitizer flags: asan, fuzz (ASan+UBSan, -fno-sanitize-recover=all: the fuzz lane),
+lsan, tsan (build/bench/<variant>/; --variants picks, and adds ubsan-recover), and runs each sanitizer
 build in turns with the no-sanitizer build: the overhead is exec/s(none) / exec/s(sanitizer).
+Every run passes the target's own libFuzzer settings (targets/<t>.options), as `lifeline fuzz` does.
 A fuzzing run that crashes ends there (libFuzzer still prints its rate); such runs are counted in the table,
 since a target that keeps finding known upstream bugs (ggml_graph_topology) is measured over short runs.
 --replay DIR: instead, every input of DIR runs once (-runs=0) on each target in turns, and exec/s is inputs per
@@ -28,14 +31,23 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "cli"))
+from lifeline.options import libfuzzer_flags  # noqa: E402
+from lifeline.usage import UsageError  # noqa: E402
 BASE_FLAGS = "-O1 -fno-omit-frame-pointer -gline-tables-only -fsanitize=fuzzer-no-link"
+# The lanes' flags (cmake/LifelineLane.cmake), so each variant is what that lane runs.
+LANE_ASAN = "-fsanitize=address -fsanitize-address-use-after-return=runtime -fsanitize-address-use-after-scope"
 VARIANTS = {  # name -> extra compile flags (all link -fsanitize=fuzzer plus the same sanitizers)
     "none": "",
-    "asan": "-fsanitize=address -fsanitize-address-use-after-scope",
-    "asan-ubsan": "-fsanitize=address -fsanitize-address-use-after-scope -fsanitize=undefined",
+    "asan": LANE_ASAN,
+    "fuzz": f"{LANE_ASAN} -fsanitize=undefined -fno-sanitize-recover=all",  # the fuzz lane: ASan+UBSan, fatal
     "lsan": "-fsanitize=leak",
     "tsan": "-fsanitize=thread",
 }
+# Only on request (--variants): UBSan with recoverable checks, which no lane runs. Every check's handler then
+# returns into the code after it, and SanitizerCoverage instruments that join as one more edge per check
+# (bench/results/throughput.md: what this table showed as the fuzz lane's cost before issue 15).
+EXTRA_VARIANTS = {"ubsan-recover": f"{LANE_ASAN} -fsanitize=undefined"}
 
 
 CRASHED = {}  # binary -> runs that ended in a crash
@@ -54,11 +66,14 @@ def replay(binary: Path, inputs: Path) -> float:
     return n / elapsed
 
 
-def run(binary: Path, seeds: Path, seconds: int, max_len: int) -> int:
+def run(binary: Path, seeds: Path, seconds: int, max_len: int, flags: list = ()) -> int:
+    """exec/s of one fuzzing run; `flags`: libFuzzer's, ahead of the run's own."""
     work = Path(tempfile.mkdtemp(prefix="throughput-"))
     try:
-        cmd = [str(binary), f"-max_total_time={seconds}", f"-max_len={max_len}", "-seed=1",
+        cmd = [str(binary), *flags, f"-max_total_time={seconds}", "-seed=1",
                "-print_final_stats=1", f"-artifact_prefix={work}/", str(work), str(seeds)]
+        if max_len:
+            cmd.insert(1, f"-max_len={max_len}")
         env = dict(os.environ)
         env.pop("LIFELINE_REINTRODUCE", None)
         out = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -75,24 +90,25 @@ def run(binary: Path, seeds: Path, seconds: int, max_len: int) -> int:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def alternate(a: tuple, b: tuple, seeds: Path, args, label: str) -> tuple:
-    """Mean exec/s of a and b ((name, binary) each), measured in turns."""
+def alternate(a: tuple, b: tuple, seeds: Path, args, label: str, flags: list = ()) -> tuple:
+    """Mean exec/s of a and b ((name, binary) each), measured in turns, both with `flags`."""
     got = {a[0]: [], b[0]: []}
     for r in range(args.rounds):
         for name, binary in (a, b):
-            eps = replay(binary, seeds) if args.replay else run(binary, seeds, args.seconds, args.max_len)
+            eps = replay(binary, seeds) if args.replay else run(binary, seeds, args.seconds, args.max_len, flags)
             got[name].append(eps)
             print(f"  {label} round {r}: {name:<28} {eps:>9} exec/s", flush=True)
     return statistics.mean(got[a[0]]), statistics.mean(got[b[0]]), got
 
 
-def build_variant(name: str, flags: str) -> Path:
+def build_variant(name: str, flags: str, targets: list) -> Path:
     out = ROOT / "build" / "bench" / name / "out"
     shutil.rmtree(out, ignore_errors=True)
     cflags = f"{BASE_FLAGS} {flags}".strip()
     env = dict(os.environ, CC="clang-14", CXX="clang++-14", CFLAGS=cflags, CXXFLAGS=cflags,
                LIB_FUZZING_ENGINE=f"-fsanitize=fuzzer {flags}".strip(), OUT=str(out),
-               LIFELINE_OSSFUZZ_BUILD_DIR=str(ROOT / "build" / "bench" / name / "build"))
+               LIFELINE_OSSFUZZ_BUILD_DIR=str(ROOT / "build" / "bench" / name / "build"),
+               LIFELINE_OSSFUZZ_TARGETS=" ".join(targets))
     print(f"building the {name} variant ({cflags})", flush=True)
     proc = subprocess.run([str(ROOT / ".clusterfuzzlite" / "build.sh")], env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT)
@@ -109,6 +125,8 @@ def main() -> int:
     ap.add_argument("--max-len", type=int, default=256)
     ap.add_argument("--build", default=str(ROOT / "build" / "fuzz"))
     ap.add_argument("--sanitizers", action="store_true", help="also measure each sanitizer's overhead")
+    ap.add_argument("--variants", help="with --sanitizers: which builds besides none (default "
+                    f"{','.join(v for v in VARIANTS if v != 'none')}; also {','.join(EXTRA_VARIANTS)})")
     ap.add_argument("--name", default="throughput", help="results file name in bench/results (default throughput)")
     ap.add_argument("--replay", help="replay rate: every input of this directory once per run, targets in turns")
     args = ap.parse_args()
@@ -128,16 +146,32 @@ def main() -> int:
                   file=sys.stderr)
             return 2
     variants = {}
+    known = {**VARIANTS, **EXTRA_VARIANTS}
+    chosen = [v for v in VARIANTS if v != "none"]
+    if args.variants:
+        chosen = [v.strip() for v in args.variants.split(",") if v.strip()]
+        unknown = [v for v in chosen if v not in known or v == "none"]
+        if unknown or not chosen:
+            print(f"throughput: --variants {args.variants!r}: unknown {', '.join(unknown) or '(none given)'}; "
+                  f"known: {', '.join(v for v in known if v != 'none')}", file=sys.stderr)
+            return 2
     if args.sanitizers:
-        variants = {name: build_variant(name, flags) for name, flags in VARIANTS.items()}
+        variants = {name: build_variant(name, known[name], targets) for name in ["none"] + chosen}
+    try:
+        settings = {t: libfuzzer_flags(t, ROOT) for t in targets}
+    except UsageError as e:
+        print(f"throughput: {e}", file=sys.stderr)
+        return 2
     results = []
     for n, t in enumerate(targets):
         print(f"[{n + 1}/{len(targets)}] {t}", flush=True)
         seeds = ROOT / "corpus" / t
-        te, ce, rows = alternate((t, build / "targets" / t), ("empty_target", empty), seeds, args, "ceiling")
+        te, ce, rows = alternate((t, build / "targets" / t), ("empty_target", empty), seeds, args, "ceiling",
+                                 settings[t])
         res = {"target": t, "exec_s": round(te), "ceiling_exec_s": round(ce), "ratio": round(te / ce, 4) if ce else 0,
                "seconds": args.seconds, "rounds": args.rounds, "max_len": args.max_len, "rows": rows,
-               "runs_ended_by_crash": CRASHED.get(str(build / "targets" / t), 0), "overhead": {}}
+               "runs_ended_by_crash": CRASHED.get(str(build / "targets" / t), 0), "overhead": {},
+               "flags": settings[t]}
         none = variants.get("none")
         for name, out in variants.items():
             if name == "none":
@@ -146,14 +180,14 @@ def main() -> int:
             if not nb.is_file() or not vb.is_file():
                 res["overhead"][name] = None
                 continue
-            ne, ve, _ = alternate(("none", nb), (name, vb), seeds, args, name)
+            ne, ve, _ = alternate(("none", nb), (name, vb), seeds, args, name, settings[t])
             res["overhead"][name] = {"none_exec_s": round(ne), "exec_s": round(ve),
                                      "slowdown": round(ne / ve, 2) if ve else None}
         results.append(res)
         (ROOT / "bench" / "results" / f"{args.name}-{t}.json").write_text(json.dumps(res, indent=2) + "\n")
     out_dir = ROOT / "bench" / "results"
     (out_dir / f"{args.name}.json").write_text(json.dumps(results, indent=2) + "\n")
-    names = [n for n in VARIANTS if n != "none" and variants]
+    names = [n for n in variants if n != "none"]
     head = "| target | exec/s | empty target | ratio | runs ended by a crash |" + "".join(f" {n} slowdown |" for n in names)
     lines = [f"# Throughput ({args.rounds} alternating rounds of {args.seconds} s, -max_len={args.max_len})", "",
              "Command: `bench/throughput.py " + " ".join(sys.argv[1:]) + "`", "", head,
@@ -165,7 +199,8 @@ def main() -> int:
                      f"{r['runs_ended_by_crash']}/{args.rounds} |{cells}")
     if names:
         lines += ["", "slowdown = exec/s without sanitizers / exec/s with the sanitizer, both libFuzzer builds of "
-                      ".clusterfuzzlite/build.sh, measured in turns."]
+                      ".clusterfuzzlite/build.sh with the lane's flags (fuzz = ASan+UBSan, -fno-sanitize-recover=all), "
+                      "measured in turns with the target's own settings (targets/<t>.options)."]
     (out_dir / f"{args.name}.md").write_text("\n".join(lines) + "\n")
     print("\n" + "\n".join(lines[4:]))
     return 0

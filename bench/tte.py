@@ -7,10 +7,11 @@
   bench/tte.py UPSTREAM_OPEN_ID                           an upstream-open finding, on the pinned upstream
   bench/tte.py BUG_ID --seeds DIR                         from other seeds than corpus/<target>/
   bench/tte.py BUG_ID... --name NAME                      the table of several bugs as NAME.md (default tte)
+  bench/tte.py BUG_ID --flag=-use_value_profile=1         libFuzzer flags after the target's own settings
 
 Each trial runs the bug's fuzz target (fuzz lane, libFuzzer + ASan) with LIFELINE_REINTRODUCE=BUG_ID and
 its own -seed, from a fresh scratch corpus plus the read-only seeds in corpus/<target>/, bounded by the
-budget. A trial counts as found when the first crash's signature matches one the bug's bug.json expects
+budget, with the target's own libFuzzer settings (targets/<target>.options) as `lifeline fuzz` runs it. A trial counts as found when the first crash's signature matches one the bug's bug.json expects
 for the asan or fuzz lane. A trial that stops on any other crash is censored at that moment (the bug was
 not seen before it), one that runs out of budget is censored at the budget.
 
@@ -42,6 +43,7 @@ from lifeline import crash as crashmod  # noqa: E402
 from lifeline import repro  # noqa: E402
 from lifeline.bugs import switch_env  # noqa: E402
 from lifeline.fuzz import executed_units  # noqa: E402
+from lifeline.options import libfuzzer_flags  # noqa: E402
 from lifeline.shellsafe import SafeLinks  # noqa: E402
 from lifeline.usage import UsageError  # noqa: E402
 
@@ -105,12 +107,19 @@ def main() -> int:
     ap.add_argument("--upstream", action="store_true",
                     help="fuzz the bug's upstream variant (the target built against the patched upstream)")
     ap.add_argument("--name", default="tte", help="file name of the several-bug table and plot (default tte)")
+    ap.add_argument("--flag", dest="flags", action="append", default=[], metavar="-FLAG=V",
+                    help="a libFuzzer flag after the target's own settings (targets/<t>.options); repeatable")
     args = ap.parse_args()
     if not args.name or not all(c.isalnum() or c in "-_." for c in args.name) or args.name.startswith("."):
         print(f"tte: --name {args.name!r} must be a plain file name (letters, digits, - _ .)", file=sys.stderr)
         return 2
     if args.trials < 1 or args.budget < 1:
         print("tte: --trials and --budget must be positive", file=sys.stderr)
+        return 2
+    bad = [f for f in args.flags if not f.startswith("-") or "=" not in f]
+    if bad:
+        print(f"tte: --flag {bad[0]!r} is not a libFuzzer flag (-name=value; write --flag=-name=value)",
+              file=sys.stderr)
         return 2
     bugs = args.bugs or sorted(d.name for d in (ROOT / "repro").iterdir() if (d / "bug.json").is_file()
                                and _status(d) != "upstream-open")
@@ -155,6 +164,56 @@ def _status(d: Path) -> str:
         return "fixed"  # run_bug reports the problem
 
 
+def run_trial(binary: Path, target: str, seeds: Path, env: dict, budget: int, trial: int, expected: list,
+              flags: list, label: str):
+    """One trial (-seed=trial+1) from a fresh scratch corpus plus `seeds`: its row, or None when it ran nothing.
+    `flags` (libFuzzer's, ahead of the trial's own) are the target's settings unless the caller compares others."""
+    seed = trial + 1
+    work = Path(tempfile.mkdtemp(prefix=f"tte-{label}-"))
+    (work / "corpus").mkdir()
+    # Plain names for every path libFuzzer gets (lifeline/shellsafe.py), as `lifeline fuzz` gives them.
+    with SafeLinks() as links:
+        w = links.path(work, "work")
+        cmd = [links.path(binary, target), *flags, f"-seed={seed}", f"-max_total_time={budget}",
+               "-print_final_stats=1", f"-artifact_prefix={w}/", f"{w}/corpus", links.path(seeds, "seeds")]
+        dict_file = ROOT / "corpus" / f"{target}.dict"
+        if dict_file.is_file():
+            cmd.insert(1, f"-dict={links.path(dict_file, 'dict')}")
+        t0 = time.monotonic()
+        proc = subprocess.run(cmd, env=links.env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              timeout=budget + 120)
+    elapsed = time.monotonic() - t0
+    out = proc.stdout.decode("utf-8", "replace")
+    execs = executed_units(out)
+    if execs == 0:
+        # A trial that ran nothing is no survival time: it would count as censored at the budget.
+        last = ([line for line in out.splitlines() if "error" in line.lower()] or out.splitlines() or [""])[-1]
+        print(f"tte: {label}: trial {trial} ran no inputs (exit status {proc.returncode}): {last.strip()}",
+              file=sys.stderr)
+        shutil.rmtree(work, ignore_errors=True)
+        return None
+    found = crashmod.parse(out)
+    if found is None:
+        result = "censored" if proc.returncode == 0 else "no-report"
+    else:
+        result = "found" if any(crashmod.matches(found, e)[0] for e in expected) else "other"
+    row = {"trial": trial, "seed": seed, "result": result, "seconds": round(elapsed, 2), "execs": execs,
+           "signature": found.signature if found else None, "flags": flags}
+    print(f"{trial:>5} {seed:>5} {result:<10} {elapsed:>8.1f} {execs:>9}  {found.signature if found else ''}",
+          flush=True)
+    if result in ("other", "no-report"):
+        # An unexpected crash is a finding: keep its input where the summary says.
+        keep = ROOT / "bench" / "results" / "artifacts" / f"tte-{label}-seed{seed}"
+        keep.mkdir(parents=True, exist_ok=True)
+        for a in work.glob("crash-*"):
+            shutil.copy2(a, keep / a.name)
+        (keep / "output.txt").write_text(out)
+        row["kept"] = str(keep)
+        print(f"      kept the input and the report in {keep}", flush=True)
+    shutil.rmtree(work, ignore_errors=True)
+    return row
+
+
 def run_bug(args, bug_id: str):
     try:
         bug = repro.load(ROOT / "repro" / bug_id)
@@ -185,49 +244,12 @@ def run_bug(args, bug_id: str):
 
     rows = []
     print(f"{'trial':>5} {'seed':>5} {'result':<10} {'seconds':>8} {'execs':>9}  signature")
+    flags = libfuzzer_flags(target) + list(args.flags)
     for trial in range(args.trials):
-        seed = trial + 1
-        work = Path(tempfile.mkdtemp(prefix=f"tte-{bug.id}-"))
-        (work / "corpus").mkdir()
-        # Plain names for every path libFuzzer gets (lifeline/shellsafe.py), as `lifeline fuzz` gives them.
-        with SafeLinks() as links:
-            w = links.path(work, "work")
-            cmd = [links.path(binary, target), f"-seed={seed}", f"-max_total_time={args.budget}",
-                   "-print_final_stats=1", f"-artifact_prefix={w}/", f"{w}/corpus", links.path(seeds, "seeds")]
-            dict_file = ROOT / "corpus" / f"{target}.dict"
-            if dict_file.is_file():
-                cmd.insert(1, f"-dict={links.path(dict_file, 'dict')}")
-            t0, t0_wall = time.monotonic(), time.time()
-            proc = subprocess.run(cmd, env=links.env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  timeout=args.budget + 120)
-        elapsed = time.monotonic() - t0
-        out = proc.stdout.decode("utf-8", "replace")
-        execs = executed_units(out)
-        if execs == 0:
-            # A trial that ran nothing is no survival time: it would count as censored at the budget.
-            last = ([line for line in out.splitlines() if "error" in line.lower()] or out.splitlines() or [""])[-1]
-            print(f"tte: {bug.id}: trial {trial} ran no inputs (exit status {proc.returncode}): {last.strip()}",
-                  file=sys.stderr)
-            shutil.rmtree(work, ignore_errors=True)
+        row = run_trial(binary, target, seeds, env, args.budget, trial, expected, flags, bug.id)
+        if row is None:
             return None
-        found = crashmod.parse(out)
-        if found is None:
-            result = "censored" if proc.returncode == 0 else "no-report"
-        else:
-            result = "found" if any(crashmod.matches(found, e)[0] for e in expected) else "other"
-        rows.append({"trial": trial, "seed": seed, "result": result, "seconds": round(elapsed, 2),
-                     "execs": execs, "signature": found.signature if found else None})
-        print(f"{trial:>5} {seed:>5} {result:<10} {elapsed:>8.1f} {execs:>9}  {found.signature if found else ''}", flush=True)
-        if result in ("other", "no-report"):
-            # An unexpected crash is a finding: keep its input where the summary says.
-            keep = ROOT / "bench" / "results" / "artifacts" / f"tte-{bug.id}-seed{seed}"
-            keep.mkdir(parents=True, exist_ok=True)
-            for a in work.glob("crash-*"):
-                shutil.copy2(a, keep / a.name)
-            (keep / "output.txt").write_text(out)
-            rows[-1]["kept"] = str(keep)
-            print(f"      kept the input and the report in {keep}", flush=True)
-        shutil.rmtree(work, ignore_errors=True)
+        rows.append(row)
 
     times = [r["seconds"] for r in rows if r["result"] == "found"]
     km = kaplan_meier(rows, args.budget)
@@ -240,6 +262,7 @@ def run_bug(args, bug_id: str):
         "rmst_s": round(rmst(km, args.budget), 2),
         "other_crashes": sum(1 for r in rows if r["result"] in ("other", "no-report")),
         "km": km,
+        "flags": libfuzzer_flags(target) + list(args.flags),
         "rows": rows,
     }
     mode = ("fixed" if args.fixed else "upstream-variant" if args.upstream else

@@ -61,7 +61,13 @@ if(LIFELINE_GGML_DIR)
   # -fno-sanitize-recover=all, hence a second interface library linked after lifeline_lane).
   set(LIFELINE_UBSAN_UPSTREAM_SUPP "${PROJECT_SOURCE_DIR}/core/suppressions/ubsan-upstream.supp")
   add_library(lifeline_ggml_recover INTERFACE)
-  if("undefined" IN_LIST LIFELINE_SANITIZE)
+  # The external engine takes its sanitizers from CFLAGS (.clusterfuzzlite/build.sh, bench/throughput.py):
+  # the same rule when they hold UBSan, so its build steps past the same findings as the fuzz lane.
+  set(_ubsan_in_cflags OFF)
+  if(LIFELINE_ENGINE STREQUAL "external" AND "${CMAKE_C_FLAGS} ${CMAKE_CXX_FLAGS}" MATCHES "-fsanitize=([^ ]*,)?undefined")
+    set(_ubsan_in_cflags ON)
+  endif()
+  if("undefined" IN_LIST LIFELINE_SANITIZE OR _ubsan_in_cflags)
     target_compile_options(lifeline_ggml_recover INTERFACE -fsanitize-recover=pointer-overflow)
     string(APPEND LIFELINE_UBSAN_OPTIONS ":suppressions=${LIFELINE_UBSAN_UPSTREAM_SUPP}")
   endif()

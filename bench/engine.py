@@ -2,7 +2,7 @@
 """libFuzzer's own settings per target: exec/s and time-to-exposure under each, in one run.
 
   bench/engine.py [TARGET...] [--setting NAME=FLAGS]... [--seconds 10] [--rounds 2] [--trials 10] [--budget 60]
-                  [--upstream-open] [--name engine]
+                  [--upstream-open] [--bug ID]... [--seeds DIR] [--name engine]
 
 Settings (default: `default` = libFuzzer's defaults, `entropic0` = -entropic=0, `value-profile` =
 -use_value_profile=1; --setting NAME="-flag=v -flag=v" replaces them): each is passed as given, instead of the
@@ -10,7 +10,7 @@ target's own targets/<t>.options, so the table says which to write there.
 
 Per target (default: every target built in the fuzz lane), in the fuzz lane's build:
   exec/s    one fuzzing run of --seconds per setting per round, the settings in turns (noise hits all alike),
-            from corpus/<target>/ with -seed=1 (bench/throughput.py's run)
+            from corpus/<target>/ (--seeds: another directory, one target) with -seed=1 (bench/throughput.py's run)
   TTE       for every documented bug of the target (repro/<id>/, not upstream-open): --trials trials per
             setting, trial k of every setting with -seed=k+1, the settings in turns (bench/tte.py's trial);
             found/N, median, RMST over the --budget. --upstream-open adds the target's upstream-open
@@ -79,7 +79,9 @@ def main() -> int:
     ap.add_argument("--trials", type=int, default=10)
     ap.add_argument("--budget", type=int, default=60)
     ap.add_argument("--upstream-open", action="store_true")
+    ap.add_argument("--bug", action="append", default=[], metavar="ID", help="only these bugs' TTE (repeatable)")
     ap.add_argument("--build", default=str(ROOT / "build" / "fuzz"))
+    ap.add_argument("--seeds", help="seed directory for a single target (default: corpus/<target>)")
     ap.add_argument("--name", default="engine")
     args = ap.parse_args()
     try:
@@ -93,6 +95,9 @@ def main() -> int:
     if not args.name or not all(c.isalnum() or c in "-_." for c in args.name) or args.name.startswith("."):
         print(f"engine: --name {args.name!r} must be a plain file name", file=sys.stderr)
         return 2
+    if args.seeds and (len(args.targets) != 1 or not Path(args.seeds).is_dir()):
+        print("engine: --seeds takes a directory, with exactly one target", file=sys.stderr)
+        return 2
     build = Path(args.build)
     built = sorted(p.name for p in (build / "targets").iterdir()) if (build / "targets").is_dir() else []
     targets = args.targets or built
@@ -104,7 +109,7 @@ def main() -> int:
     results = []
     for n, t in enumerate(targets):
         binary = build / "targets" / t
-        seeds = ROOT / "corpus" / t
+        seeds = Path(args.seeds) if args.seeds else ROOT / "corpus" / t
         print(f"\n== [{n + 1}/{len(targets)}] {t}: exec/s, {args.rounds} rounds of {args.seconds} s", flush=True)
         eps = {s: [] for s in settings}
         for r in range(args.rounds):
@@ -112,9 +117,11 @@ def main() -> int:
                 v = throughput.run(binary, seeds, args.seconds, None, flags)
                 eps[s].append(v)
                 print(f"  round {r}: {s:<16} {v:>7} exec/s", flush=True)
-        res = {"target": t, "settings": settings, "exec_s": {s: round(statistics.mean(v)) for s, v in eps.items()},
+        res = {"target": t, "seeds": str(seeds), "settings": settings, "exec_s": {s: round(statistics.mean(v)) for s, v in eps.items()},
                "exec_s_rows": eps, "bugs": []}
         for bug in bugs_of(t, args.upstream_open):
+            if args.bug and bug.id not in args.bug:
+                continue
             expected = [rp.expect[lane] for rp in bug.reproducers for lane in ("fuzz", "asan") if lane in rp.expect]
             env = (switch_env(None, unguard=bug.guard) if bug.status == "upstream-open"
                    else switch_env(bug.id, unguard=None))

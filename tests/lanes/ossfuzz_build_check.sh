@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # unit.ossfuzz-build: runs .clusterfuzzlite/build.sh as OSS-Fuzz would (ASan + libFuzzer, clang-14) into a
 # fresh $OUT, then checks each expected target: the fuzzer exists and runs, its seed corpus zip exists and
-# holds every file of corpus/<t>/, its .options exists (and .dict when corpus/<t>.dict does), and the fuzzer
-# replays its unzipped seed corpus (-runs=0) with the flags of its .options.
+# holds every file of corpus/<t>/, its .options exists and holds the settings of targets/<t>.options (and .dict
+# when corpus/<t>.dict does), and the fuzzer replays its unzipped seed corpus (-runs=0) with the flags of its
+# .options.
 #
 #   ossfuzz_build_check.sh PROJECT_DIR WORK_DIR TARGET...
 #
@@ -38,6 +39,12 @@ for t in "$@"; do
   [ -x "$bin" ] || { fail "$t" "no fuzzer $bin"; continue; }
   [ -f "$zip" ] || { fail "$t" "no seed corpus $zip"; continue; }
   [ -f "$out/$t.options" ] || fail "$t" "no $out/$t.options"
+  # The target's own settings (targets/<t>.options) reach its .options line by line.
+  if [ -f "$project/targets/$t.options" ] && [ -f "$out/$t.options" ]; then
+    while IFS= read -r kv; do
+      grep -qxF "$kv" "$out/$t.options" || fail "$t" "$out/$t.options lacks '$kv' of targets/$t.options"
+    done < <(grep -E '^[a-z][a-z0-9_]* *= *[A-Za-z0-9_.+-]+ *$' "$project/targets/$t.options" || true)
+  fi
   if [ -f "$project/corpus/$t.dict" ] && ! cmp -s "$project/corpus/$t.dict" "$out/$t.dict"; then
     fail "$t" "$out/$t.dict missing or not a copy of corpus/$t.dict"
   fi

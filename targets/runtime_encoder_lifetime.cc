@@ -1,10 +1,10 @@
 // runtime_encoder_lifetime: however transient pools, contexts and encode-thread counts are interleaved,
-// a frame encoded on n_cb worker threads computes exactly what the CPU computes, and nothing it used
-// outlives its owner.
+// a frame encoded in n_cb shares on the encode threads computes exactly what the CPU computes, and nothing
+// it used outlives its owner.
 //
 // Property: every frame's result equals the CPU reference in all three buffers; the live command and
 // descriptor pools are those of the live contexts; no fence outlives its frame; the validation layer is
-// silent; the iteration ends with no Vulkan object and no pass descriptor left and every worker joined.
+// silent; the iteration ends with no Vulkan object and no pass descriptor left and every share finished.
 // Program: harness/programs/runtime/ (format.h: DecodeEncoder; executor.h); implementation: layers/runtime
 // through harness/programs/runtime/standin/lifeline_runtime.h; oracles: harness/oracles/runtime_oracles.h,
 // plus ASan on the encode path

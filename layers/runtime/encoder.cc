@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "core/bugs.h"
@@ -27,6 +29,69 @@ void ComputeBarrier(VkCommandBuffer cmd, VkAccessFlags dst_access, VkPipelineSta
   barrier.dstAccessMask = dst_access;
   vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, dst_stage, 0, 1, &barrier, 0, nullptr, 0, nullptr);
 }
+
+// The encode threads: up to kMaxEncodeThreads workers that live for the process and run every frame's
+// shares, as the Metal backend hands its command buffers to a GCD queue (dispatch_apply) rather than to
+// threads of its own. A thread per share per frame cost a thread start each (bench/results/throughput.md).
+// Frames from several threads may run at once; each Run() returns when its own shares are done.
+class EncodeWorkers {
+ public:
+  static EncodeWorkers& Get() {
+    static EncodeWorkers workers;
+    return workers;
+  }
+
+  // Calls task(arg, i) for every i in [0, n), each on a worker thread, and waits for all of them.
+  void Run(int n, void (*task)(void* arg, int index), void* arg) {
+    Frame frame{task, arg, n};
+    std::unique_lock<std::mutex> lock(mu_);
+    for (int i = 0; i < n; ++i) queue_.push_back({&frame, i});  // capacity is kept: no allocation once warm
+    while (threads_.size() < std::min<size_t>(queue_.size(), kMaxEncodeThreads))
+      threads_.emplace_back([this] { Work(); });
+    work_cv_.notify_all();
+    done_cv_.wait(lock, [&] { return frame.remaining == 0; });
+  }
+
+  ~EncodeWorkers() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    work_cv_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+
+ private:
+  struct Frame {
+    void (*task)(void*, int);
+    void* arg;
+    int remaining;
+  };
+  struct Share {
+    Frame* frame;
+    int index;
+  };
+
+  void Work() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stop_, and nothing left to run
+      const Share share = queue_.front();
+      queue_.erase(queue_.begin());
+      lock.unlock();
+      share.frame->task(share.frame->arg, share.index);
+      lock.lock();
+      if (--share.frame->remaining == 0) done_cv_.notify_all();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable work_cv_, done_cv_;
+  std::vector<Share> queue_;
+  std::vector<std::thread> threads_;
+  bool stop_ = false;
+};
 
 }  // namespace
 
@@ -226,6 +291,14 @@ void Context::EncodeShare(int cb_index, int n_cb) {
     worker_status_[cb_index] = VkError("vkEndCommandBuffer", r, __FILE__, __LINE__);
 }
 
+void Context::EncodeThrough(int cb_index) {
+  if (encode_owned_) {
+    (*encode_owned_)(cb_index);
+  } else {
+    encode_ref_.call(encode_ref_.object, cb_index);
+  }
+}
+
 Status Context::Compute(const std::vector<FrameOp>& ops) {
   if (ops.size() > static_cast<size_t>(kMaxFrameOps))
     return InvalidArgument("a frame holds at most " + std::to_string(kMaxFrameOps) + " ops, got " +
@@ -252,19 +325,8 @@ Status Context::Compute(const std::vector<FrameOp>& ops) {
   }
   frame_ = &ops;
   worker_status_.assign(static_cast<size_t>(n_cb), Status::Ok());
-  {
-    // One worker per command buffer, all through the stored callback; joined before anything else.
-    std::vector<std::thread> workers;
-    for (int i = 0; i < n_cb; ++i) {
-      if (encode_owned_) {
-        workers.emplace_back([this, i] { (*encode_owned_)(i); });
-      } else {
-        CallbackRef ref = encode_ref_;
-        workers.emplace_back([ref, i] { ref.call(ref.object, i); });
-      }
-    }
-    for (std::thread& t : workers) t.join();
-  }
+  // Every share through the stored callback, on the encode threads; all done before anything else.
+  EncodeWorkers::Get().Run(n_cb, [](void* self, int i) { static_cast<Context*>(self)->EncodeThrough(i); }, this);
   frame_ = nullptr;
   Status result = Status::Ok();
   for (const Status& s : worker_status_)

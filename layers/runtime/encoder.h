@@ -1,5 +1,5 @@
 // Frames of compute work on layers/runtime: transient pools, pass descriptors, and a `Context` that
-// encodes one frame into `n_cb` command buffers on worker threads, submits them and waits.
+// encodes one frame into `n_cb` command buffers on the process's encode threads, submits them and waits.
 //
 // TransientPool is the autorelease-pool analog: a thread-local stack of pools; a convenience constructor
 // (`PassDescriptor::Create`) hands back an object owned by the innermost pool (+0), which the pool
@@ -117,9 +117,9 @@ class Context {
   int n_cb() const { return n_cb_; }
 
   // Encodes `ops` (at most kMaxFrameOps; every buffer large enough for its `n`) into n_cb command
-  // buffers on n_cb worker threads through the stored callback, submits them in order, waits for the
-  // fence and returns. Each worker records a contiguous share of the ops. Bad ops are INVALID_ARGUMENT
-  // before anything is recorded.
+  // buffers through the stored callback, on the process's encode threads (up to kMaxEncodeThreads,
+  // started on first use and kept), submits them in order, waits for the fence and returns. Each share
+  // is a contiguous run of the ops. Bad ops are INVALID_ARGUMENT before anything is recorded.
   Status Compute(const std::vector<FrameOp>& ops);
 
  private:
@@ -130,6 +130,7 @@ class Context {
     std::vector<VkDescriptorPool> descriptor;
   };
   void EncodeShare(int cb_index, int n_cb);
+  void EncodeThrough(int cb_index);  // one share, through the stored callback (on an encode thread)
   Status MakePools(int n, Pools* pools);
   void DestroyPools(Pools* pools);
 

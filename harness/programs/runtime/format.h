@@ -4,7 +4,7 @@
 // changing how bytes map to ops rewrites every file in corpus/runtime_*/ and the runtime reproducers.
 //
 // Encoder lifetime: frames over three 256-float buffers — transient pools pushed and drained, contexts
-// created under pools, set_encode_threads, compute (encode on n_cb worker threads, submit, wait),
+// created under pools, set_encode_threads, compute (encode n_cb shares on the encode threads, submit, wait),
 // contexts destroyed.
 // Buffer reclaim: buffers created (a small share with an invalid size, predicted INVALID_ARGUMENT),
 // written, used by dispatches, read and destroyed (optionally with the purge workaround), capture

@@ -197,9 +197,42 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
     stats["upstream_open_bugs"] = sorted({u["bug"] for u in upstream_open})
     stats["upstream_open_artifacts"] = upstream_open
     stats["artifact_groups"] = group_artifacts(crashes, upstream_open, not_replayed)
-    if crashes:
-        stats["signature"] = crashes[0]["signature"]
+    leak = None if stats["interrupted"] or jobs > 1 or new else _leak_at_exit(log_path, proc.returncode, target)
+    if leak:
+        stats["leak_at_exit"] = leak
+        if not leak.get("upstream_open"):
+            stats["crashes"] += 1
+    if crashes or (leak and not leak.get("upstream_open")):
+        stats["signature"] = (crashes[0] if crashes else leak)["signature"]
     return stats
+
+
+def _leak_at_exit(log_path: Path, returncode, target: str) -> dict | None:
+    """The LeakSanitizer report a job printed when its process exited, with no artifact: a target whose
+    options turn libFuzzer's per-input leak check off (detect_leaks = 0, where caches or asynchronous frees
+    of the code beneath make that check scan the heap after most inputs) still has LeakSanitizer's check of
+    the whole run at exit, and a leak found there fails the job like a crash, though no input carries it.
+    {"signature", "short", "log", (+ "bug")}; None when the job exited 0 or printed no such report."""
+    if returncode in (0, None):
+        return None
+    try:
+        text = log_path.read_text(errors="replace")
+    except OSError:
+        return None
+    at = text.rfind("ERROR: LeakSanitizer: detected memory leaks")
+    if at < 0:
+        return None
+    c = crashmod.parse(text[text.rfind("\n", 0, at) + 1:])
+    if c is None:
+        return None
+    entry = {"signature": c.signature, "short": c.type + (f" in {c.state[0]}" if c.state else ""),
+             "log": str(log_path)}
+    bug, status = triagemod.match_known(c, triagemod.known_signatures(ROOT, target))
+    if bug:
+        entry["bug"] = bug
+    if status == "upstream-open":
+        entry["upstream_open"] = True  # shown, not counted: upstream has not fixed it
+    return entry
 
 
 def _fresh_guard_file(out: Path, target: str) -> Path:
@@ -519,6 +552,10 @@ def cmd_fuzz(args) -> int:
             print(f"  crash: {r['signature']}")
             for a in r["new_artifacts"]:
                 print(f"    {a}")
+        if r.get("leak_at_exit"):
+            lk = r["leak_at_exit"]
+            print(f"  leak at exit (LeakSanitizer over the whole run; no input carries it"
+                  f"{', known ' + lk['bug'] if lk.get('bug') else ''}): {lk['signature']}; see {lk['log']}")
         guards_line = guardsmod.describe(r.get("guards"))
         if guards_line:
             print("  " + guards_line)

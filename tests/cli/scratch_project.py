@@ -11,7 +11,8 @@ from support import PY, ROOT, run, run_apart
 # A copy of cli/ in a temporary project root whose "fuzz target" is a script: each input's first word
 # says what it does when replayed, and run with libFuzzer's -artifact_prefix= it writes the artifacts listed
 # in fake-artifacts.json beside it (or, with a file fake-idle there, runs nothing; with fake-interrupt, ends
-# as a fork-mode job whose child was interrupted: only a child's ERROR line, no stack). It records the
+# as a fork-mode job whose child was interrupted: only a child's ERROR line, no stack; with fake-exit-leak,
+# writes no artifact and ends with LeakSanitizer's report of the whole run, exit status 1). It records the
 # LIFELINE_GUARD_COUNTS it got (fake-guard-env.json) and copies fake-guards.bin there when that exists.
 # With -fork=N it starts its job as libFuzzer's fork mode does: its argv without -fork, a corpus in $TMPDIR and a `> log`, joined
 # with blanks and run by system() (compiler-rt FuzzerFork.cpp, FuzzerCommand.h, FuzzerUtilLinux.cpp). The
@@ -36,6 +37,17 @@ UAF = '''==77==ERROR: AddressSanitizer: heap-use-after-free on address 0x6020000
 READ of size 1 at 0x602000000010 thread T0
     #0 0x560001 in lifeline::fake::FakeUse(int) /w/fake.cc:12:5
     #1 0x560002 in LLVMFuzzerTestOneInput /w/fake.cc:30:3
+'''
+
+EXIT_LEAK = '''=================================================================
+==77==ERROR: LeakSanitizer: detected memory leaks
+
+Direct leak of 48 byte(s) in 2 object(s) allocated from:
+    #0 0x560001 in operator new(unsigned long) (/b/fake_target+0x15bdbd)
+    #1 0x560002 in lifeline::fake::KeepFrame(int) /w/fake.cc:41:10
+    #2 0x560003 in LLVMFuzzerTestOneInput /w/fake.cc:30:3
+
+SUMMARY: AddressSanitizer: 48 byte(s) leaked in 2 allocation(s).
 '''
 
 def crash(report):
@@ -109,6 +121,10 @@ if prefix is not None:
     if os.path.exists(os.path.join(here, "fake-idle")):
         print("ERROR: fake_target: told to run nothing")
         sys.exit(0)
+    if os.path.exists(os.path.join(here, "fake-exit-leak")):
+        print("#2\tINITED cov: 3 ft: 3 corp: 1/1b exec/s: 0 rss: 30Mb", flush=True)
+        print("stat::number_of_executed_units: 42")
+        crash(EXIT_LEAK)
     arts = json.load(open(os.path.join(here, "fake-artifacts.json")))
     print("#2\tINITED cov: 3 ft: 3 corp: 1/1b exec/s: 0 rss: 30Mb", flush=True)
     for name, word in arts.items():

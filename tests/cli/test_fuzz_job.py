@@ -52,6 +52,29 @@ class FuzzJob(ScratchProject):
             ("upstream-open", "fake-upstream-open", 2, ["crash-a1", "crash-a2"],
              ["assert | ggml_gallocr_init_tensor / ggml_gallocr_alloc_graph"])])
 
+    def test_a_leak_reported_at_exit_fails_the_job_without_an_artifact(self):
+        """A target that runs without libFuzzer's per-input leak check (detect_leaks = 0 in its options) is
+        still checked by LeakSanitizer when it exits: that report fails the job, though no input carries it."""
+        (self.fake.parent / "fake-exit-leak").write_text("")
+        rc, text, summary = self.fuzz()
+        self.assertEqual(rc, 1, text)
+        self.assertEqual(summary["crashes"], 1)
+        self.assertEqual(summary["new_artifacts"], [])
+        leak = summary["leak_at_exit"]
+        self.assertTrue(leak["signature"].startswith("direct-leak | lifeline::fake::KeepFrame"), leak)
+        self.assertEqual(leak["short"], "direct-leak in lifeline::fake::KeepFrame")
+        self.assertEqual(summary["signature"], leak["signature"])
+        log = self.tmp / "fuzz-out" / "fake_target" / "fuzz.log"
+        self.assertEqual(leak["log"], str(log))
+        self.assertIn(f"\n  leak at exit (LeakSanitizer over the whole run; no input carries it): {leak['signature']}; "
+                      f"see {log}\n", text)
+
+    def test_an_exit_status_without_a_leak_report_is_not_a_leak(self):
+        self.artifacts({"crash-f": "uaf"})
+        rc, text, summary = self.fuzz()
+        self.assertNotIn("leak_at_exit", summary)
+        self.assertNotIn("leak at exit", text)
+
     def test_a_crash_of_a_fixed_bug_is_grouped_under_its_id(self):
         self.artifacts({"crash-x1": "switch-uaf", "crash-x2": "switch-uaf", "crash-n": "other"})
         out = self.tmp / "fuzz-out"

@@ -554,8 +554,12 @@ def cmd_fuzz(args) -> int:
                 print(f"    {a}")
         if r.get("leak_at_exit"):
             lk = r["leak_at_exit"]
-            print(f"  leak at exit (LeakSanitizer over the whole run; no input carries it"
-                  f"{', known ' + lk['bug'] if lk.get('bug') else ''}): {lk['signature']}; see {lk['log']}")
+            known = ""
+            if lk.get("bug"):
+                known = (f", upstream-open {lk['bug']}, not counted" if lk.get("upstream_open")
+                         else f", known {lk['bug']}")
+            print(f"  leak at exit (LeakSanitizer over the whole run; no input carries it{known}): "
+                  f"{lk['signature']}; see {lk['log']}")
         guards_line = guardsmod.describe(r.get("guards"))
         if guards_line:
             print("  " + guards_line)

@@ -183,6 +183,13 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
                  corpus=job.corpus if job.corpus is not None else saved, corpus_saved=saved,
                  seconds=round(elapsed, 1))
     stats["guards"] = guardsmod.summary_json(guard_file)
+    leak = None if stats["interrupted"] or jobs > 1 else _leak_at_exit(log_path, proc.returncode, target)
+    if leak and leak.get("exit_unit"):
+        # The unit libFuzzer's death handler wrote when LeakSanitizer aborted the exiting process: whatever
+        # input was current then, not one that leaks. Kept on disk, named in the leak's entry, not replayed.
+        name = Path(leak["exit_unit"]).name  # the log names it through the job's safe links
+        leak["exit_unit"] = str(artifacts / name)
+        new = [p for p in new if p.name != name]
     if stats["interrupted"]:
         # Stopped by hand: no replays, so no labels. The log cannot stand in for them: fork mode keeps only
         # its children's ERROR lines (no stack, no artifact name), and one report would name every artifact.
@@ -197,7 +204,6 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
     stats["upstream_open_bugs"] = sorted({u["bug"] for u in upstream_open})
     stats["upstream_open_artifacts"] = upstream_open
     stats["artifact_groups"] = group_artifacts(crashes, upstream_open, not_replayed)
-    leak = None if stats["interrupted"] or jobs > 1 or new else _leak_at_exit(log_path, proc.returncode, target)
     if leak:
         stats["leak_at_exit"] = leak
         if not leak.get("upstream_open"):
@@ -212,7 +218,10 @@ def _leak_at_exit(log_path: Path, returncode, target: str) -> dict | None:
     options turn libFuzzer's per-input leak check off (detect_leaks = 0, where caches or asynchronous frees
     of the code beneath make that check scan the heap after most inputs) still has LeakSanitizer's check of
     the whole run at exit, and a leak found there fails the job like a crash, though no input carries it.
-    {"signature", "short", "log", (+ "bug")}; None when the job exited 0 or printed no such report."""
+    Only a report after libFuzzer's "Done N runs" line counts: one before it is a per-input leak, with its
+    own artifact. {"signature", "short", "log", (+ "bug", "upstream_open", and "exit_unit": the artifact
+    libFuzzer wrote when the report aborted the process)}; None when the job exited 0 or printed no such
+    report."""
     if returncode in (0, None):
         return None
     try:
@@ -220,7 +229,8 @@ def _leak_at_exit(log_path: Path, returncode, target: str) -> dict | None:
     except OSError:
         return None
     at = text.rfind("ERROR: LeakSanitizer: detected memory leaks")
-    if at < 0:
+    done = text.rfind("\nDone ")
+    if at < 0 or done < 0 or at < done:
         return None
     c = crashmod.parse(text[text.rfind("\n", 0, at) + 1:])
     if c is None:
@@ -232,6 +242,9 @@ def _leak_at_exit(log_path: Path, returncode, target: str) -> dict | None:
         entry["bug"] = bug
     if status == "upstream-open":
         entry["upstream_open"] = True  # shown, not counted: upstream has not fixed it
+    unit = re.search(r"Test unit written to (\S+)", text[at:])
+    if unit:
+        entry["exit_unit"] = unit.group(1)
     return entry
 
 

@@ -12,7 +12,8 @@ from support import PY, ROOT, run, run_apart
 # says what it does when replayed, and run with libFuzzer's -artifact_prefix= it writes the artifacts listed
 # in fake-artifacts.json beside it (or, with a file fake-idle there, runs nothing; with fake-interrupt, ends
 # as a fork-mode job whose child was interrupted: only a child's ERROR line, no stack; with fake-exit-leak,
-# writes no artifact and ends with LeakSanitizer's report of the whole run, exit status 1). It records the
+# ends with LeakSanitizer's report of the whole run after "Done", then, as libFuzzer's death handler does
+# when that report aborts, writes the current (empty) unit as an artifact; exit status 1). It records the
 # LIFELINE_GUARD_COUNTS it got (fake-guard-env.json) and copies fake-guards.bin there when that exists.
 # With -fork=N it starts its job as libFuzzer's fork mode does: its argv without -fork, a corpus in $TMPDIR and a `> log`, joined
 # with blanks and run by system() (compiler-rt FuzzerFork.cpp, FuzzerCommand.h, FuzzerUtilLinux.cpp). The
@@ -121,10 +122,14 @@ if prefix is not None:
     if os.path.exists(os.path.join(here, "fake-idle")):
         print("ERROR: fake_target: told to run nothing")
         sys.exit(0)
-    if os.path.exists(os.path.join(here, "fake-exit-leak")):
+    if os.path.exists(os.path.join(here, "fake-exit-leak")):  # as libFuzzer with abort_on_error=1
         print("#2\tINITED cov: 3 ft: 3 corp: 1/1b exec/s: 0 rss: 30Mb", flush=True)
-        print("stat::number_of_executed_units: 42")
-        crash(EXIT_LEAK)
+        print("Done 42 runs in 1 second(s)\nstat::number_of_executed_units: 42", flush=True)
+        sys.stderr.write(EXIT_LEAK)
+        sys.stderr.write("==77== ERROR: libFuzzer: deadly signal\n")
+        open(prefix + "crash-da39a3ee5e6b4b0d3255bfef95601890afd80709", "w").close()
+        print("Test unit written to " + prefix + "crash-da39a3ee5e6b4b0d3255bfef95601890afd80709", flush=True)
+        sys.exit(1)
     arts = json.load(open(os.path.join(here, "fake-artifacts.json")))
     print("#2\tINITED cov: 3 ft: 3 corp: 1/1b exec/s: 0 rss: 30Mb", flush=True)
     for name, word in arts.items():

@@ -59,8 +59,14 @@ class FuzzJob(ScratchProject):
         rc, text, summary = self.fuzz()
         self.assertEqual(rc, 1, text)
         self.assertEqual(summary["crashes"], 1)
-        self.assertEqual(summary["new_artifacts"], [])
+        # The empty unit libFuzzer wrote when the report aborted the process is kept, not replayed as a crash.
+        unit = self.tmp / "fuzz-out" / "fake_target" / "artifacts" / "crash-da39a3ee5e6b4b0d3255bfef95601890afd80709"
+        self.assertEqual(summary["new_artifacts"], [str(unit)])
+        self.assertTrue(unit.is_file())
+        self.assertEqual(summary["crash_artifacts"], [])
+        self.assertEqual(summary["artifact_groups"], [])
         leak = summary["leak_at_exit"]
+        self.assertEqual(leak["exit_unit"], str(unit))
         self.assertTrue(leak["signature"].startswith("direct-leak | lifeline::fake::KeepFrame"), leak)
         self.assertEqual(leak["short"], "direct-leak in lifeline::fake::KeepFrame")
         self.assertEqual(summary["signature"], leak["signature"])

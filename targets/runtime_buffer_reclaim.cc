@@ -10,6 +10,9 @@
 // igl-capture-retains-buffers (facebook/igl #179) is invisible to ASan and LSan — everything stays
 // reachable — so only this accounting sees it.
 // Out of scope: memory types other than host-visible coherent; sizes above 4 KiB.
+// libFuzzer settings: targets/runtime_buffer_reclaim.options (detect_leaks = 0: lavapipe's and the
+// validation layer's threads free a frame's allocations during the next input; LeakSanitizer checks the
+// whole run at exit instead).
 // Replay: build/<lane>/targets/runtime_buffer_reclaim FILE|DIR   (LIFELINE_REINTRODUCE=
 // igl-capture-retains-buffers switches the bug on).
 #include <cstddef>

@@ -11,6 +11,9 @@
 // (metal-edesc-autorelease: heap-use-after-free of a descriptor its pool freed; metal-encode-async-block:
 // stack-use-after-return in a worker calling a dead stack callback).
 // Out of scope: device loss, out-of-memory, buffers shared between threads of different contexts.
+// libFuzzer settings: targets/runtime_encoder_lifetime.options (detect_leaks = 0: lavapipe's and the
+// validation layer's threads free a frame's allocations during the next input; LeakSanitizer checks the
+// whole run at exit instead).
 // Replay: build/<lane>/targets/runtime_encoder_lifetime FILE|DIR   (LIFELINE_TRACE=1 prints the program;
 // LIFELINE_REINTRODUCE=metal-edesc-autorelease or metal-encode-async-block switches a bug on).
 #include <cstddef>

@@ -14,7 +14,11 @@ __attribute__((used)) const char* __lsan_default_suppressions() {
   return
       // Mesa's lavapipe ICD keeps per-device state (4 blocks, 192 B, allocated on the first submit) that
       // libFuzzer's per-input leak check reports although the device lives for the whole process.
-      "leak:libvulkan_lvp.so\n";
+      "leak:libvulkan_lvp.so\n"
+      // The Khronos validation layer 1.3.239 with synchronization validation on: at exit, a cycle of its own
+      // objects (only indirect leaks, every allocation inside the layer; 134,788 B in 316 allocations after
+      // the encoder target's corpus) is never freed.
+      "leak:libVkLayer_khronos_validation.so\n";
 }
 
 // TSan suppressions, one library per line. Only libraries we do not build: TSan sees none of their

@@ -119,19 +119,27 @@ Status Device::Init() {
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.pApplicationName = "lifeline";
   app.apiVersion = VK_API_VERSION_1_2;
-  const char* extensions[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME};
+  const char* extensions[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME, VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME};
   VkDebugUtilsMessengerCreateInfoEXT messenger{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
   messenger.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT;
   messenger.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
                           VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
   messenger.pfnUserCallback = &OnMessage;
   messenger.pUserData = this;
+  // Synchronization validation on top of the default checks: a write and a later access of the same buffer
+  // with no barrier between them is a SYNC-HAZARD-* error. lavapipe runs dispatches in order, so no value
+  // oracle could see such a hazard; this is the only one that does.
+  const VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+  VkValidationFeaturesEXT features{VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
+  features.pNext = &messenger;  // also reports what happens inside vkCreateInstance/vkDestroyInstance
+  features.enabledValidationFeatureCount = 1;
+  features.pEnabledValidationFeatures = enables;
   VkInstanceCreateInfo ici{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
-  ici.pNext = &messenger;  // also reports what happens inside vkCreateInstance/vkDestroyInstance
+  ici.pNext = &features;
   ici.pApplicationInfo = &app;
   ici.enabledLayerCount = 1;
   ici.ppEnabledLayerNames = &kValidationLayer;
-  ici.enabledExtensionCount = 1;
+  ici.enabledExtensionCount = 2;
   ici.ppEnabledExtensionNames = extensions;
   LIFELINE_VK_RETURN_IF_ERROR(vkCreateInstance(&ici, nullptr, &instance_));
   auto create_messenger = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(

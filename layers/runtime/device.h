@@ -6,9 +6,10 @@
 // where there is one — the device is the first that offers a compute queue and host-visible coherent
 // memory. `LIFELINE_VK_ICD_FILTER=lvp` (a substring of the device name) picks one when several exist.
 //
-// Validation: VK_LAYER_KHRONOS_validation is enabled with a debug messenger that records every error (and
-// warning about object lifetimes) with its message; `TakeValidationErrors()` hands them to the oracle. A
-// missing layer is an error of `Device::Get()`, never a silent run without the oracle.
+// Validation: VK_LAYER_KHRONOS_validation is enabled, synchronization validation included (a missing
+// barrier is a SYNC-HAZARD-* error), with a debug messenger that records every error with its message;
+// `TakeValidationErrors()` hands them to the oracle. A missing layer is an error of `Device::Get()`, never a
+// silent run without the oracle.
 //
 // Accounting: every create and destroy of a VkBuffer, VkDeviceMemory, VkCommandPool, VkDescriptorPool and
 // VkFence made through `Track*` is counted here, independently of any wrapper or registry, so an oracle

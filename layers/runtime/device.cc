@@ -62,6 +62,36 @@ Status VkError(const char* call, VkResult result, const char* file, int line) {
                                      std::to_string(line)};
 }
 
+void WriteKernelBindings(VkDevice device, VkDescriptorSet set, const VkBuffer (&buffers)[3]) {
+  VkDescriptorBufferInfo infos[3];
+  VkWriteDescriptorSet writes[3];
+  for (int j = 0; j < 3; ++j) {
+    infos[j] = {buffers[j], 0, VK_WHOLE_SIZE};
+    writes[j] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+    writes[j].dstSet = set;
+    writes[j].dstBinding = static_cast<uint32_t>(j);
+    writes[j].descriptorCount = 1;
+    writes[j].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes[j].pBufferInfo = &infos[j];
+  }
+  vkUpdateDescriptorSets(device, 3, writes, 0, nullptr);
+}
+
+void ComputeBarrier(VkCommandBuffer cmd, VkAccessFlags dst_access, VkPipelineStageFlags dst_stage) {
+  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+  barrier.dstAccessMask = dst_access;
+  vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, dst_stage, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+}
+
+void Device::RecordDispatch(VkCommandBuffer cmd, Kernel kernel, VkDescriptorSet set, uint32_t n, float value) const {
+  vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline(kernel));
+  vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_layout_, 0, 1, &set, 0, nullptr);
+  KernelArgs args{n, value};
+  vkCmdPushConstants(cmd, pipeline_layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof args, &args);
+  vkCmdDispatch(cmd, (n + kLocalSize - 1) / kLocalSize, 1, 1);
+}
+
 const char* KernelName(Kernel k) {
   static const char* kNames[] = {"fill", "add", "scale", "copy"};
   return kNames[static_cast<int>(k)];

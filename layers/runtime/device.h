@@ -82,6 +82,8 @@ class Device {
   VkPipeline pipeline(Kernel k) const { return pipelines_[static_cast<int>(k)]; }
   VkPipelineLayout pipeline_layout() const { return pipeline_layout_; }
   VkDescriptorSetLayout set_layout() const { return set_layout_; }
+  // Records one dispatch of `kernel` over `n` floats with `set` bound (see WriteKernelBindings).
+  void RecordDispatch(VkCommandBuffer cmd, Kernel kernel, VkDescriptorSet set, uint32_t n, float value) const;
   // vkQueueSubmit is externally synchronized per queue.
   std::mutex& queue_mutex() { return queue_mutex_; }
 
@@ -123,5 +125,10 @@ class Device {
   std::atomic<int64_t> buffers_{0}, memories_{0}, memory_bytes_{0}, command_pools_{0}, descriptor_pools_{0},
       fences_{0};
 };
+
+// Points the three storage-buffer bindings of `set` at `buffers`: a (0) and b (1) are read, out (2) written.
+void WriteKernelBindings(VkDevice device, VkDescriptorSet set, const VkBuffer (&buffers)[3]);
+// A pipeline barrier from compute-shader writes to `dst_access` at `dst_stage`.
+void ComputeBarrier(VkCommandBuffer cmd, VkAccessFlags dst_access, VkPipelineStageFlags dst_stage);
 
 }  // namespace lifeline::runtime

@@ -23,13 +23,6 @@ struct EncodeBlock {
   int n_cb;
 };
 
-void ComputeBarrier(VkCommandBuffer cmd, VkAccessFlags dst_access, VkPipelineStageFlags dst_stage) {
-  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-  barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-  barrier.dstAccessMask = dst_access;
-  vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, dst_stage, 0, 1, &barrier, 0, nullptr, 0, nullptr);
-}
-
 // The encode threads: up to kMaxEncodeThreads workers that live for the process and run every frame's
 // shares, as the Metal backend hands its command buffers to a GCD queue (dispatch_apply) rather than to
 // threads of its own. A thread per share per frame cost a thread start each: 579 against about 1,550 exec/s
@@ -50,8 +43,10 @@ class EncodeWorkers {
     const size_t wanted = std::min<size_t>(queue_.size() + static_cast<size_t>(n), kMaxEncodeThreads);
     while (threads_.size() < wanted) threads_.emplace_back([this] { Work(); });
     queue_.reserve(queue_.size() + static_cast<size_t>(n));
-    for (int i = 0; i < n; ++i) queue_.push_back({&frame, i});  // capacity is kept: no allocation once warm
-    work_cv_.notify_all();
+    for (int i = 0; i < n; ++i) {
+      queue_.push_back({&frame, i});  // capacity is kept: no allocation once warm
+      work_cv_.notify_one();          // one worker per share; the others sleep on
+    }
     done_cv_.wait(lock, [&] { return frame.remaining == 0; });
   }
 
@@ -269,24 +264,9 @@ void Context::EncodeShare(int cb_index, int n_cb) {
       vkEndCommandBuffer(cmd);
       return;
     }
-    Buffer* bound[3] = {op.a ? op.a : op.out, op.b ? op.b : op.out, op.out};
-    VkDescriptorBufferInfo infos[3];
-    VkWriteDescriptorSet writes[3];
-    for (int j = 0; j < 3; ++j) {
-      infos[j] = {bound[j]->handle(), 0, VK_WHOLE_SIZE};
-      writes[j] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-      writes[j].dstSet = set;
-      writes[j].dstBinding = static_cast<uint32_t>(j);
-      writes[j].descriptorCount = 1;
-      writes[j].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-      writes[j].pBufferInfo = &infos[j];
-    }
-    vkUpdateDescriptorSets(device_->device(), 3, writes, 0, nullptr);
-    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, device_->pipeline(op.kernel));
-    vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, device_->pipeline_layout(), 0, 1, &set, 0, nullptr);
-    KernelArgs args{op.n, op.value};
-    vkCmdPushConstants(cmd, device_->pipeline_layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof args, &args);
-    vkCmdDispatch(cmd, (op.n + kLocalSize - 1) / kLocalSize, 1, 1);
+    const VkBuffer bound[3] = {(op.a ? op.a : op.out)->handle(), (op.b ? op.b : op.out)->handle(), op.out->handle()};
+    WriteKernelBindings(device_->device(), set, bound);
+    device_->RecordDispatch(cmd, op.kernel, set, op.n, op.value);
   }
   if (cb_index == n_cb - 1)  // the host reads results after the fence
     ComputeBarrier(cmd, VK_ACCESS_HOST_READ_BIT, VK_PIPELINE_STAGE_HOST_BIT);

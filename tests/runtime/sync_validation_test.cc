@@ -43,20 +43,7 @@ class SyncValidation : public RuntimeTest {
     EXPECT_EQ(vkAllocateDescriptorSets(dev, &ai, sets), VK_SUCCESS);
     // Bindings a, b, out: the fill writes x (out); the copy reads x (a) and writes y (out).
     const VkBuffer bound[2][3] = {{x->handle(), x->handle(), x->handle()}, {x->handle(), x->handle(), y->handle()}};
-    for (int s = 0; s < 2; ++s) {
-      VkDescriptorBufferInfo infos[3];
-      VkWriteDescriptorSet writes[3];
-      for (int j = 0; j < 3; ++j) {
-        infos[j] = {bound[s][j], 0, VK_WHOLE_SIZE};
-        writes[j] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-        writes[j].dstSet = sets[s];
-        writes[j].dstBinding = static_cast<uint32_t>(j);
-        writes[j].descriptorCount = 1;
-        writes[j].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-        writes[j].pBufferInfo = &infos[j];
-      }
-      vkUpdateDescriptorSets(dev, 3, writes, 0, nullptr);
-    }
+    for (int s = 0; s < 2; ++s) WriteKernelBindings(dev, sets[s], bound[s]);
     VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
     cai.commandPool = pool;
     cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
@@ -67,25 +54,12 @@ class SyncValidation : public RuntimeTest {
     EXPECT_EQ(vkBeginCommandBuffer(cmd, &bi), VK_SUCCESS);
     const Kernel kernels[2] = {Kernel::kFill, Kernel::kCopy};
     for (int s = 0; s < 2; ++s) {
-      if (s == 1 && barrier) {
-        VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-        mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-        mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-        vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
-                             &mb, 0, nullptr, 0, nullptr);
-      }
-      vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, device_->pipeline(kernels[s]));
-      vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, device_->pipeline_layout(), 0, 1, &sets[s], 0,
-                              nullptr);
-      KernelArgs args{kFloats, 3.0f};
-      vkCmdPushConstants(cmd, device_->pipeline_layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof args, &args);
-      vkCmdDispatch(cmd, (kFloats + kLocalSize - 1) / kLocalSize, 1, 1);
+      if (s == 1 && barrier)
+        ComputeBarrier(cmd, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT,
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
+      device_->RecordDispatch(cmd, kernels[s], sets[s], kFloats, 3.0f);
     }
-    VkMemoryBarrier to_host{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-    to_host.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-    to_host.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0,
-                         nullptr, 0, nullptr);
+    ComputeBarrier(cmd, VK_ACCESS_HOST_READ_BIT, VK_PIPELINE_STAGE_HOST_BIT);
     EXPECT_EQ(vkEndCommandBuffer(cmd), VK_SUCCESS);
     VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
     si.commandBufferCount = 1;

@@ -49,7 +49,7 @@ def program(report: str) -> str:
 
 
 HBO_SIG = {"type": "heap-buffer-overflow", "frame": "ggml_gallocr_init_tensor"}
-CHECK_SIG = {"type": "lifeline-check", "frame": "GgmlAdapter::AllocAndCompute", "message": "no-overlap oracle"}
+CHECK_SIG = {"type": "lifeline-check", "frame": "GgmlGraphAdapter::AllocAndCompute", "message": "no-overlap oracle"}
 OWN_SIG = {"type": "assert", "frame": "check_same_outputs", "message": "fresh gallocr"}
 
 

@@ -3,7 +3,7 @@
 // The program's graphs are kept in a GraphBook, as the adapters keep them, so shapes, outputs, rewired
 // sources and view chains are exactly the adapter's. What the C does at run time is decided here, step by
 // step, from the same state GgmlAdapter would be in: which graphs a build of graph g pulls in (a leaf view
-// of a tensor of graph h that h never placed builds h afresh, as GgmlAdapter::Source does) and which
+// of a tensor of graph h that h never placed builds h afresh, as GgmlGraphAdapter::Source does) and which
 // tensors have a latest placement to view.
 #include "harness/programs/graph/upstream/ggml_export.h"
 
@@ -379,7 +379,7 @@ class Exporter {
  if (!on) used_.insert("leaf_memory_off");
         c += on ? LeafMemoryOn(g, s.tensor_index)
                 : "    leaf_memory_off(" + std::to_string(g) + ", " + std::to_string(s.tensor_index) + ");\n";
-        // As GgmlAdapter::SetPreallocated: the leaf and its views in this graph lose their latest placement.
+        // As GgmlGraphAdapter::SetPreallocated: the leaf and its views in this graph lose their latest placement.
         const Tensor* leaf = book_.tensor(g, s.tensor_index);
         for (int i = 0; i < book_.size(g); ++i) {
           if ((book_.tensor(g, i) == leaf || book_.tensor(g, i)->root() == leaf) && placed_[{g, i}]) {
@@ -466,7 +466,7 @@ class Exporter {
     return name;
   }
 
-  // Appends the statements creating tensor i of graph g (sources first, in the order GgmlAdapter::Make
+  // Appends the statements creating tensor i of graph g (sources first, in the order GgmlGraphAdapter::Make
   // creates them) unless `made` says they are there.
   void Make(int g, int i, std::vector<bool>& made, std::string& body) {
     if (made[i]) return;
@@ -542,7 +542,7 @@ class Exporter {
   }
 
   // What a leaf view of graph h's tensor i views: its latest placement, or, when h never placed it (or it
-  // lost its memory since), the tensor of a build of h that is not placed (GgmlAdapter::Source).
+  // lost its memory since), the tensor of a build of h that is not placed (GgmlGraphAdapter::Source).
   std::string SourceExpr(int h, int i) {
     if (placed_[{h, i}]) return "placed[" + std::to_string(h) + "][" + std::to_string(i) + "]";
     return BuildFunction(h) + "()->t[" + std::to_string(i) + "]";

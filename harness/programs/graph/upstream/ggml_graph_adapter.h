@@ -1,0 +1,119 @@
+// GgmlGraphAdapter: what the two upstream adapters share (ggml_adapter.h: host buffers and the CPU backend;
+// ggml_vulkan_adapter.h: the Vulkan backend's buffers and compute). Both drive the same gallocr the same way
+// (builds, plans, placements, the guards of the upstream-open findings, the plan shadow) and check the same
+// oracles; they differ only in where tensors live and which backend computes them, which the hooks below
+// say. Private to the two adapters.
+//
+// The oracles read a placement through the program's tensors (graph_book.h): `data` is a host address of
+// the tensor's bytes. On host buffers that is ggml's own address; a backend whose memory the host cannot
+// address keeps a host copy per buffer (HostAddress), brought up to date after every compute.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ggml-alloc.h"
+#include "ggml-backend-impl.h"
+#include "ggml-backend.h"
+#include "ggml.h"
+#include "harness/oracles/alloc_oracles.h"
+#include "harness/programs/graph/allocator.h"
+#include "harness/programs/graph/graph_book.h"
+#include "harness/programs/graph/upstream/gallocr_shadow.h"
+
+namespace lifeline::graphs::internal {
+
+inline constexpr size_t kGraphSize = 4 * kMaxTensorsPerGraph + 16;  // program tensors, ggml_cpy destinations
+
+// ggml's CPU backend, once per process, on one thread; ggml's log and abort hooks installed with it.
+ggml_backend_t Cpu();
+
+// A host buffer type with the program's alignment: blocks of this file, counted, NaN-filled.
+struct HostBufferType {
+  ggml_backend_buffer_type buft;  // buft.context points back here
+  int allocator;
+  size_t alignment;
+  size_t max_size;
+  std::string name;
+};
+// The host buffers not yet freed; whether `b` is one; its block.
+const std::vector<ggml_backend_buffer_t>& HostBuffers();
+bool IsHostBuffer(ggml_backend_buffer_t b);
+void* HostBase(ggml_backend_buffer_t b);
+
+// One build of a program graph in ggml.
+struct Instance {
+  ggml_context* ctx = nullptr;
+  ggml_cgraph* graph = nullptr;
+  std::vector<ggml_tensor*> t;  // per program tensor; null when not reachable from the outputs
+  ~Instance();
+};
+
+class GgmlGraphAdapter : public AllocatorAdapter {
+ public:
+  ~GgmlGraphAdapter() override;
+
+  Status CreateAllocator(int k, const AllocatorSpec& spec) override;
+  Status AddTensor(int g, const TensorSpec& spec) override { return book_.AddTensor(g, spec); }
+  Status SetOutput(int g, int t) override { return book_.SetOutput(g, t); }
+  Status Rewire(int g, int node, int slot, int new_src) override { return book_.Rewire(g, node, slot, new_src); }
+  Status SetPreallocated(int g, int t, bool on) override;
+  Status Reserve(int k, int g) override;
+  Status AllocAndCompute(int k, int g) override;
+  void Teardown() override;
+
+ protected:
+  GgmlGraphAdapter();
+
+  // ---- where tensors live and what computes them ------------------------------------------------------
+  // The buffer type of allocator k for a program buffer (types repeated within an allocator share its
+  // allocator in gallocr).
+  virtual ggml_backend_buffer_type_t BufferTypeFor(int k, const alloc::BufferSpec& spec) = 0;
+  // Graph g's pre-allocated leaf i, built as `t`: memory from outside every allocator, holding the book's
+  // bytes (book().tensor(g, i)->data).
+  virtual void BindPreallocated(ggml_tensor* t, int g, int i) = 0;
+  // The host address of `t`'s bytes (t has memory).
+  virtual void* HostAddress(const ggml_tensor* t) = 0;
+  // The allocator (0..kAllocators-1) whose buffer `b` is, or -1.
+  virtual int AllocatorOf(ggml_backend_buffer_t b) = 0;
+  // Allocator k's live buffers, as the oracles see them (host addresses).
+  virtual std::vector<oracles::BufferExtent> Extents(int k) = 0;
+  // `leaf`'s host bytes were just written (FillLeaf): make the tensor hold them.
+  virtual void Upload(ggml_tensor* leaf, const alloc::Tensor* m) = 0;
+  // Computes `graph`; afterwards every host copy equals the backend's memory.
+  virtual void Compute(ggml_cgraph* graph, const std::string& what) = 0;
+  // A graph this backend cannot compute, refused before anything is placed (Ok: go on).
+  virtual Status Refuse(const Instance& inst, const std::string& what) = 0;
+  // Everything the adapter released at teardown is gone (called after Release()).
+  virtual void CheckReleased() = 0;
+
+  // Frees every gallocr and build; the book's graphs go too.
+  void Release();
+  const GraphBook& book() const { return book_; }
+  // One host buffer type per (allocator, alignment); allocator -1: the fresh-allocator oracle's.
+  HostBufferType* HostTypeFor(int k, const alloc::BufferSpec& spec);
+
+ private:
+  Status ReserveN(int k, ggml_cgraph* graph, const std::string& what);
+  Status Place(int k, int g, Instance& inst, const std::string& what, int* rewired);
+  ggml_tensor* Source(int h, int i, bool detached, ggml_context* ctx);
+  Instance* Build(int g, bool detached = false);
+  ggml_tensor* Make(Instance& inst, int g, int i, bool detached);
+  void Mirror(int g, const Instance& inst, int k);
+  alloc::Graph InGgmlOrder(const Instance& inst, const alloc::Graph& mirror, int g);
+  Status CompareWithFreshAllocator(int g, const Instance& inst);
+
+  int64_t baseline_;
+  GraphBook book_;
+  ggml_gallocr_t galloc_[kAllocators] = {};
+  int nbuf_[kAllocators] = {};
+  std::vector<int> ids_[kAllocators];       // node and leaf buffer ids for ggml_gallocr_reserve_n
+  GallocrShadow shadow_[kAllocators];       // what each allocator's plan holds (the guards' view)
+  std::vector<std::unique_ptr<HostBufferType>> host_types_;
+  std::vector<std::unique_ptr<Instance>> instances_;
+  std::map<std::pair<int, int>, ggml_tensor*> placed_;  // (graph, tensor) -> ggml tensor of its latest placement
+};
+
+}  // namespace lifeline::graphs::internal

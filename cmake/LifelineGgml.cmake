@@ -89,6 +89,52 @@ elseif(LIFELINE_GGML_SKIP_REASON)
   list(APPEND LIFELINE_SKIPPED_TARGETS "ggml_graph_topology: ${LIFELINE_GGML_SKIP_REASON}")
 endif()
 
+# ---- ggml-vulkan: ggml's Vulkan backend, for ggml_vulkan_graph_topology --------------------------------
+# In the lanes that build both ggml and the Vulkan runtime's stack (LIFELINE_GGML_VULKAN_LANES), never in the
+# external engine (an OSS-Fuzz image has no Vulkan ICD to run it on). The shaders and the patched host sources
+# come from cmake/ggml-vulkan/, a project of its own configured here and built once per machine in
+# build/upstream/ggml-vulkan (shared by every lane; see its CMakeLists.txt for why). The three host sources are
+# compiled here with the lane's flags, like ggml-base and ggml-cpu; the SPIR-V arrays are linked as they are.
+# Sets LIFELINE_GGML_VULKAN.
+set(LIFELINE_GGML_VULKAN_LANES asan fuzz)
+set(LIFELINE_GGML_VULKAN OFF)
+if(LIFELINE_GGML AND LIFELINE_VULKAN AND LIFELINE_LANE IN_LIST LIFELINE_GGML_VULKAN_LANES AND
+   NOT LIFELINE_ENGINE STREQUAL "external")
+  if(NOT EXISTS "${LIFELINE_GGML_DIR}/src/ggml-vulkan/ggml-vulkan.cpp")
+    message(FATAL_ERROR "${LIFELINE_GGML_DIR} has no src/ggml-vulkan/ggml-vulkan.cpp: ggml_vulkan_graph_topology "
+                        "needs a ggml tree with the Vulkan backend")
+  endif()
+  find_package(Vulkan REQUIRED)
+  find_program(LIFELINE_GLSLC glslc REQUIRED)
+  set(_vk_shared ${PROJECT_SOURCE_DIR}/build/upstream/ggml-vulkan)
+  execute_process(
+    COMMAND ${CMAKE_COMMAND} -S ${PROJECT_SOURCE_DIR}/cmake/ggml-vulkan -B ${_vk_shared} -G Ninja
+            -DCMAKE_CXX_COMPILER=${CMAKE_CXX_COMPILER} -DLIFELINE_GGML_DIR=${LIFELINE_GGML_DIR}
+            -DLIFELINE_GLSLC=${LIFELINE_GLSLC}
+    RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _out)
+  if(NOT _rc EQUAL 0)
+    message(FATAL_ERROR "configuring the shared ggml-vulkan shader build in ${_vk_shared} failed:\n${_out}")
+  endif()
+  set(_vk_src ${_vk_shared}/src/ggml-vulkan)
+  set(_vk_host ${_vk_src}/ggml-vulkan.cpp ${_vk_src}/ggml-vulkan-buffers.cpp ${_vk_src}/ggml-vulkan-debug.cpp)
+  set(_vk_shaders ${_vk_shared}/libggml-vulkan-shaders.a)
+  # Always run: ninja finds nothing to do once the shaders exist (about 0.1 s).
+  add_custom_target(lifeline_ggml_vulkan_shared
+    COMMAND ${CMAKE_COMMAND} --build ${_vk_shared}
+    BYPRODUCTS ${_vk_host} ${_vk_shaders} ${_vk_shared}/ggml-vulkan-shaders.hpp
+    COMMENT "ggml-vulkan: shaders and patched sources (shared by every lane, in ${_vk_shared})"
+    USES_TERMINAL)
+  add_library(lifeline_ggml_vulkan STATIC ${_vk_host})
+  add_dependencies(lifeline_ggml_vulkan lifeline_ggml_vulkan_shared)
+  target_include_directories(lifeline_ggml_vulkan PRIVATE ${_vk_src} ${_vk_shared} ${LIFELINE_GGML_DIR}/src)
+  target_include_directories(lifeline_ggml_vulkan SYSTEM PUBLIC ${LIFELINE_GGML_DIR}/include)
+  set_target_properties(lifeline_ggml_vulkan PROPERTIES CXX_STANDARD 17)
+  target_link_libraries(lifeline_ggml_vulkan PRIVATE lifeline_lane lifeline_ggml_recover)
+  target_link_libraries(lifeline_ggml_vulkan PUBLIC ggml-base ${_vk_shaders} Vulkan::Vulkan Threads::Threads)
+  message(STATUS "lifeline: ggml-vulkan from ${LIFELINE_GGML_DIR} (shaders shared in ${_vk_shared})")
+  set(LIFELINE_GGML_VULKAN ON)
+endif()
+
 # A test that fails with `why`, in place of an upstream test this lane cannot build from its folder.
 function(lifeline_add_upstream_failure name why)
   add_test(NAME ${name} COMMAND ${Python3_EXECUTABLE} -c "import sys; print('FAIL ' + sys.argv[1]); sys.exit(1)"

@@ -46,12 +46,19 @@ class Canary {
 
 // Differential execution: runs `graph` once on separately allocated memory (leafs copied from their
 // current bytes) and keeps the outputs, so they can be compared with a run on the placed memory.
+// How an output element is compared with the reference. kBits: the same float bits, NaN payloads and the
+// sign of zero included. kZeroSignFree: the same, except that +0.0 and -0.0 are equal; for a backend that
+// computes scale(x, s) as x * s + 0 (ggml-vulkan's scale shader), which turns -0.0 into +0.0 where ggml's
+// CPU backend and the reference keep x * s.
+enum class Equality { kBits, kZeroSignFree };
+bool SameElement(float got, float want, Equality eq);
+
 class Differential {
  public:
   // Snapshot leafs and run the reference. Call after the leafs are filled, before the placed run.
   Differential(const alloc::Graph& graph, const void* allocator, const std::vector<alloc::Tensor*>& outputs);
   // Compares each output's placed bytes with the reference bytes.
-  Status Check() const;
+  Status Check(Equality eq = Equality::kBits) const;
   // Whether the reference run itself succeeded (Check() reports it too).
   const Status& error() const { return error_; }
 

@@ -18,7 +18,8 @@ void FillLeaf(Tensor* t, int graph, int index) {
 }
 
 void ComputeUnderOracles(const alloc::Graph& graph, const void* owner, const std::vector<oracles::BufferExtent>& buffers,
-                         const std::vector<Tensor*>& outputs, const std::function<void()>& compute) {
+                         const std::vector<Tensor*>& outputs, const std::function<void()>& compute,
+                         oracles::Equality eq) {
   LIFELINE_CHECK_OK(oracles::CheckPlacedInsideBuffers(graph, owner, buffers));
   LIFELINE_CHECK_OK(oracles::CheckViewsInsideSources(graph));
   LIFELINE_CHECK_OK(oracles::CheckNoLiveOverlap(graph, owner));
@@ -26,7 +27,7 @@ void ComputeUnderOracles(const alloc::Graph& graph, const void* owner, const std
   oracles::Differential differential(graph, owner, outputs);
   compute();
   LIFELINE_CHECK_OK(canary.Check());
-  LIFELINE_CHECK_OK(differential.Check());
+  LIFELINE_CHECK_OK(differential.Check(eq));
 }
 
 GraphBook::Graph& GraphBook::Get(int g) {

@@ -282,7 +282,7 @@ Status GgmlGraphAdapter::AllocAndCompute(int k, int g) {
     FillLeaf(leaf, g, i);
     Upload(inst->t[i], leaf);
   }
-  ComputeUnderOracles(placed, owner, Extents(k), outputs, [&] { Compute(inst->graph, what); });
+  ComputeUnderOracles(placed, owner, Extents(k), outputs, [&] { Compute(inst->graph, what); }, OutputEquality());
   LIFELINE_CHECK_OK(CompareWithFreshAllocator(g, *inst));
   for (int i = 0; i < book_.size(g); ++i) {
     if (inst->t[i] != nullptr) placed_[{g, i}] = inst->t[i];
@@ -538,7 +538,7 @@ Status GgmlGraphAdapter::CompareWithFreshAllocator(int g, const Instance& inst) 
       for (int64_t e = 0; e < m->nelements(); ++e) {
         float placed = alloc::LoadElement(m->type, placed_bytes, e);
         float fresh_value = alloc::LoadElement(m->type, again->t[i]->data, e);
-        if (std::memcmp(&placed, &fresh_value, sizeof(float)) != 0) {
+        if (!oracles::SameElement(placed, fresh_value, OutputEquality())) {
           error = "fresh-allocator oracle: output " + m->name + " element " + std::to_string(e) + " is " +
                   std::to_string(placed) + " as placed by the program's allocator but " +
                   std::to_string(fresh_value) + " with a fresh gallocr on ggml's CPU backend";

@@ -88,6 +88,8 @@ class GgmlGraphAdapter : public AllocatorAdapter {
   virtual Status Refuse(const Instance& inst, const std::string& what) = 0;
   // Everything the adapter released at teardown is gone (called after Release()).
   virtual void CheckReleased() = 0;
+  // How this backend's outputs compare with the reference's and the CPU backend's.
+  virtual oracles::Equality OutputEquality() const { return oracles::Equality::kBits; }
 
   // Frees every gallocr and build; the book's graphs go too.
   void Release();

@@ -1,0 +1,298 @@
+// GgmlVulkanAdapter (see ggml_vulkan_adapter.h).
+#include "harness/programs/graph/upstream/ggml_vulkan_adapter.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ggml-vulkan.h"
+#include "core/check.h"
+#include "harness/programs/graph/upstream/ggml_graph_adapter.h"
+#include "harness/programs/graph/upstream/vulkan_hooks.h"
+
+namespace lifeline::graphs {
+namespace {
+
+using alloc::Tensor;
+using internal::GgmlGraphAdapter;
+using internal::Instance;
+
+// "g0: VUID-...: text; ..." for the validation and accounting errors since the last look, or "".
+std::string TakeVulkanErrors() {
+  std::string out;
+  for (const std::string& e : vkhooks::TakeErrors()) out += (out.empty() ? "" : "\n      ") + e;
+  return out;
+}
+
+// The largest Vulkan buffer an input may make (gallocr's buffers hold at most a graph's tensors: a few KiB).
+constexpr size_t kMaxMirroredBytes = 1 << 20;
+
+void ReadWhole(ggml_backend_buffer_t b, uint8_t* host);
+
+// ggml-vulkan's device 0, found once per process: the instance goes through the hooks (validation on), the
+// device is created and its first backend freed again, so what the device keeps for good is not counted
+// against the first input. No device, no validation layer, no hooks: the target cannot run its oracles, and
+// says so.
+ggml_backend_buffer_type_t VulkanType() {
+  static ggml_backend_buffer_type_t type = [] {
+    internal::Cpu();  // ggml's log and abort hooks first
+    setenv("GGML_VK_VISIBLE_DEVICES", "0", /*overwrite=*/0);
+    const int devices = ggml_backend_vk_get_device_count();
+    const std::string why = vkhooks::InstanceError();
+    LIFELINE_CHECK(why.empty(), "ggml-vulkan's instance: " + why);
+    LIFELINE_CHECK(vkhooks::Active(), "ggml-vulkan did not call vkGetInstanceProcAddr through the hooks "
+                                      "(harness/programs/graph/upstream/vulkan_hooks.h): no Vulkan oracle would run");
+    LIFELINE_CHECK(devices > 0, "ggml-vulkan found no Vulkan device (GGML_VK_VISIBLE_DEVICES=" +
+                                    std::string(std::getenv("GGML_VK_VISIBLE_DEVICES")) +
+                                    "; Debian: mesa-vulkan-drivers gives lavapipe)");
+    ggml_backend_t warm = ggml_backend_vk_init(0);
+    LIFELINE_CHECK(warm != nullptr, "ggml_backend_vk_init(0) failed");
+    ggml_backend_free(warm);
+    // ggml-vulkan reads and writes device-local memory through one staging buffer of the device's, grown to
+    // the largest transfer so far and kept, and through command buffers its queues keep: made here, once,
+    // at the largest size an input can ask for (kMaxMirroredBytes), they are the device's from the start.
+    ggml_backend_buffer_t big = ggml_backend_buft_alloc_buffer(ggml_backend_vk_buffer_type(0), kMaxMirroredBytes);
+    LIFELINE_CHECK(big != nullptr, "ggml-vulkan could not allocate " + std::to_string(kMaxMirroredBytes) + " bytes");
+    ggml_backend_buffer_clear(big, 0xff);
+    std::vector<uint8_t> host(kMaxMirroredBytes);
+    ReadWhole(big, host.data());
+    ggml_backend_buffer_free(big);
+    const std::string errors = TakeVulkanErrors();
+    LIFELINE_CHECK(errors.empty(), "Vulkan validation while ggml-vulkan set up its device:\n      " + errors);
+    return ggml_backend_vk_buffer_type(0);
+  }();
+  return type;
+}
+
+// ---- ggml-vulkan's buffer type, allocation observed -------------------------------------------------
+
+// A buffer ggml-vulkan made, with its host copy.
+struct Mirrored {
+  ggml_backend_buffer_t buffer;
+  uint8_t* host;
+  size_t size;
+  int allocator;  // -1: a pre-allocated leaf's
+};
+
+struct ObservedType {
+  ggml_backend_buffer_type buft;  // ggml-vulkan's iface (alloc_buffer excepted), context and device
+  int allocator;
+};
+
+std::vector<ObservedType*> g_types;       // per allocator index, for the adapter of the running input
+std::vector<Mirrored> g_mirrored;         // every live buffer ggml-vulkan made for the running input
+void (*g_vk_free_buffer)(ggml_backend_buffer_t) = nullptr;
+
+size_t MirrorAlignment() { return std::max<size_t>(64, ggml_backend_buft_get_alignment(VulkanType())); }
+
+void FreeMirrored(ggml_backend_buffer_t b) {
+  for (size_t i = 0; i < g_mirrored.size(); ++i) {
+    if (g_mirrored[i].buffer != b) continue;
+    std::free(g_mirrored[i].host);
+    g_mirrored.erase(g_mirrored.begin() + static_cast<std::ptrdiff_t>(i));
+    break;
+  }
+  g_vk_free_buffer(b);
+}
+
+// A buffer of ggml-vulkan's own making, 0xff in device memory and in its host copy, freed through FreeMirrored.
+ggml_backend_buffer_t MakeMirrored(ggml_backend_buffer_type_t buft, size_t size, int allocator) {
+  ggml_backend_buffer_type_t vk = VulkanType();
+  LIFELINE_CHECK(size <= kMaxMirroredBytes, "gallocr asked ggml-vulkan for a buffer of " + std::to_string(size) +
+                                                " bytes, more than the device's staging was sized for (" +
+                                                std::to_string(kMaxMirroredBytes) + ")");
+  ggml_backend_buffer_t b = vk->iface.alloc_buffer(buft, size);
+  if (b == nullptr) return nullptr;
+  ggml_backend_buffer_clear(b, 0xff);
+  const size_t alignment = MirrorAlignment();
+  const size_t n = std::max<size_t>(alignment, (size + alignment - 1) / alignment * alignment);
+  auto* host = static_cast<uint8_t*>(std::aligned_alloc(alignment, n));
+  LIFELINE_CHECK(host != nullptr, "no host memory for the copy of a Vulkan buffer of " + std::to_string(size) + " bytes");
+  std::memset(host, 0xff, n);
+  g_vk_free_buffer = b->iface.free_buffer;
+  b->iface.free_buffer = FreeMirrored;
+  g_mirrored.push_back({b, host, size, allocator});
+  return b;
+}
+
+ggml_backend_buffer_t ObservedAlloc(ggml_backend_buffer_type_t buft, size_t size) {
+  int allocator = -1;
+  for (const ObservedType* t : g_types) {
+    if (&t->buft == buft) allocator = t->allocator;
+  }
+  return MakeMirrored(buft, size, allocator);
+}
+
+const Mirrored* FindMirrored(ggml_backend_buffer_t b) {
+  for (const Mirrored& m : g_mirrored) {
+    if (m.buffer == b) return &m;
+  }
+  return nullptr;
+}
+
+// Reads all of `b` into `host`, through a byte tensor spanning the buffer.
+void ReadWhole(ggml_backend_buffer_t b, uint8_t* host) {
+  const size_t size = ggml_backend_buffer_get_size(b);
+  ggml_init_params params{ggml_tensor_overhead(), nullptr, /*no_alloc=*/true};
+  ggml_context* ctx = ggml_init(params);
+  ggml_tensor* all = ggml_new_tensor_1d(ctx, GGML_TYPE_I8, static_cast<int64_t>(size));
+  LIFELINE_CHECK(ggml_backend_tensor_alloc(b, all, ggml_backend_buffer_get_base(b)) == GGML_STATUS_SUCCESS,
+                 "a byte tensor over a whole Vulkan buffer could not be placed");
+  ggml_backend_tensor_get(all, host, 0, size);
+  ggml_free(ctx);
+}
+
+class GgmlVulkanAdapter final : public GgmlGraphAdapter {
+ public:
+  GgmlVulkanAdapter() {
+    VulkanType();
+    const std::string left = TakeVulkanErrors();
+    LIFELINE_CHECK(left.empty(), "Vulkan validation errors from before this input:\n      " + left);
+    LIFELINE_CHECK(g_mirrored.empty(), std::to_string(g_mirrored.size()) + " Vulkan buffers of an earlier input are alive");
+    before_ = vkhooks::Live();
+    mark_ = vkhooks::Mark();
+    backend_ = ggml_backend_vk_init(0);
+    LIFELINE_CHECK(backend_ != nullptr, "ggml_backend_vk_init(0) failed");
+    for (int k = 0; k < kAllocators; ++k) {
+      types_[k].buft = *VulkanType();
+      types_[k].buft.iface.alloc_buffer = ObservedAlloc;
+      types_[k].allocator = k;
+      g_types.push_back(&types_[k]);
+    }
+  }
+  ~GgmlVulkanAdapter() override {
+    Release();
+    FreeOwnBuffers();
+    g_types.clear();
+  }
+
+ protected:
+  ggml_backend_buffer_type_t BufferTypeFor(int k, const alloc::BufferSpec&) override { return &types_[k].buft; }
+
+  void BindPreallocated(ggml_tensor* t, int g, int i) override {
+    const Tensor* m = book().tensor(g, i);
+    ggml_backend_buffer_t& b = preallocated_[{g, i}];
+    if (b == nullptr) b = ggml_backend_buft_alloc_buffer(VulkanType(), ggml_nbytes(t));
+    LIFELINE_CHECK(b != nullptr, "no Vulkan buffer for pre-allocated leaf " + m->name);
+    LIFELINE_CHECK(ggml_backend_tensor_alloc(b, t, ggml_backend_buffer_get_base(b)) == GGML_STATUS_SUCCESS,
+                   "placing pre-allocated leaf " + m->name + " in its own Vulkan buffer failed");
+    // The book's bytes are what the leaf holds: its host copy is the book's memory itself (PreallocatedHost).
+    ggml_backend_tensor_set(t, m->data, 0, ggml_nbytes(t));
+  }
+
+  void* HostAddress(const ggml_tensor* t) override {
+    ggml_backend_buffer_t b = t->buffer;
+    LIFELINE_CHECK(b != nullptr, std::string(t->name) + " has memory but no Vulkan buffer");
+    const size_t offset = static_cast<size_t>(static_cast<const uint8_t*>(t->data) -
+                                              static_cast<const uint8_t*>(ggml_backend_buffer_get_base(b)));
+    if (uint8_t* host = PreallocatedHost(b)) return host + offset;
+    const Mirrored* m = FindMirrored(b);
+    LIFELINE_CHECK(m != nullptr, std::string(t->name) + " lies in a Vulkan buffer the adapter never saw made");
+    return m->host + offset;
+  }
+
+  int AllocatorOf(ggml_backend_buffer_t b) override {
+    const Mirrored* m = FindMirrored(b);
+    return m != nullptr ? m->allocator : -1;
+  }
+
+  std::vector<oracles::BufferExtent> Extents(int k) override {
+    std::vector<oracles::BufferExtent> extents;
+    const size_t alignment = ggml_backend_buft_get_alignment(VulkanType());
+    for (const Mirrored& m : g_mirrored) {
+      if (m.allocator == k && m.size > 0) extents.push_back({m.host, m.size, alignment});
+    }
+    return extents;
+  }
+
+  void Upload(ggml_tensor* leaf, const Tensor* m) override { ggml_backend_tensor_set(leaf, m->data, 0, ggml_nbytes(leaf)); }
+
+  void Compute(ggml_cgraph* graph, const std::string& what) override {
+    ggml_status st = ggml_backend_graph_compute(backend_, graph);
+    LIFELINE_CHECK(st == GGML_STATUS_SUCCESS, "ggml_backend_graph_compute of " + what + " on Vulkan returned " +
+                                                  std::string(ggml_status_to_string(st)));
+    for (const Mirrored& m : g_mirrored) ReadWhole(m.buffer, m.host);
+    for (const auto& [leaf, b] : preallocated_) {
+      if (uint8_t* host = PreallocatedHost(b)) ReadWhole(b, host);
+    }
+    const std::string errors = TakeVulkanErrors();
+    LIFELINE_CHECK(errors.empty(), "Vulkan validation oracle: computing " + what + " on ggml-vulkan:\n      " + errors);
+  }
+
+  // ggml-vulkan's scale computes x * s + 0 (the shader's bias term), so a zero scaled by a negative factor
+  // comes out +0.0 where ggml's CPU backend and the reference give -0.0: equal numbers, different bits.
+  oracles::Equality OutputEquality() const override { return oracles::Equality::kZeroSignFree; }
+
+  Status Refuse(const Instance& inst, const std::string& what) override {
+    for (int i = 0; i < ggml_graph_n_nodes(inst.graph); ++i) {
+      const ggml_tensor* t = ggml_graph_node(inst.graph, i);
+      if (ggml_backend_supports_op(backend_, t)) continue;
+      std::string types = ggml_type_name(t->src[0]->type);
+      if (t->src[1] != nullptr) types += std::string(", ") + ggml_type_name(t->src[1]->type);
+      return Unimplemented(std::string(t->name) + " of " + what + ": ggml-vulkan does not support " + ggml_op_desc(t) +
+                           " on " + types + " -> " + ggml_type_name(t->type));
+    }
+    return Status::Ok();
+  }
+
+  void CheckReleased() override {
+    FreeOwnBuffers();
+    LIFELINE_CHECK(g_mirrored.empty(), std::to_string(g_mirrored.size()) +
+                                           " Vulkan buffers made for this input's allocators are still alive");
+    const std::string errors = TakeVulkanErrors();
+    LIFELINE_CHECK(errors.empty(), "Vulkan validation oracle: freeing the input's buffers and backend:\n      " + errors);
+    // What the device keeps for good (its pipelines, its queues' command buffers, its staging buffer, sized by
+    // the warm-up) may stay; nothing else the input made may.
+    const std::string left = vkhooks::AliveSince(mark_);
+    LIFELINE_CHECK(left.empty(), "Vulkan accounting oracle: after the input freed its allocators, buffers and "
+                                 "backend, what it made is still alive: " + left);
+    const vkhooks::Counts after = vkhooks::Live();
+    LIFELINE_CHECK(after[vkhooks::Kind::kDevice] == before_[vkhooks::Kind::kDevice] &&
+                       after[vkhooks::Kind::kInstance] == before_[vkhooks::Kind::kInstance],
+                   "Vulkan accounting oracle: the input changed the number of devices or instances: " +
+                       after.DiffFrom(before_));
+  }
+
+ private:
+  // The book's bytes of the pre-allocated leaf whose Vulkan buffer is `b` (null: `b` is no such buffer, or the
+  // leaf has lost its memory since; the buffer is kept for when it regains it). The book moves those bytes
+  // when the leaf loses and regains its memory, and its tensor's `data` follows them.
+  uint8_t* PreallocatedHost(ggml_backend_buffer_t b) const {
+    for (const auto& [leaf, own] : preallocated_) {
+      if (own == b) {
+        return book().preallocated(leaf.first, leaf.second) ? static_cast<uint8_t*>(book().tensor(leaf.first, leaf.second)->data)
+                                                            : nullptr;
+      }
+    }
+    return nullptr;
+  }
+
+  void FreeOwnBuffers() {
+    for (auto& [leaf, b] : preallocated_) ggml_backend_buffer_free(b);
+    preallocated_.clear();
+    if (backend_ != nullptr) ggml_backend_free(backend_);
+    backend_ = nullptr;
+  }
+
+  ggml_backend_t backend_ = nullptr;
+  vkhooks::Counts before_;
+  uint64_t mark_ = 0;
+  ObservedType types_[kAllocators];
+  std::map<std::pair<int, int>, ggml_backend_buffer_t> preallocated_;  // (graph, leaf) -> its own Vulkan buffer
+};
+
+}  // namespace
+
+std::unique_ptr<AllocatorAdapter> MakeGgmlVulkanAdapter() { return std::make_unique<GgmlVulkanAdapter>(); }
+
+AllocatorRules GgmlVulkanRules() {
+  AllocatorRules rules;
+  rules.refuses_f16_scale = true;  // ggml_backend_vk_device_supports_op: scale needs a contiguous f32 source
+  return rules;
+}
+
+}  // namespace lifeline::graphs

@@ -41,9 +41,13 @@ ggml_backend_buffer_type_t VulkanType() {
   static ggml_backend_buffer_type_t type = [] {
     internal::Cpu();  // ggml's log and abort hooks first
     setenv("GGML_VK_VISIBLE_DEVICES", "0", /*overwrite=*/0);
-    const int devices = ggml_backend_vk_get_device_count();
+    // ggml_backend_vk_reg catches what creating the instance throws; ggml_backend_vk_get_device_count would not.
+    const bool registered = ggml_backend_vk_reg() != nullptr;
     const std::string why = vkhooks::InstanceError();
     LIFELINE_CHECK(why.empty(), "ggml-vulkan's instance: " + why);
+    LIFELINE_CHECK(registered, "ggml-vulkan could not create its Vulkan instance: no Vulkan ICD (Debian: "
+                               "mesa-vulkan-drivers gives lavapipe), or VK_ICD_FILENAMES names none");
+    const int devices = ggml_backend_vk_get_device_count();
     LIFELINE_CHECK(vkhooks::Active(), "ggml-vulkan did not call vkGetInstanceProcAddr through the hooks "
                                       "(harness/programs/graph/upstream/vulkan_hooks.h): no Vulkan oracle would run");
     LIFELINE_CHECK(devices > 0, "ggml-vulkan found no Vulkan device (GGML_VK_VISIBLE_DEVICES=" +

@@ -119,6 +119,20 @@ VKAPI_ATTR VkBool32 VKAPI_CALL OnMessage(VkDebugUtilsMessageSeverityFlagBitsEXT 
   return VK_FALSE;  // the call goes on; the target fails the input
 }
 
+std::string ResultName(VkResult r) {
+  switch (r) {
+    case VK_ERROR_INCOMPATIBLE_DRIVER:
+      return "VK_ERROR_INCOMPATIBLE_DRIVER (no Vulkan ICD: Debian's mesa-vulkan-drivers gives lavapipe; or "
+             "VK_ICD_FILENAMES names none)";
+    case VK_ERROR_LAYER_NOT_PRESENT: return "VK_ERROR_LAYER_NOT_PRESENT";
+    case VK_ERROR_EXTENSION_NOT_PRESENT: return "VK_ERROR_EXTENSION_NOT_PRESENT";
+    case VK_ERROR_INITIALIZATION_FAILED: return "VK_ERROR_INITIALIZATION_FAILED";
+    case VK_ERROR_OUT_OF_HOST_MEMORY: return "VK_ERROR_OUT_OF_HOST_MEMORY";
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY: return "VK_ERROR_OUT_OF_DEVICE_MEMORY";
+    default: return "VkResult " + std::to_string(r);
+  }
+}
+
 // ---- wrappers ----------------------------------------------------------------------------------------------
 
 VKAPI_ATTR VkResult VKAPI_CALL CreateInstance(const VkInstanceCreateInfo* info, const VkAllocationCallbacks* alloc,
@@ -178,7 +192,7 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateInstance(const VkInstanceCreateInfo* info, 
   VkResult r = g_real.CreateInstance(&with_oracle, alloc, out);
   if (r != VK_SUCCESS) {
     std::lock_guard<std::mutex> lock(g_mu);
-    g_instance_error = "vkCreateInstance with " + std::string(kValidationLayer) + " failed: VkResult " + std::to_string(r);
+    g_instance_error = "vkCreateInstance with " + std::string(kValidationLayer) + " failed: " + ResultName(r);
     return r;
   }
   Created(Kind::kInstance, *out);

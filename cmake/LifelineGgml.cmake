@@ -14,7 +14,7 @@
 #
 # Sets LIFELINE_GGML (ON when built) and LIFELINE_GGML_SKIP_REASON (why not, in a lane that wants it).
 
-set(LIFELINE_GGML_LANES asan fuzz)
+set(LIFELINE_GGML_LANES asan fuzz tsan)
 set(LIFELINE_GGML_SOURCE_DIR "" CACHE PATH
     "ggml source tree to fuzz (default: build/upstream/llama.cpp/ggml from scripts/fetch-ggml.sh)")
 set(LIFELINE_GGML OFF)
@@ -96,7 +96,7 @@ endif()
 # build/upstream/ggml-vulkan (shared by every lane; see its CMakeLists.txt for why). The three host sources are
 # compiled here with the lane's flags, like ggml-base and ggml-cpu; the SPIR-V arrays are linked as they are.
 # Sets LIFELINE_GGML_VULKAN.
-set(LIFELINE_GGML_VULKAN_LANES asan fuzz)
+set(LIFELINE_GGML_VULKAN_LANES asan fuzz tsan)
 set(LIFELINE_GGML_VULKAN OFF)
 if(LIFELINE_GGML AND LIFELINE_VULKAN AND LIFELINE_LANE IN_LIST LIFELINE_GGML_VULKAN_LANES AND
    NOT LIFELINE_ENGINE STREQUAL "external")

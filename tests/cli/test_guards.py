@@ -119,7 +119,10 @@ class RealFile(unittest.TestCase):
         from support import ROOT
         c = guards.read(ROOT / "tests" / "data" / "guards" / "ggml_graph_topology-20s.bin")
         self.assertEqual(c.inputs, 5454)
-        self.assertEqual(list(c.fired), known_guard_ids())  # one entry per guard, in guard_list.def's order
+        # One entry per guard the writer knew, in guard_list.def's order; guards added to the list since then
+        # (ggml-sched-inplace-writer-backend) come after them.
+        self.assertEqual(list(c.fired), known_guard_ids()[:len(c.fired)])
+        self.assertEqual(len(c.fired), 5)
         self.assertEqual(c.fired, {SCALE: 106, "ggml-gallocr-hash-set-external-view-src": 71,
                                    "ggml-gallocr-leaf-records-unchecked": 4, STALE: 0,
                                    "ggml-gallocr-view-node-owned-record": 0})

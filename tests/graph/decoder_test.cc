@@ -1,14 +1,17 @@
 // The graph-program decoder is a file format: these tests pin how bytes become steps. If one fails after
-// a deliberate decoder change, every file in corpus/alloc_graph_topology/, corpus/ggml_graph_topology/
-// and the graph reproducers in repro/ now means something else: regenerate them and update each
-// bug.json's "program" line in the same change.
+// a deliberate decoder change, every file in corpus/alloc_graph_topology/, corpus/ggml_graph_topology/,
+// corpus/ggml_vulkan_graph_topology/ and the graph reproducers in repro/ now means something else:
+// regenerate them and update each bug.json's "program" line in the same change. (The `on-cpu` marks come
+// from bits the decoder had always read and ignored: every earlier program keeps its steps.)
 #include "harness/programs/graph/format.h"
 #include "harness/programs/graph/model.h"
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <string>
 
 #include "tests/graph/pinned_program.h"
 
@@ -55,6 +58,42 @@ constexpr char kSequenceProgram[] =
 TEST(GraphDecoderGolden, FixedSequenceDecodesToThePinnedProgram) {
   std::vector<uint8_t> b = Sequence();
   EXPECT_EQ(Describe(Decode(b.data(), b.size())), kSequenceProgram);
+}
+
+// Bits 1 and 2 of the byte that chooses an op's kind (or a copy's type: byte 6 here) mark the op for the CPU
+// backend; clearing one of them removes the mark and changes nothing else.
+TEST(GraphDecoderGolden, TheChoiceByteCarriesTheCpuMark) {
+  std::vector<uint8_t> b = {0xb2, 0x7d, 0xff, 0xff, 0xff, 0x1c, 0xff, 0xff, 0x95, 0xd8, 0x6e, 0x04, 0x20, 0x60, 0x00, 0x00};
+  const std::string marked =
+      "allocator 0: buffer(align 1)\n"
+      "allocator 1: buffer(align 16)\n"
+      "#0 leaf g0.t0 = none f32 [7,1] input\n"
+      "#1 copy g0.t1 = copy f16 [7,1] src0=t0 on-cpu\n"
+      "#2 concat g0.t2 = concat f16 [7,2] src0=t1 src1=t1\n"
+      "#3 seal g0 (t2 becomes the output)\n"
+      "#4 alloc+compute g0 with allocator 1\n"
+      "#5 alloc+compute g0 with allocator 1\n";
+  EXPECT_EQ(Describe(Decode(b.data(), b.size())), marked);
+  b[6] ^= 0x02;
+  std::string unmarked = marked;
+  unmarked.erase(unmarked.find(" on-cpu"), 7);
+  EXPECT_EQ(Describe(Decode(b.data(), b.size())), unmarked);
+}
+
+// An in-place op computes where its source's memory is: it never carries the mark, whatever its bytes.
+TEST(GraphDecoder, NoInPlaceOpIsMarkedForTheCpu) {
+  int marked = 0;
+  for (const char* dir : {"/corpus/alloc_graph_topology", "/corpus/ggml_graph_topology"}) {
+    for (const auto& entry : std::filesystem::directory_iterator(std::string(LIFELINE_SOURCE_DIR) + dir)) {
+      std::ifstream in(entry.path(), std::ios::binary);
+      std::vector<uint8_t> b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      for (const Step& s : Decode(b.data(), b.size()).steps) {
+        EXPECT_FALSE(s.tensor.cpu && s.tensor.inplace) << entry.path() << ": " << Describe(s);
+        marked += s.tensor.cpu ? 1 : 0;
+      }
+    }
+  }
+  EXPECT_GT(marked, 0);  // the corpora do carry marks: the check above saw some
 }
 
 TEST(GraphDecoderGolden, ReproducerDecodesToTheProgramInBugJson) {
@@ -105,6 +144,30 @@ StepKind Place(Model& m, int gi, int k) {
   s.kind = StepKind::kAlloc;
   m.ReserveOrAlloc(gi, k, s);
   return s.kind;
+}
+
+// With split graphs (ggml_vulkan_graph_topology), a graph holding an op marked for the CPU, and a graph reading
+// one whose last placement was split, go to a scheduler: placed without a reserve first, whatever the buffer
+// count, while the same graph unmarked on a two-buffer allocator must be reserved first.
+TEST(GraphModel, ASplitGraphIsPlacedWithoutAReserveFirst) {
+  for (bool splits : {false, true}) {
+    SCOPED_TRACE(splits ? "splits_cpu_marks" : "no splits");
+    Model m;
+    m.rules.splits_cpu_marks = splits;
+    m.buffers[0] = m.buffers[1] = 2;
+    for (int gi = 0; gi < 2; ++gi) m.g.emplace_back();
+    Add(m, 0, ModelLeaf(), false);
+    ModelTensor marked = Derived(m.g[0].t[0], alloc::Op::kNeg, 0);
+    marked.spec.cpu = true;
+    Add(m, 0, marked, true);
+    m.g[0].sealed = true;
+    EXPECT_EQ(m.Split(0), splits);
+    EXPECT_EQ(Place(m, 0, 0), splits ? StepKind::kAlloc : StepKind::kReserve);
+    Add(m, 1, ModelViewOf(0, 1), false);  // reads g0's bytes
+    Add(m, 1, Derived(m.g[1].t[0], alloc::Op::kNeg, 0), true);
+    m.g[1].sealed = true;
+    EXPECT_EQ(m.Split(1), splits) << "g1 has no mark of its own; it reads a split placement";
+  }
 }
 
 TEST(GraphModel, AViewOfAViewIsNotPlacedByTheAllocatorOfTheBytesItReads) {

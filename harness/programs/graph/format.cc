@@ -21,6 +21,16 @@ constexpr int64_t kMaxDim1Concat = 64;
 
 int PickInt(FuzzedDataProvider& fdp, size_t n) { return static_cast<int>(Pick(fdp, n)); }
 
+// A byte whose bit 0 is a choice (exactly as FuzzedDataProvider::ConsumeBool reads it) and whose bits 1 and 2,
+// both set, mark the op for the CPU backend (TensorSpec::cpu; one op in four, in-place ops excepted: they
+// compute where their source's memory is). Before the mark existed these bits were read and ignored, so every
+// corpus file and reproducer keeps its meaning and gains the marks its bytes already held.
+bool ConsumeChoice(FuzzedDataProvider& fdp, bool* cpu) {
+  const uint8_t b = fdp.ConsumeIntegral<uint8_t>();
+  *cpu = (b & 6) == 6;
+  return (b & 1) != 0;
+}
+
 // A sealed graph to mutate (the step's graph from now on), or -1 when the pick is frozen (other graphs
 // view it; it stays as it is) and the step became a Reserve of it instead.
 int PickMutable(FuzzedDataProvider& fdp, Model& m, Step& step) {
@@ -54,14 +64,17 @@ void DecodeDerived(FuzzedDataProvider& fdp, Model& m, int open, Step& step) {
   switch (step.kind) {
     case StepKind::kCopy: {
       ModelTensor mt = Derived(src, Op::kCopy, a);
-      mt.spec.type = fdp.ConsumeBool() ? DType::kF16 : DType::kF32;
+      mt.spec.type = ConsumeChoice(fdp, &mt.spec.cpu) ? DType::kF16 : DType::kF32;
       return m.AddTensor(open, step, mt);
     }
     case StepKind::kUnary: {
-      ModelTensor mt = Derived(src, fdp.ConsumeBool() ? Op::kScale : Op::kNeg, a);
+      bool cpu = false;
+      ModelTensor mt = Derived(src, ConsumeChoice(fdp, &cpu) ? Op::kScale : Op::kNeg, a);
+      mt.spec.cpu = cpu;
       mt.spec.param = kParams[Pick(fdp, 4)];
       // In place only into memory the graph owns: writing into an external tensor is the caller's bug.
       mt.spec.inplace = fdp.ConsumeBool() && src.owned_root;
+      mt.spec.cpu = mt.spec.cpu && !mt.spec.inplace;  // an in-place op computes where its memory is
       mt.owned_root = true;
       return m.AddTensor(open, step, mt);
     }
@@ -69,9 +82,12 @@ void DecodeDerived(FuzzedDataProvider& fdp, Model& m, int open, Step& step) {
       std::vector<int> same = og.Where([&](const ModelTensor& t, int) {
         return t.ne0 == src.ne0 && t.ne1 == src.ne1 && t.spec.type == src.spec.type;
       });
-      ModelTensor mt = Derived(src, fdp.ConsumeBool() ? Op::kAdd : Op::kMul, a);
+      bool cpu = false;
+      ModelTensor mt = Derived(src, ConsumeChoice(fdp, &cpu) ? Op::kAdd : Op::kMul, a);
+      mt.spec.cpu = cpu;
       mt.spec.src[1] = PickFrom(fdp, same);
       mt.spec.inplace = fdp.ConsumeBool() && src.owned_root;
+      mt.spec.cpu = mt.spec.cpu && !mt.spec.inplace;  // an in-place op computes where its memory is
       return m.AddTensor(open, step, mt);
     }
     case StepKind::kConcat: {
@@ -275,6 +291,7 @@ std::string TensorText(const TensorSpec& t) {
   if (t.op == Op::kScale) s += " x" + std::to_string(t.param).substr(0, 5);
   if (t.op == Op::kView) s += " offset=" + std::to_string(t.view_offset);
   if (t.inplace) s += " inplace";
+  if (t.cpu) s += " on-cpu";
   if (t.input) s += " input";
   if (t.preallocated) s += " preallocated";
   if (t.external_graph >= 0) s += " view of g" + std::to_string(t.external_graph) + ".t" + std::to_string(t.external_tensor);

@@ -44,6 +44,10 @@ struct TensorSpec {
   bool preallocated = false;    // kNone: memory from outside the allocator
   int external_graph = -1;      // leaf view of graph `external_graph`'s tensor `external_tensor`
   int external_tensor = -1;
+  // Unary, binary and copy ops that are not in place: compute on the CPU backend where the allocator under test
+  // splits graphs between backends (ggml_vulkan_graph_topology: AllocatorRules::splits_cpu_marks); others
+  // ignore it.
+  bool cpu = false;
 };
 
 enum class StepKind : uint8_t {
@@ -92,6 +96,11 @@ struct AllocatorRules {
   // AllocAndCompute of a graph holding a scale of a float16 tensor returns kUnimplemented, before anything
   // is placed (ggml's CPU backend claims the op but aborts computing it).
   bool refuses_f16_scale = false;
+  // A graph is computed by a scheduler splitting it between two backends when it holds a reachable op marked
+  // `cpu`, or reads bytes of a graph whose last placement was split (they may lie in CPU memory). Such a graph
+  // is placed by the scheduler of the step's allocator, not by its gallocr: it never needs a reserve first,
+  // and reserving it leaves the gallocr's plan as it was (ggml_vulkan_adapter.h).
+  bool splits_cpu_marks = false;
 };
 
 Program Decode(const uint8_t* data, size_t size, const AllocatorRules& rules = {});

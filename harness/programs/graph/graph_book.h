@@ -28,10 +28,11 @@ void FillLeaf(alloc::Tensor* t, int graph, int index);
 // The oracles of one placement, shared by every adapter: no tensor outside `buffers`, views inside their
 // sources, no live overlap; then `compute` runs the graph on the placed memory, and external memory must be
 // unchanged and the outputs equal to the reference run on separate memory. Fails a LIFELINE_CHECK naming
-// the violation. `owner`: what the placed tensors' `owner` is (the allocator); `eq`: how outputs compare.
+// the violation. `owner`: what the placed tensors' `owner` is (the allocator); `eq`: how outputs compare;
+// `check_overlap` false: the graph runs in an order other than `graph`'s, so liveness is not known here.
 void ComputeUnderOracles(const alloc::Graph& graph, const void* owner, const std::vector<oracles::BufferExtent>& buffers,
                          const std::vector<alloc::Tensor*>& outputs, const std::function<void()>& compute,
-                         oracles::Equality eq = oracles::Equality::kBits);
+                         oracles::Equality eq = oracles::Equality::kBits, bool check_overlap = true);
 
 class GraphBook {
  public:

@@ -138,8 +138,10 @@ void Model::FallBackToReserve(int gi, Step& step) {
   step.allocator = k;
   mg.allocator = k;
   epoch[k] += 1;
-  reserved_graph[k] = gi;
-  reserved_version[k] = mg.version;
+  if (!Split(gi)) {  // a scheduler's reserve leaves the gallocr's plan as it was
+    reserved_graph[k] = gi;
+    reserved_version[k] = mg.version;
+  }
 }
 
 std::vector<int> Model::ViewedGraphs(int gi) const {
@@ -153,6 +155,19 @@ std::vector<int> Model::ViewedGraphs(int gi) const {
     for (int x : g[h].ExternalSources()) stack.push_back(x);
   }
   return out;
+}
+
+bool Model::Split(int gi) const {
+  if (!rules.splits_cpu_marks) return false;
+  const ModelGraph& mg = g[gi];
+  std::vector<bool> r = mg.Reachable();
+  for (size_t i = 0; i < mg.t.size(); ++i) {
+    if (r[i] && mg.t[i].spec.cpu) return true;
+  }
+  for (int h : ViewedGraphs(gi)) {
+    if (g[h].placed_split) return true;
+  }
+  return false;
 }
 
 bool Model::AllocLegal(int gi, int k, StatusCode* expect) const {
@@ -189,8 +204,9 @@ bool Model::AllocLegal(int gi, int k, StatusCode* expect) const {
   // With several buffers AllocGraph does not re-plan by itself: the program reserves first. (Whether a
   // mutated graph still fits the old plan depends on the allocator's notion of "same graph", which the
   // model does not copy; tests/alloc/ covers that refusal.)
+  // A scheduler plans whatever it is given.
   bool plan_matches = reserved_graph[k] == gi && reserved_version[k] == mg.version;
-  return plan_matches || buffers[k] == 1;
+  return plan_matches || buffers[k] == 1 || Split(gi);
 }
 
 void Model::ReserveOrAlloc(int gi, int k, Step& step) {
@@ -205,18 +221,22 @@ void Model::ReserveOrAlloc(int gi, int k, Step& step) {
       step.expect = expect;
     }
   }
+  const bool split = Split(gi);  // before the placement below changes what it reads
   mg.allocator = k;
   epoch[k] += 1;
   if (step.kind == StepKind::kReserve) {
-    reserved_graph[k] = gi;
-    reserved_version[k] = mg.version;
+    if (!split) {  // a scheduler's reserve leaves the gallocr's plan as it was
+      reserved_graph[k] = gi;
+      reserved_version[k] = mg.version;
+    }
     return;
   }
   if (step.expect != StatusCode::kOk) return;
-  if (buffers[k] == 1) {  // AllocGraph re-plans when the plan is stale
+  if (buffers[k] == 1 && !split) {  // AllocGraph re-plans when the plan is stale
     reserved_graph[k] = gi;
     reserved_version[k] = mg.version;
   }
+  mg.placed_split = split;
   mg.placed = true;
   mg.placed_epoch = epoch[k];
   std::vector<bool> r = mg.Reachable();

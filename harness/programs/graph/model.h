@@ -29,6 +29,7 @@ struct ModelGraph {
   uint64_t placed_epoch = 0;   // allocator epoch right after its last placement
   std::vector<std::pair<int, uint64_t>> bound;  // external graph -> its placed_epoch when first bound
   bool frozen = false;         // another graph views its outputs: no more mutations
+  bool placed_split = false;   // its last placement was split between backends (AllocatorRules::splits_cpu_marks)
 
   // Indexes of the tensors for which `pred(tensor, index)` holds.
   template <typename Pred>
@@ -84,6 +85,8 @@ struct Model {
   // view of a view, the graphs those view in turn (with two allocators, a graph viewing a view of another
   // graph's tensor can never be placed: one of the two would overwrite what it reads).
   std::vector<int> ViewedGraphs(int gi) const;
+  // Whether graph gi goes to a scheduler that splits it between backends (AllocatorRules::splits_cpu_marks).
+  bool Split(int gi) const;
 
  private:
   // Whether an Alloc of graph gi by allocator k is legal, and the status it must return.

@@ -162,10 +162,156 @@ Status GgmlGraphAdapter::SetPreallocated(int g, int t, bool on) {
   return Status::Ok();
 }
 
+// Allocator k is about to plan or place: what it placed before may move (a gallocr's or a scheduler's reserve
+// frees and reallocates its buffers as it needs). With split graphs, a later build must not view those tensors:
+// ggml_backend_sched's backend assignment reads a viewed tensor's buffer, which may be freed by then. (The model
+// never lets a placement view them: Model::AllocLegal; only plans may, and a plan of a view of an unplaced tensor
+// is what the program means.) Without split graphs gallocr reads no such buffer, and placements stay as they are.
+void GgmlGraphAdapter::ForgetPlacementsBy(int k) {
+  if (!SplitsCpuMarks()) return;
+  for (auto& [key, t] : placed_) {
+    auto by = placed_by_.find(key.first);
+    if (by != placed_by_.end() && by->second == k) t = nullptr;
+  }
+}
+
 Status GgmlGraphAdapter::Reserve(int k, int g) {
   StatusOr<alloc::Graph> mirror = alloc::BuildGraph(book_.Outputs(g));
   if (!mirror.ok()) return mirror.status();
+  ForgetPlacementsBy(k);
+  if (Split(g)) {  // the scheduler plans it (its own gallocr); allocator k's gallocr keeps its plan
+    Instance* inst = Build(g);
+    // ggml_backend_sched gives every tensor a backend from the buffer of what it views (GGML_ASSERT otherwise):
+    // it cannot plan a graph viewing a tensor that has no memory now, which gallocr plans as a leaf it does not
+    // own. Nothing depends on a scheduler's plan (it plans again when it places), so that reserve is left out.
+    for (int i = 0; i < book_.size(g); ++i) {
+      const ggml_tensor* t = inst->t[i];
+      if (t != nullptr && t->view_src != nullptr && t->view_src->data == nullptr) return Status::Ok();
+    }
+    if (!ggml_backend_sched_reserve(SchedulerFor(k, g, *inst), inst->graph)) {
+      return ResourceExhausted("ggml_backend_sched_reserve failed");
+    }
+    return Status::Ok();
+  }
   return ReserveN(k, Build(g)->graph, "g" + std::to_string(g));
+}
+
+// The graphs whose bytes graph g's reachable leaf views read, through views of views too (Model::ViewedGraphs).
+std::vector<int> GgmlGraphAdapter::ViewedGraphs(int g) const {
+  auto sources = [&](int h) {
+    std::vector<int> out;
+    StatusOr<alloc::Graph> graph = alloc::BuildGraph(book_.Outputs(h));
+    if (!graph.ok()) return out;
+    for (const Tensor* leaf : graph->leafs) {
+      const int x = book_.spec(h, book_.IndexOf(h, leaf)).external_graph;
+      if (x >= 0) out.push_back(x);
+    }
+    return out;
+  };
+  std::vector<int> out;
+  std::vector<int> stack = sources(g);
+  while (!stack.empty()) {
+    const int h = stack.back();
+    stack.pop_back();
+    if (std::find(out.begin(), out.end(), h) != out.end()) continue;
+    out.push_back(h);
+    for (int x : sources(h)) stack.push_back(x);
+  }
+  return out;
+}
+
+// As Model::Split decides it: a reachable op marked `cpu`, or bytes read from a graph last placed split.
+bool GgmlGraphAdapter::Split(int g) const {
+  if (!SplitsCpuMarks()) return false;
+  StatusOr<alloc::Graph> graph = alloc::BuildGraph(book_.Outputs(g));
+  if (graph.ok()) {
+    for (const Tensor* t : graph->nodes) {
+      if (book_.spec(g, book_.IndexOf(g, t)).cpu) return true;
+    }
+  }
+  for (int h : ViewedGraphs(g)) {
+    auto it = placed_split_.find(h);
+    if (it != placed_split_.end() && it->second) return true;
+  }
+  return false;
+}
+
+// Allocator k's scheduler, reset, with graph g's ops marked `cpu` (built as `inst`) on the CPU backend; the
+// scheduler gives the others to the first backend that supports them, and views their source's.
+//
+// Plain leafs (no memory, not inputs) go to the first backend explicitly: the scheduler gives a backend to
+// inputs (the CPU) and to tensors with memory (their buffer's), and leaves such a leaf without one when nothing
+// else assigns it, which gallocr then asserts on (GGML_ASSERT(buffer_id >= 0) in ggml_gallocr_allocate_node,
+// seen from corpus/ggml_graph_topology/5b8149e6...: a leaf read only through a view). llama.cpp's graphs have
+// no such leafs: every leaf is a weight with memory or an input.
+ggml_backend_sched_t GgmlGraphAdapter::SchedulerFor(int k, int g, const Instance& inst) {
+  ggml_backend_sched_t sched = Scheduler(k);
+  ggml_backend_sched_reset(sched);
+  for (int i = 0; i < book_.size(g); ++i) {
+    const ggml_tensor* t = inst.t[i];
+    if (t == nullptr) continue;
+    if (book_.spec(g, i).cpu) {
+      ggml_backend_sched_set_tensor_backend(sched, inst.t[i], Cpu());
+    } else if (t->op == GGML_OP_NONE && t->view_src == nullptr && t->data == nullptr &&
+               (t->flags & GGML_TENSOR_FLAG_INPUT) == 0) {
+      ggml_backend_sched_set_tensor_backend(sched, inst.t[i], ggml_backend_sched_get_backend(sched, 0));
+    }
+  }
+  return sched;
+}
+
+// ggml_backend_sched_alloc_graph of graph g's build `inst` by allocator k's scheduler (it plans as it needs).
+//
+// Guard ggml-sched-inplace-writer-backend: the scheduler can give an op that writes into another tensor's
+// memory (an in-place result: a view that is not a view op) a backend that cannot reach that memory: it copies
+// a split's inputs in but never its results out (llama.cpp PR #28075 and #27311, both open). The CPU backend
+// then computes through ggml-vulkan's device address, and a pinned writer alone does not help: its result, read
+// by the next split, gets its input copy in the wrong backend's buffer (seen on repro/ggml-sched-inplace-writer-
+// backend). The guard takes the user's way out: the graph is placed again with every tensor on the first backend
+// (still through the scheduler), so nothing crosses backends.
+Status GgmlGraphAdapter::PlaceSplit(int k, int g, Instance** placed, const std::string& what) {
+  Instance& inst = **placed;
+  ggml_backend_sched_t sched = SchedulerFor(k, g, inst);
+  if (!ggml_backend_sched_alloc_graph(sched, inst.graph)) {
+    return ResourceExhausted("ggml_backend_sched_alloc_graph of " + what + " failed");
+  }
+  const ggml_tensor* writer = nullptr;
+  for (int i = 0; i < ggml_graph_n_nodes(inst.graph) && writer == nullptr; ++i) {
+    const ggml_tensor* t = ggml_graph_node(inst.graph, i);
+    if (t->view_src == nullptr || t->view_src->buffer == nullptr || t->op == GGML_OP_VIEW || t->op == GGML_OP_RESHAPE ||
+        t->op == GGML_OP_PERMUTE || t->op == GGML_OP_TRANSPOSE) {
+      continue;
+    }
+    if (!ggml_backend_supports_buft(ggml_backend_sched_get_tensor_backend(sched, const_cast<ggml_tensor*>(t)),
+                                    t->view_src->buffer->buft)) {
+      writer = t;
+    }
+  }
+  if (writer != nullptr && GuardHolds(Guard::kGgmlSchedInplaceWriterBackend, [&] {
+        return std::string(writer->name) + " of " + what + " writes into " + writer->view_src->name +
+               ", which lies in a " + ggml_backend_buft_name(writer->view_src->buffer->buft) +
+               " buffer, but the scheduler gave it " +
+               ggml_backend_name(ggml_backend_sched_get_tensor_backend(sched, const_cast<ggml_tensor*>(writer))) +
+               ", which cannot reach it; the graph is placed again with every tensor on " +
+               ggml_backend_name(ggml_backend_sched_get_backend(sched, 0));
+      })) {
+    // The scheduler has rewired the build's sources to its input copies: a new build is placed.
+    Instance& again = *(*placed = Build(g));
+    ggml_backend_sched_reset(sched);
+    ggml_backend_t first = ggml_backend_sched_get_backend(sched, 0);
+    for (int i = 0; i < ggml_graph_n_nodes(again.graph); ++i) {
+      ggml_backend_sched_set_tensor_backend(sched, ggml_graph_node(again.graph, i), first);
+    }
+    for (ggml_tensor* t : again.t) {
+      if (t != nullptr && t->op == GGML_OP_NONE && t->view_src == nullptr && t->data == nullptr) {
+        ggml_backend_sched_set_tensor_backend(sched, t, first);
+      }
+    }
+    if (!ggml_backend_sched_alloc_graph(sched, again.graph)) {
+      return ResourceExhausted("ggml_backend_sched_alloc_graph of " + what + " on one backend failed");
+    }
+  }
+  return NoTensorWithoutMemory(g, **placed);
 }
 
 namespace {
@@ -249,30 +395,41 @@ Status GgmlGraphAdapter::AllocAndCompute(int k, int g) {
       return FailedPrecondition(t->name + " views a tensor that its graph never placed");
     }
   }
+  ForgetPlacementsBy(k);
   Instance* inst = Build(g);
   const std::string what = "g" + std::to_string(g);
   LIFELINE_RETURN_IF_ERROR(Refuse(*inst, what));
-  int rewired = -1;
-  LIFELINE_RETURN_IF_ERROR(Place(k, g, *inst, what, &rewired));
-  const void* owner = galloc_[k];
-  Mirror(g, *inst, k);
-  alloc::Graph placed = InGgmlOrder(*inst, mirror.value(), g);
-  // Guard ggml-gallocr-stale-plan-rewired-edges, exact: the plan was kept although a node's sources moved, and
-  // it puts two tensors that are live at once (by the graph's edges now) in the same bytes. Nothing in ggml
-  // fails on it (the outputs would come out wrong), so the guard looks at the placement before computing:
-  // the graph is built again, re-planned and placed afresh.
-  if (rewired >= 0 && !oracles::CheckNoLiveOverlap(placed, owner).ok() &&
-      GuardHolds(Guard::kGgmlGallocrStalePlanRewiredEdges, [&] {
-        return "node " + std::string(ggml_graph_node(inst->graph, rewired)->name) + " of " + what +
-               " has other sources than node " + std::to_string(rewired) + " of the plan of " + shadow_[k].planned +
-               " (same counts and sizes, so ggml_gallocr_needs_realloc kept the plan), and that plan puts live " +
-               "tensors in the same bytes; re-planned and placed again";
-      })) {
-    inst = Build(g);
-    LIFELINE_RETURN_IF_ERROR(ReserveN(k, inst->graph, what));
-    LIFELINE_RETURN_IF_ERROR(Place(k, g, *inst, what, &rewired));
-    Mirror(g, *inst, k);
+  const bool split = Split(g);
+  ggml_backend_sched_t sched = split ? Scheduler(k) : nullptr;
+  const void* owner = split ? static_cast<const void*>(sched) : galloc_[k];
+  const int id = split ? SchedulerId(k) : k;
+  alloc::Graph placed;
+  if (split) {
+    LIFELINE_RETURN_IF_ERROR(PlaceSplit(k, g, &inst, what));
+    Mirror(g, *inst, id, owner);
     placed = InGgmlOrder(*inst, mirror.value(), g);
+  } else {
+    int rewired = -1;
+    LIFELINE_RETURN_IF_ERROR(Place(k, g, *inst, what, &rewired));
+    Mirror(g, *inst, id, owner);
+    placed = InGgmlOrder(*inst, mirror.value(), g);
+    // Guard ggml-gallocr-stale-plan-rewired-edges, exact: the plan was kept although a node's sources moved, and
+    // it puts two tensors that are live at once (by the graph's edges now) in the same bytes. Nothing in ggml
+    // fails on it (the outputs would come out wrong), so the guard looks at the placement before computing:
+    // the graph is built again, re-planned and placed afresh.
+    if (rewired >= 0 && !oracles::CheckNoLiveOverlap(placed, owner).ok() &&
+        GuardHolds(Guard::kGgmlGallocrStalePlanRewiredEdges, [&] {
+          return "node " + std::string(ggml_graph_node(inst->graph, rewired)->name) + " of " + what +
+                 " has other sources than node " + std::to_string(rewired) + " of the plan of " + shadow_[k].planned +
+                 " (same counts and sizes, so ggml_gallocr_needs_realloc kept the plan), and that plan puts live " +
+                 "tensors in the same bytes; re-planned and placed again";
+        })) {
+      inst = Build(g);
+      LIFELINE_RETURN_IF_ERROR(ReserveN(k, inst->graph, what));
+      LIFELINE_RETURN_IF_ERROR(Place(k, g, *inst, what, &rewired));
+      Mirror(g, *inst, id, owner);
+      placed = InGgmlOrder(*inst, mirror.value(), g);
+    }
   }
 
   // The caller fills the allocator's leafs after alloc_graph, as whisper sets its inputs.
@@ -282,7 +439,13 @@ Status GgmlGraphAdapter::AllocAndCompute(int k, int g) {
     FillLeaf(leaf, g, i);
     Upload(inst->t[i], leaf);
   }
-  ComputeUnderOracles(placed, owner, Extents(k), outputs, [&] { Compute(inst->graph, what); }, OutputEquality());
+  // A split graph runs in the scheduler's order, which ggml-backend.cpp keeps to itself (the Vulkan backend's
+  // graph_optimize reorders each split); its liveness is not the program's, so the no-overlap oracle is left to
+  // the gallocr path, and the value oracles see what an overlap would do.
+  ComputeUnderOracles(placed, owner, Extents(id), outputs, [&] { Compute(inst->graph, what, sched); },
+                      OutputEquality(), /*check_overlap=*/!split);
+  placed_split_[g] = split;
+  placed_by_[g] = k;
   LIFELINE_CHECK_OK(CompareWithFreshAllocator(g, *inst));
   for (int i = 0; i < book_.size(g); ++i) {
     if (inst->t[i] != nullptr) placed_[{g, i}] = inst->t[i];
@@ -292,10 +455,10 @@ Status GgmlGraphAdapter::AllocAndCompute(int k, int g) {
 
 void GgmlGraphAdapter::Teardown() {
   Release();
+  CheckReleased();  // frees what the backend's adapter holds itself (schedulers among it) first
   LIFELINE_CHECK(g_live_bytes == baseline_,
                  "baseline oracle: " + std::to_string(g_live_bytes - baseline_) +
-                     " bytes of gallocr host buffers still held after every allocator was freed");
-  CheckReleased();
+                     " bytes of host buffers still held after every allocator was freed");
 }
 
 // One buffer type per (allocator, alignment): gallocr shares the allocator of repeated types.
@@ -363,11 +526,15 @@ Status GgmlGraphAdapter::Place(int k, int g, Instance& inst, const std::string& 
   if (!allocated) {
     return FailedPrecondition("ggml_gallocr_alloc_graph: the graph needs a reserve_n first (several buffers)");
   }
-  // A leaf view of a tensor that has no memory stays without memory ("allocated without ggml-backend").
+  return NoTensorWithoutMemory(g, inst);
+}
+
+// A leaf view of a tensor that has no memory stays without memory ("allocated without ggml-backend").
+Status GgmlGraphAdapter::NoTensorWithoutMemory(int g, const Instance& inst) const {
   for (int i = 0; i < book_.size(g); ++i) {
     ggml_tensor* t = inst.t[i];
     if (t != nullptr && t->data == nullptr) {
-      return FailedPrecondition(std::string(t->name) + " has no memory after ggml_gallocr_alloc_graph: it views " +
+      return FailedPrecondition(std::string(t->name) + " has no memory after its graph was placed: it views " +
                                 "a tensor that was never placed");
     }
   }
@@ -469,9 +636,9 @@ ggml_tensor* GgmlGraphAdapter::Make(Instance& inst, int g, int i, bool detached)
 }
 
 // The program's tensors of graph g take the (host) addresses of what ggml gave them; those whose bytes
-// (through ggml's view chain: in-place results, ggml_cpy's destination) lie in a buffer of allocator k are
-// its own.
-void GgmlGraphAdapter::Mirror(int g, const Instance& inst, int k) {
+// (through ggml's view chain: in-place results, ggml_cpy's destination) lie in a buffer of allocator id `id`
+// (a gallocr's or a scheduler's) are `owner`'s.
+void GgmlGraphAdapter::Mirror(int g, const Instance& inst, int id, const void* owner) {
   for (int i = 0; i < book_.size(g); ++i) {
     ggml_tensor* t = inst.t[i];
     if (t == nullptr) continue;
@@ -479,7 +646,7 @@ void GgmlGraphAdapter::Mirror(int g, const Instance& inst, int k) {
     m->data = HostAddress(t);
     const ggml_tensor* root = t;
     while (root->view_src != nullptr) root = root->view_src;
-    m->owner = root->buffer != nullptr && AllocatorOf(root->buffer) == k ? galloc_[k] : nullptr;
+    m->owner = root->buffer != nullptr && AllocatorOf(root->buffer) == id ? owner : nullptr;
   }
 }
 
@@ -558,6 +725,8 @@ void GgmlGraphAdapter::Release() {
     a = nullptr;
   }
   placed_.clear();
+  placed_by_.clear();
+  placed_split_.clear();
   instances_.clear();
   book_.Clear();
 }
@@ -594,7 +763,7 @@ class GgmlAdapter final : public GgmlGraphAdapter {
     return extents;
   }
   void Upload(ggml_tensor*, const Tensor*) override {}  // FillLeaf wrote the tensor's own bytes
-  void Compute(ggml_cgraph* graph, const std::string& what) override {
+  void Compute(ggml_cgraph* graph, const std::string& what, ggml_backend_sched_t) override {
     ggml_status st = ggml_backend_graph_compute(internal::Cpu(), graph);
     LIFELINE_CHECK(st == GGML_STATUS_SUCCESS,
                    "ggml_backend_graph_compute of " + what + " returned " + std::string(ggml_status_to_string(st)));

@@ -82,14 +82,23 @@ class GgmlGraphAdapter : public AllocatorAdapter {
   virtual std::vector<oracles::BufferExtent> Extents(int k) = 0;
   // `leaf`'s host bytes were just written (FillLeaf): make the tensor hold them.
   virtual void Upload(ggml_tensor* leaf, const alloc::Tensor* m) = 0;
-  // Computes `graph`; afterwards every host copy equals the backend's memory.
-  virtual void Compute(ggml_cgraph* graph, const std::string& what) = 0;
+  // Computes `graph` (through `sched` when it is not null, which has placed it); afterwards every host copy
+  // equals the backend's memory.
+  virtual void Compute(ggml_cgraph* graph, const std::string& what, ggml_backend_sched_t sched) = 0;
   // A graph this backend cannot compute, refused before anything is placed (Ok: go on).
   virtual Status Refuse(const Instance& inst, const std::string& what) = 0;
-  // Everything the adapter released at teardown is gone (called after Release()).
+  // Frees what the backend's adapter holds itself and checks that everything the input made is gone (called
+  // after Release(), before the host buffers' baseline is checked).
   virtual void CheckReleased() = 0;
   // How this backend's outputs compare with the reference's and the CPU backend's.
   virtual oracles::Equality OutputEquality() const { return oracles::Equality::kBits; }
+  // Split graphs (AllocatorRules::splits_cpu_marks): a graph with a reachable op marked `cpu`, or reading bytes
+  // of a graph whose last placement was split, is placed and computed by Scheduler(k), a ggml_backend_sched
+  // over this adapter's backend and ggml's CPU backend, instead of allocator k's gallocr. Scheduler(k)'s buffers
+  // belong to allocator id SchedulerId(k) (AllocatorOf, Extents); Compute gets the scheduler to compute with.
+  virtual bool SplitsCpuMarks() const { return false; }
+  virtual ggml_backend_sched_t Scheduler(int /*k*/) { return nullptr; }
+  static constexpr int SchedulerId(int k) { return kAllocators + k; }
 
   // Frees every gallocr and build; the book's graphs go too.
   void Release();
@@ -103,7 +112,13 @@ class GgmlGraphAdapter : public AllocatorAdapter {
   ggml_tensor* Source(int h, int i, bool detached, ggml_context* ctx);
   Instance* Build(int g, bool detached = false);
   ggml_tensor* Make(Instance& inst, int g, int i, bool detached);
-  void Mirror(int g, const Instance& inst, int k);
+  void Mirror(int g, const Instance& inst, int id, const void* owner);
+  bool Split(int g) const;
+  std::vector<int> ViewedGraphs(int g) const;
+  ggml_backend_sched_t SchedulerFor(int k, int g, const Instance& inst);
+  Status PlaceSplit(int k, int g, Instance** inst, const std::string& what);
+  Status NoTensorWithoutMemory(int g, const Instance& inst) const;
+  void ForgetPlacementsBy(int k);
   alloc::Graph InGgmlOrder(const Instance& inst, const alloc::Graph& mirror, int g);
   Status CompareWithFreshAllocator(int g, const Instance& inst);
 
@@ -116,6 +131,8 @@ class GgmlGraphAdapter : public AllocatorAdapter {
   std::vector<std::unique_ptr<HostBufferType>> host_types_;
   std::vector<std::unique_ptr<Instance>> instances_;
   std::map<std::pair<int, int>, ggml_tensor*> placed_;  // (graph, tensor) -> ggml tensor of its latest placement
+  std::map<int, bool> placed_split_;                    // graph -> whether its latest placement was split
+  std::map<int, int> placed_by_;                        // graph -> the allocator of its latest placement
 };
 
 }  // namespace lifeline::graphs::internal

@@ -11,6 +11,7 @@
 
 #include "ggml-vulkan.h"
 #include "core/check.h"
+#include "core/guards.h"
 #include "harness/programs/graph/upstream/ggml_graph_adapter.h"
 #include "harness/programs/graph/upstream/vulkan_hooks.h"
 
@@ -27,6 +28,9 @@ std::string TakeVulkanErrors() {
   for (const std::string& e : vkhooks::TakeErrors()) out += (out.empty() ? "" : "\n      ") + e;
   return out;
 }
+
+// A scheduler's graph size: the program's graph, the copies it makes between backends, and room to spare.
+constexpr size_t kSchedGraphSize = 4 * internal::kGraphSize;
 
 // The largest Vulkan buffer an input may make (gallocr's buffers hold at most a graph's tensors: a few KiB).
 constexpr size_t kMaxMirroredBytes = 1 << 20;
@@ -161,11 +165,11 @@ class GgmlVulkanAdapter final : public GgmlGraphAdapter {
     mark_ = vkhooks::Mark();
     backend_ = ggml_backend_vk_init(0);
     LIFELINE_CHECK(backend_ != nullptr, "ggml_backend_vk_init(0) failed");
-    for (int k = 0; k < kAllocators; ++k) {
-      types_[k].buft = *VulkanType();
-      types_[k].buft.iface.alloc_buffer = ObservedAlloc;
-      types_[k].allocator = k;
-      g_types.push_back(&types_[k]);
+    for (int id = 0; id < 2 * kAllocators; ++id) {  // the gallocrs' (k), then the schedulers' (SchedulerId(k))
+      types_[id].buft = *VulkanType();
+      types_[id].buft.iface.alloc_buffer = ObservedAlloc;
+      types_[id].allocator = id;
+      g_types.push_back(&types_[id]);
     }
   }
   ~GgmlVulkanAdapter() override {
@@ -188,9 +192,52 @@ class GgmlVulkanAdapter final : public GgmlGraphAdapter {
     ggml_backend_tensor_set(t, m->data, 0, ggml_nbytes(t));
   }
 
+  bool SplitsCpuMarks() const override { return true; }
+
+  // Allocator k's scheduler: ggml-vulkan first, ggml's CPU backend last (as ggml_backend_sched requires), each
+  // with a buffer type of this adapter's: ggml-vulkan's observed, and a host type.
+  ggml_backend_sched_t Scheduler(int k) override {
+    if (sched_[k] == nullptr) {
+      ggml_backend_t backends[2] = {backend_, internal::Cpu()};
+      alloc::BufferSpec host;
+      host.alignment = 32;
+      host.max_size = kMaxMirroredBytes;
+      ggml_backend_buffer_type_t bufts[2] = {&types_[SchedulerId(k)].buft, &HostTypeFor(SchedulerId(k), host)->buft};
+      sched_[k] = ggml_backend_sched_new(backends, bufts, 2, kSchedGraphSize, /*parallel=*/false,
+                                         /*op_offload=*/false);
+      LIFELINE_CHECK(sched_[k] != nullptr, "ggml_backend_sched_new failed");
+      if (GuardOn(Guard::kGgmlGallocrHashSetExternalViewSrc)) SizeSchedulerHashSet(sched_[k]);
+    }
+    return sched_[k];
+  }
+
+  // The scheduler's own gallocr sizes its hash set from the graph it plans, not counting the tensors that leaf
+  // views read from outside it, as the direct path's gallocr does (ggml-gallocr-hash-set-external-view-src,
+  // whose guard sizes that one before each plan that would overflow). The scheduler's gallocr is out of reach,
+  // so it is sized once, when the scheduler is made, by a worst-case reserve as llama.cpp makes one: a graph of
+  // leafs that have memory (nothing is placed), which grows the set for good.
+  static void SizeSchedulerHashSet(ggml_backend_sched_t sched) {
+    static float scratch = 0.0f;
+    ggml_init_params params{};
+    params.mem_size = ggml_tensor_overhead() * kSchedGraphSize + ggml_graph_overhead_custom(kSchedGraphSize, false);
+    params.no_alloc = true;
+    ggml_context* ctx = ggml_init(params);
+    LIFELINE_CHECK(ctx != nullptr, "ggml_init failed");
+    ggml_cgraph* sizing = ggml_new_graph_custom(ctx, kSchedGraphSize, false);
+    for (size_t i = 0; i < kSchedGraphSize / 2; ++i) {
+      ggml_tensor* t = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 1);
+      t->data = &scratch;
+      ggml_build_forward_expand(sizing, t);
+      ggml_backend_sched_set_tensor_backend(sched, t, internal::Cpu());
+    }
+    LIFELINE_CHECK(ggml_backend_sched_reserve(sched, sizing), "ggml_backend_sched_reserve of the sizing graph failed");
+    ggml_free(ctx);
+  }
+
   void* HostAddress(const ggml_tensor* t) override {
     ggml_backend_buffer_t b = t->buffer;
-    LIFELINE_CHECK(b != nullptr, std::string(t->name) + " has memory but no Vulkan buffer");
+    LIFELINE_CHECK(b != nullptr, std::string(t->name) + " has memory but no buffer");
+    if (internal::IsHostBuffer(b)) return t->data;  // a scheduler's CPU side
     const size_t offset = static_cast<size_t>(static_cast<const uint8_t*>(t->data) -
                                               static_cast<const uint8_t*>(ggml_backend_buffer_get_base(b)));
     if (uint8_t* host = PreallocatedHost(b)) return host + offset;
@@ -200,6 +247,7 @@ class GgmlVulkanAdapter final : public GgmlGraphAdapter {
   }
 
   int AllocatorOf(ggml_backend_buffer_t b) override {
+    if (internal::IsHostBuffer(b)) return static_cast<const internal::HostBufferType*>(b->buft->context)->allocator;
     const Mirrored* m = FindMirrored(b);
     return m != nullptr ? m->allocator : -1;
   }
@@ -210,15 +258,23 @@ class GgmlVulkanAdapter final : public GgmlGraphAdapter {
     for (const Mirrored& m : g_mirrored) {
       if (m.allocator == k && m.size > 0) extents.push_back({m.host, m.size, alignment});
     }
+    for (ggml_backend_buffer_t b : internal::HostBuffers()) {  // a scheduler's CPU side
+      const auto* type = static_cast<const internal::HostBufferType*>(b->buft->context);
+      if (type->allocator == k && b->size > 0) {
+        extents.push_back({static_cast<const uint8_t*>(internal::HostBase(b)), b->size, type->alignment});
+      }
+    }
     return extents;
   }
 
   void Upload(ggml_tensor* leaf, const Tensor* m) override { ggml_backend_tensor_set(leaf, m->data, 0, ggml_nbytes(leaf)); }
 
-  void Compute(ggml_cgraph* graph, const std::string& what) override {
-    ggml_status st = ggml_backend_graph_compute(backend_, graph);
-    LIFELINE_CHECK(st == GGML_STATUS_SUCCESS, "ggml_backend_graph_compute of " + what + " on Vulkan returned " +
-                                                  std::string(ggml_status_to_string(st)));
+  void Compute(ggml_cgraph* graph, const std::string& what, ggml_backend_sched_t sched) override {
+    ggml_status st = sched != nullptr ? ggml_backend_sched_graph_compute(sched, graph)
+                                      : ggml_backend_graph_compute(backend_, graph);
+    LIFELINE_CHECK(st == GGML_STATUS_SUCCESS, std::string(sched != nullptr ? "ggml_backend_sched_graph_compute"
+                                                                           : "ggml_backend_graph_compute") +
+                                                  " of " + what + " on Vulkan returned " + ggml_status_to_string(st));
     for (const Mirrored& m : g_mirrored) ReadWhole(m.buffer, m.host);
     for (const auto& [leaf, b] : preallocated_) {
       if (uint8_t* host = PreallocatedHost(b)) ReadWhole(b, host);
@@ -276,6 +332,10 @@ class GgmlVulkanAdapter final : public GgmlGraphAdapter {
   }
 
   void FreeOwnBuffers() {
+    for (ggml_backend_sched_t& sched : sched_) {
+      if (sched != nullptr) ggml_backend_sched_free(sched);
+      sched = nullptr;
+    }
     for (auto& [leaf, b] : preallocated_) ggml_backend_buffer_free(b);
     preallocated_.clear();
     if (backend_ != nullptr) ggml_backend_free(backend_);
@@ -285,7 +345,8 @@ class GgmlVulkanAdapter final : public GgmlGraphAdapter {
   ggml_backend_t backend_ = nullptr;
   vkhooks::Counts before_;
   uint64_t mark_ = 0;
-  ObservedType types_[kAllocators];
+  ObservedType types_[2 * kAllocators];
+  ggml_backend_sched_t sched_[kAllocators] = {};
   std::map<std::pair<int, int>, ggml_backend_buffer_t> preallocated_;  // (graph, leaf) -> its own Vulkan buffer
 };
 
@@ -296,6 +357,7 @@ std::unique_ptr<AllocatorAdapter> MakeGgmlVulkanAdapter() { return std::make_uni
 AllocatorRules GgmlVulkanRules() {
   AllocatorRules rules;
   rules.refuses_f16_scale = true;  // ggml_backend_vk_device_supports_op: scale needs a contiguous f32 source
+  rules.splits_cpu_marks = true;
   return rules;
 }
 

@@ -3,7 +3,8 @@
 
   bench/tte.py [BUG_ID...] [--trials 10] [--budget 60]   every bug in repro/ by default
   bench/tte.py BUG_ID --fixed --trials 1 --budget 600     the same job on the fixed code: expect no crash
-  bench/tte.py BUG_ID --upstream                          the bug's upstream variant (repro upstream_variant)
+  bench/tte.py BUG_ID --upstream                          the bug's upstream variant (repro upstream_variant;
+                                                          implied for an upstream-fixed bug, which has no other)
   bench/tte.py UPSTREAM_OPEN_ID                           an upstream-open finding, on the pinned upstream
   bench/tte.py BUG_ID --seeds DIR                         from other seeds than corpus/<target>/
   bench/tte.py BUG_ID... --name NAME                      the table of several bugs as NAME.md (default tte)
@@ -222,7 +223,8 @@ def run_bug(args, bug_id: str):
         return None
     target, reproducers = bug.target, bug.reproducers
     binary = Path(args.build) / "targets" / bug.target
-    if args.upstream:
+    upstream = args.upstream or bug.status == "upstream-fixed"  # no stand-in: its variant is all there is
+    if upstream:
         if bug.variant is None:
             print(f"tte: {bug.id} has no upstream_variant in its bug.json", file=sys.stderr)
             return None
@@ -240,7 +242,7 @@ def run_bug(args, bug_id: str):
             return None
         env = switch_env(None, unguard=None if args.fixed else bug.guard)  # --fixed: every guard on
     else:
-        env = switch_env(None if args.fixed or args.upstream else bug.id, unguard=None)
+        env = switch_env(None if args.fixed or upstream else bug.id, unguard=None)
 
     rows = []
     print(f"{'trial':>5} {'seed':>5} {'result':<10} {'seconds':>8} {'execs':>9}  signature")
@@ -254,7 +256,7 @@ def run_bug(args, bug_id: str):
     times = [r["seconds"] for r in rows if r["result"] == "found"]
     km = kaplan_meier(rows, args.budget)
     summary = {
-        "bug": bug.id, "target": target, "fixed_code": args.fixed, "upstream_variant": args.upstream,
+        "bug": bug.id, "target": target, "fixed_code": args.fixed, "upstream_variant": upstream,
         "seeds": str(seeds),
         "trials": args.trials,
         "budget_s": args.budget, "found": len(times),
@@ -265,7 +267,7 @@ def run_bug(args, bug_id: str):
         "flags": libfuzzer_flags(target) + list(args.flags),
         "rows": rows,
     }
-    mode = ("fixed" if args.fixed else "upstream-variant" if args.upstream else
+    mode = ("fixed" if args.fixed else "upstream-variant" if upstream else
             "pinned-upstream" if bug.status == "upstream-open" else "reintroduced")
     summary["mode"] = mode
     print(f"\n{bug.id} ({mode}): found {len(times)}/{args.trials}"

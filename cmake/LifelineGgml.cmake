@@ -116,6 +116,7 @@ if(LIFELINE_GGML AND LIFELINE_VULKAN AND LIFELINE_LANE IN_LIST LIFELINE_GGML_VUL
     message(FATAL_ERROR "configuring the shared ggml-vulkan shader build in ${_vk_shared} failed:\n${_out}")
   endif()
   set(_vk_src ${_vk_shared}/src/ggml-vulkan)
+  set(LIFELINE_GGML_VULKAN_SRC ${_vk_src})  # upstream variants of ggml-vulkan patch these copies
   set(_vk_host ${_vk_src}/ggml-vulkan.cpp ${_vk_src}/ggml-vulkan-buffers.cpp ${_vk_src}/ggml-vulkan-debug.cpp)
   set(_vk_shaders ${_vk_shared}/libggml-vulkan-shaders.a)
   # Always run: ninja finds nothing to do once the shaders exist (about 0.1 s).
@@ -155,7 +156,8 @@ endfunction()
 
 # The documented bug `id`, forward-ported into upstream: executable <target> in build/<lane>/upstream-variants/<id>/,
 # the fuzz target built against ggml with `patch` (a -p1 diff against the ggml tree) applied to a copy of the
-# files it touches, in the build tree. The patched files are compiled with ggml-base's own flags and linked
+# files it touches, in the build tree (ggml-vulkan files: to a copy of the build-compat sources). The patched
+# files are compiled with ggml-base's own flags (or lifeline_ggml_vulkan's) and linked
 # as objects of the executable, so the linker takes their definitions and never pulls the unpatched members
 # of libggml-base.a; everything else is the same ggml. Returns the executable's target name in `out_var`, or
 # "" and why in `<out_var>_error` when the patch cannot apply to this ggml tree (a file it touches is missing):
@@ -171,6 +173,9 @@ function(lifeline_add_upstream_variant out_var id target patch)
   endif()
   set(outputs "")
   set(originals "")
+  # ggml-vulkan's files are patched on top of the build-compat copies (cmake/ggml-vulkan/), and compiled as
+  # lifeline_ggml_vulkan is; everything else is ggml-base's. One patch patches one of the two.
+  set(base ggml-base)
   foreach(line IN LISTS touched)
     string(REGEX REPLACE "^\\+\\+\\+ b/([^\t ]+).*$" "\\1" rel "${line}")
     if(NOT EXISTS ${LIFELINE_GGML_DIR}/${rel})
@@ -178,7 +183,17 @@ function(lifeline_add_upstream_variant out_var id target patch)
       return()
     endif()
     list(APPEND outputs ${dir}/${rel})
-    list(APPEND originals ${LIFELINE_GGML_DIR}/${rel})
+    if(rel MATCHES "^src/ggml-vulkan/")
+      if(NOT TARGET lifeline_ggml_vulkan)
+        set(${out_var}_error "${patch}: patches ${rel}, and this lane does not build ggml-vulkan" PARENT_SCOPE)
+        return()
+      endif()
+      string(REGEX REPLACE "^src/ggml-vulkan/" "" vk_rel "${rel}")
+      list(APPEND originals ${LIFELINE_GGML_VULKAN_SRC}/${vk_rel})
+      set(base lifeline_ggml_vulkan)
+    else()
+      list(APPEND originals ${LIFELINE_GGML_DIR}/${rel})
+    endif()
   endforeach()
   set(copy_cmds "")
   foreach(src out IN ZIP_LISTS originals outputs)
@@ -192,9 +207,12 @@ function(lifeline_add_upstream_variant out_var id target patch)
     COMMENT "upstream variant ${id}: patching ${LIFELINE_GGML_DIR} with ${patch}")
   string(MAKE_C_IDENTIFIER "${target}_${id}" name)
   add_library(${name}_patched OBJECT ${outputs})
-  target_include_directories(${name}_patched PRIVATE $<TARGET_PROPERTY:ggml-base,INCLUDE_DIRECTORIES>)
-  target_compile_definitions(${name}_patched PRIVATE $<TARGET_PROPERTY:ggml-base,COMPILE_DEFINITIONS>)
-  target_compile_options(${name}_patched PRIVATE $<TARGET_PROPERTY:ggml-base,COMPILE_OPTIONS>)
+  if(base STREQUAL "lifeline_ggml_vulkan")
+    add_dependencies(${name}_patched lifeline_ggml_vulkan_shared)  # the compat copies come from its build
+  endif()
+  target_include_directories(${name}_patched PRIVATE $<TARGET_PROPERTY:${base},INCLUDE_DIRECTORIES>)
+  target_compile_definitions(${name}_patched PRIVATE $<TARGET_PROPERTY:${base},COMPILE_DEFINITIONS>)
+  target_compile_options(${name}_patched PRIVATE $<TARGET_PROPERTY:${base},COMPILE_OPTIONS>)
   set_target_properties(${name}_patched PROPERTIES C_STANDARD 11 CXX_STANDARD 17)
   target_link_libraries(${name}_patched PRIVATE lifeline_lane lifeline_ggml_recover)
   get_property(libs GLOBAL PROPERTY LIFELINE_TARGET_LIBS_${target})

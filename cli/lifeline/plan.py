@@ -7,8 +7,9 @@ One line per folder under the repro root, by name, eight fields separated by '|'
 
     repro|<id>|<status>|<target>|<modes>|<variant target>|<variant patch>|<variant modes>
 
-  status          fixed, upstream-open, or invalid: bug.json missing or not valid (the folder gets only
-                  repro.<id>.bug-json, which fails naming the file and the problem)
+  status          fixed, upstream-open, upstream-fixed (its tests are all the variant's), or invalid:
+                  bug.json missing or not valid (the folder gets only repro.<id>.bug-json, which fails naming
+                  the file and the problem)
   target, modes   the bug's fuzz target and its repro.<id>.<lane>.<mode> tests: "fixed,reintroduced"
                   (status fixed), "pinned,guarded" (upstream-open with a guard) or "pinned" (without one)
                   when a reproducer lists the lane, else "-"

@@ -7,9 +7,11 @@ bug.json (see README "Adding a reproducer"):
   target       the fuzz target whose binary replays the inputs
   reproducers  list of {"input": FILE, "expect": {LANE: SIGNATURE, ...}, "env": {VAR: VALUE}?, ...}; `env`
                adds to the environment of the run (e.g. UBSAN_OPTIONS without the upstream suppressions)
-  status       optional: "fixed" (the default: a switch re-introduces the bug into fixed code) or
+  status       optional: "fixed" (the default: a switch re-introduces the bug into fixed code),
                "upstream-open" (a finding in upstream code that upstream has not fixed: no switch, no fixed
-               code; the pinned upstream version must still reproduce it)
+               code; the pinned upstream version must still reproduce it) or "upstream-fixed" (a bug upstream
+               has fixed that no stand-in models: no switch and no "reproducers" of its own; its
+               "upstream_variant" re-introduces it, and `target` is the variant's)
   guard        optional, upstream-open only: the guard of core/guard_list.def that steps around the finding
                by default (core/guards.h); its inputs must run clean with it on and reproduce with it off
   guard_notes  with a guard: what it checks and what it does instead (for lifeline's readers; `notes` stay
@@ -40,7 +42,7 @@ from .bugs import BUG_ID, known_bug_ids, known_guard_ids, switch_env
 from .paths import LANES
 from .usage import UsageError
 
-STATUSES = ("fixed", "upstream-open")
+STATUSES = ("fixed", "upstream-open", "upstream-fixed")
 MODES = ("fixed", "reintroduced", "pinned", "guarded")
 VARIANTS = ("upstream",)
 RUN_TIMEOUT_S = 300
@@ -171,11 +173,20 @@ def load(repro_dir: Path, switches: Optional[list] = None) -> Bug:
             reproducers.append(Reproducer(repro_dir / name, expect, env, export_signature(item, where, ctx)))
         return reproducers
 
-    reproducers = load_reproducers(doc, "")
-
     status = doc.get("status", "fixed")
     if status not in STATUSES:
-        raise BugJsonError(f"{where}: 'status' must be \"fixed\" or \"upstream-open\", not {json.dumps(status)}")
+        raise BugJsonError(f"{where}: 'status' must be \"fixed\", \"upstream-open\" or \"upstream-fixed\", not "
+                           f"{json.dumps(status)}")
+    if status == "upstream-fixed":
+        if "reproducers" in doc:
+            raise BugJsonError(f"{where}: an upstream-fixed bug has no stand-in, so no 'reproducers' of its own: its "
+                               "inputs go under 'upstream_variant'")
+        if "upstream_variant" not in doc:
+            raise BugJsonError(f"{where}: an upstream-fixed bug needs 'upstream_variant' (the patch that "
+                               "re-introduces it and its reproducers)")
+        reproducers = []
+    else:
+        reproducers = load_reproducers(doc, "")
     if status == "fixed" and bug_id not in (known_bug_ids() if switches is None else switches):
         raise BugJsonError(f"{where}: id '{bug_id}' is no switch in core/bug_list.def; a fixed bug is "
                            "re-introduced by its switch (add it beside the fix), or give \"status\": \"upstream-open\"")
@@ -223,6 +234,9 @@ def load(repro_dir: Path, switches: Optional[list] = None) -> Bug:
                 raise BugJsonError(f"{where}: {ctx}patch file '{patch}' touches '{name}', not a plain relative "
                                    "path (letters, digits, . _ / -; no '..')")
         variant = UpstreamVariant(vtarget, source, repro_dir / patch, load_reproducers(v, "upstream_variant."))
+        if status == "upstream-fixed" and vtarget != target:
+            raise BugJsonError(f"{where}: an upstream-fixed bug's target is its variant's: 'target' is '{target}', "
+                               f"upstream_variant.target '{vtarget}'")
     return Bug(bug_id, title, target, reproducers, repro_dir, status, variant, guard)
 
 
@@ -295,6 +309,10 @@ def check(bug: Bug, lane: str, mode: str, binary: str, launcher: list, variant: 
             return False
         target, reproducers = bug.variant.target, bug.variant.reproducers
     else:
+        if bug.status == "upstream-fixed":
+            print(f"FAIL {bug.id}: status is 'upstream-fixed': no stand-in models it, so its only runs are the "
+                  "upstream variant's (--variant upstream --mode fixed or reintroduced)")
+            return False
         if bug.status == "upstream-open" and mode not in ("pinned", "guarded"):
             print(f"FAIL {bug.id}: status is 'upstream-open' (upstream has not fixed it: there is no switch and no "
                   f"fixed code), so it has no '{mode}' run; check it with --mode pinned or --mode guarded")

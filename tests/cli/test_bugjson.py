@@ -129,7 +129,7 @@ class BugJson(unittest.TestCase):
             with self.subTest(status=bad):
                 self.write(dict(GOOD, status=bad))
                 msg = self.error()
-                self.assertIn("'status' must be \"fixed\" or \"upstream-open\"", msg)
+                self.assertIn("'status' must be \"fixed\", \"upstream-open\" or \"upstream-fixed\"", msg)
                 self.assertIn(f"not {shown}", msg)
 
     def test_valid_upstream_variant_loads(self):

@@ -70,6 +70,33 @@ class PlanLines(unittest.TestCase):
         self.assertEqual(plan.plan_line(d, "asan"),
                          f"repro|{ID}|upstream-open|alloc_graph_topology|pinned,guarded|-|-|-")
 
+    def test_upstream_fixed_bug_has_only_its_variants_tests(self):
+        """A bug upstream fixed that no stand-in models: no switch needed, no reproducers of its own."""
+        doc = dict(FULL, id="no-switch-for-this", status="upstream-fixed", target="ggml_graph_topology")
+        del doc["reproducers"]
+        d = self.folder("no-switch-for-this", doc)
+        self.assertEqual(plan.plan_line(d, "asan"), "repro|no-switch-for-this|upstream-fixed|ggml_graph_topology|-|"
+                                                    "ggml_graph_topology|upstream/p.patch|fixed,reintroduced")
+        self.assertEqual(plan.plan_line(d, "tsan"), "repro|no-switch-for-this|upstream-fixed|ggml_graph_topology|-|"
+                                                    "ggml_graph_topology|upstream/p.patch|-")
+
+    def test_upstream_fixed_bug_without_a_variant_or_with_reproducers_or_another_target_is_invalid(self):
+        no_variant = dict(FULL, id="no-switch-for-this", status="upstream-fixed", target="ggml_graph_topology")
+        del no_variant["reproducers"]
+        del no_variant["upstream_variant"]
+        with_reproducers = dict(FULL, id="no-switch-for-this", status="upstream-fixed", target="ggml_graph_topology")
+        other_target = dict(FULL, id="no-switch-for-this", status="upstream-fixed")
+        del other_target["reproducers"]
+        for name, doc, why in (("no variant", no_variant, "needs 'upstream_variant'"),
+                               ("reproducers", with_reproducers, "no 'reproducers' of its own"),
+                               ("target", other_target, "target is its variant's")):
+            with self.subTest(name):
+                d = self.folder("no-switch-for-this", doc)
+                self.assertEqual(plan.plan_line(d, "asan").split("|")[2], "invalid")
+                with self.assertRaises(repro.BugJsonError) as cm:
+                    repro.load(d)
+                self.assertIn(why, str(cm.exception))
+
     def test_a_guard_that_is_not_in_the_guard_list_or_on_a_fixed_bug_is_invalid(self):
         for doc in (dict(FULL, status="upstream-open", guard="no-such-guard"),
                     dict(FULL, guard="ggml-gallocr-leaf-records-unchecked"),

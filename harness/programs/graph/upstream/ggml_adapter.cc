@@ -405,9 +405,12 @@ Status GgmlGraphAdapter::AllocAndCompute(int k, int g) {
   const int id = split ? SchedulerId(k) : k;
   alloc::Graph placed;
   if (split) {
+    // The program's order, taken before placing: the scheduler hands each backend a view of the build's node
+    // array, and ggml-vulkan's graph_optimize reorders it in place. The reference runs in the order the
+    // program built (what the graph means); the backend in whatever order the optimizer chose.
+    placed = InGgmlOrder(*inst, mirror.value(), g);
     LIFELINE_RETURN_IF_ERROR(PlaceSplit(k, g, &inst, what));
     Mirror(g, *inst, id, owner);
-    placed = InGgmlOrder(*inst, mirror.value(), g);
   } else {
     int rewired = -1;
     LIFELINE_RETURN_IF_ERROR(Place(k, g, *inst, what, &rewired));

@@ -70,7 +70,7 @@ ggml_backend_buffer_type_t VulkanType() {
     ReadWhole(big, host.data());
     ggml_backend_buffer_free(big);
     const std::string errors = TakeVulkanErrors();
-    LIFELINE_CHECK(errors.empty(), "Vulkan validation while ggml-vulkan set up its device:\n      " + errors);
+    LIFELINE_CHECK(errors.empty(), "Vulkan validation while ggml-vulkan set up its device: " + errors);
     return ggml_backend_vk_buffer_type(0);
   }();
   return type;
@@ -159,7 +159,7 @@ class GgmlVulkanAdapter final : public GgmlGraphAdapter {
   GgmlVulkanAdapter() {
     VulkanType();
     const std::string left = TakeVulkanErrors();
-    LIFELINE_CHECK(left.empty(), "Vulkan validation errors from before this input:\n      " + left);
+    LIFELINE_CHECK(left.empty(), "Vulkan validation errors from before this input: " + left);
     LIFELINE_CHECK(g_mirrored.empty(), std::to_string(g_mirrored.size()) + " Vulkan buffers of an earlier input are alive");
     before_ = vkhooks::Live();
     mark_ = vkhooks::Mark();
@@ -193,6 +193,60 @@ class GgmlVulkanAdapter final : public GgmlGraphAdapter {
   }
 
   bool SplitsCpuMarks() const override { return true; }
+
+  // ggml-vulkan binds a tensor whose offset is not a multiple of minStorageBufferOffsetAlignment from the
+  // aligned-down offset (ggml_vk_tensor_subbuffer: the misalignment goes to the shader as a push constant),
+  // while its barrier tracker (ggml_vk_build_graph, overlaps_unsynced) compares the tensors' own ranges.
+  // Whether, in `graph`'s order, a later dispatch's tensor and an earlier one's (at least one of them written)
+  // share only bytes of such a descriptor prefix: the pair synchronization validation reports as a hazard,
+  // which ggml does not synchronize. `*pair` names the two.
+  bool DescriptorOnlyOverlap(ggml_cgraph* graph, std::string* pair) const {
+    const size_t align = ggml_backend_buft_get_alignment(VulkanType());
+    struct Access {
+      const ggml_tensor* t;
+      const void* buffer;
+      size_t desc, lo, hi;  // descriptor start, tensor [lo, hi)
+      bool write;
+    };
+    auto access = [&](const ggml_tensor* t, bool write, std::vector<Access>* out) {
+      if (t == nullptr || t->buffer == nullptr || internal::IsHostBuffer(t->buffer) || t->data == nullptr) return;
+      const size_t lo = static_cast<size_t>(static_cast<const uint8_t*>(t->data) -
+                                            static_cast<const uint8_t*>(ggml_backend_buffer_get_base(t->buffer)));
+      size_t desc = lo & ~(align - 1);  // as ggml_vk_descriptor_offset
+      while ((lo - desc) % ggml_type_size(t->type) != 0 && desc >= align) desc -= align;
+      out->push_back({t, t->buffer, desc, lo, lo + ggml_nbytes(t), write});
+    };
+    std::vector<std::vector<Access>> nodes;
+    for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
+      const ggml_tensor* n = ggml_graph_node(graph, i);
+      if (n->op == GGML_OP_NONE || n->op == GGML_OP_VIEW || n->op == GGML_OP_RESHAPE || n->op == GGML_OP_PERMUTE ||
+          n->op == GGML_OP_TRANSPOSE) {
+        continue;  // no dispatch
+      }
+      std::vector<Access> a;
+      access(n, true, &a);
+      for (const ggml_tensor* src : n->src) access(src, false, &a);
+      nodes.push_back(std::move(a));
+    }
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      for (size_t j = i + 1; j < nodes.size(); ++j) {
+        for (const Access& x : nodes[i]) {
+          for (const Access& y : nodes[j]) {
+            if (x.buffer != y.buffer || (!x.write && !y.write)) continue;
+            const bool tensors = x.lo < y.hi && y.lo < x.hi;
+            const bool descriptors = x.desc < y.hi && y.desc < x.hi;
+            if (descriptors && !tensors) {
+              *pair = std::string(y.write ? "writing " : "reading ") + y.t->name + " after a dispatch " +
+                      (x.write ? "writing " : "reading ") + x.t->name + " (bound from byte " + std::to_string(x.desc) +
+                      " for bytes " + std::to_string(x.lo) + ".." + std::to_string(x.hi) + ")";
+              return true;
+            }
+          }
+        }
+      }
+    }
+    return false;
+  }
 
   // Allocator k's scheduler: ggml-vulkan first, ggml's CPU backend last (as ggml_backend_sched requires), each
   // with a buffer type of this adapter's: ggml-vulkan's observed, and a host type.
@@ -270,8 +324,29 @@ class GgmlVulkanAdapter final : public GgmlGraphAdapter {
   void Upload(ggml_tensor* leaf, const Tensor* m) override { ggml_backend_tensor_set(leaf, m->data, 0, ggml_nbytes(leaf)); }
 
   void Compute(ggml_cgraph* graph, const std::string& what, ggml_backend_sched_t sched) override {
-    ggml_status st = sched != nullptr ? ggml_backend_sched_graph_compute(sched, graph)
-                                      : ggml_backend_graph_compute(backend_, graph);
+    // Guard ggml-vk-descriptor-range-untracked: one submission per node when two dispatches' descriptor
+    // ranges overlap where their tensors do not (see DescriptorOnlyOverlap).
+    std::string pair;
+    const bool one_by_one = DescriptorOnlyOverlap(graph, &pair) &&
+                            GuardHolds(Guard::kGgmlVkDescriptorRangeUntracked, [&] {
+                              return pair + " in " + what + ": ggml-vulkan puts no barrier between them, and " +
+                                     "synchronization validation takes the whole range as accessed; each node is " +
+                                     "computed in a submission of its own";
+                            });
+    ggml_status st = GGML_STATUS_SUCCESS;
+    if (sched != nullptr) {
+      // With an eval callback that wants every node, the scheduler computes one node per submission.
+      if (one_by_one) ggml_backend_sched_set_eval_callback(sched, [](ggml_tensor*, bool, void*) { return true; }, nullptr);
+      st = ggml_backend_sched_graph_compute(sched, graph);
+      if (one_by_one) ggml_backend_sched_set_eval_callback(sched, nullptr, nullptr);
+    } else if (one_by_one) {
+      for (int i = 0; i < ggml_graph_n_nodes(graph) && st == GGML_STATUS_SUCCESS; ++i) {
+        ggml_cgraph node = ggml_graph_view(graph, i, i + 1);
+        st = ggml_backend_graph_compute(backend_, &node);
+      }
+    } else {
+      st = ggml_backend_graph_compute(backend_, graph);
+    }
     LIFELINE_CHECK(st == GGML_STATUS_SUCCESS, std::string(sched != nullptr ? "ggml_backend_sched_graph_compute"
                                                                            : "ggml_backend_graph_compute") +
                                                   " of " + what + " on Vulkan returned " + ggml_status_to_string(st));
@@ -280,7 +355,7 @@ class GgmlVulkanAdapter final : public GgmlGraphAdapter {
       if (uint8_t* host = PreallocatedHost(b)) ReadWhole(b, host);
     }
     const std::string errors = TakeVulkanErrors();
-    LIFELINE_CHECK(errors.empty(), "Vulkan validation oracle: computing " + what + " on ggml-vulkan:\n      " + errors);
+    LIFELINE_CHECK(errors.empty(), "Vulkan validation oracle: computing " + what + " on ggml-vulkan: " + errors);
   }
 
   // ggml-vulkan's scale computes x * s + 0 (the shader's bias term), so a zero scaled by a negative factor
@@ -304,7 +379,7 @@ class GgmlVulkanAdapter final : public GgmlGraphAdapter {
     LIFELINE_CHECK(g_mirrored.empty(), std::to_string(g_mirrored.size()) +
                                            " Vulkan buffers made for this input's allocators are still alive");
     const std::string errors = TakeVulkanErrors();
-    LIFELINE_CHECK(errors.empty(), "Vulkan validation oracle: freeing the input's buffers and backend:\n      " + errors);
+    LIFELINE_CHECK(errors.empty(), "Vulkan validation oracle: freeing the input's buffers and backend: " + errors);
     // What the device keeps for good (its pipelines, its queues' command buffers, its staging buffer, sized by
     // the warm-up) may stay; nothing else the input made may.
     const std::string left = vkhooks::AliveSince(mark_);

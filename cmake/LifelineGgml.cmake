@@ -136,7 +136,7 @@ if(LIFELINE_GGML AND LIFELINE_VULKAN AND LIFELINE_LANE IN_LIST LIFELINE_GGML_VUL
   set(LIFELINE_GGML_VULKAN ON)
 elseif(LIFELINE_ENGINE STREQUAL "external")
   list(APPEND LIFELINE_SKIPPED_TARGETS
-       "ggml_vulkan_graph_topology: not built for an external engine (its shaders build once per machine in build/upstream; fuzz it with lifeline fuzz)")
+       "ggml_vulkan_graph_topology: not built for an external engine (its shaders build once per machine under build/upstream, which the build contract does not provide) - fuzz it with lifeline fuzz")
 endif()
 
 # A test that fails with `why`, in place of an upstream test this lane cannot build from its folder.

@@ -188,6 +188,7 @@ Status GgmlGraphAdapter::Reserve(int k, int g) {
       const ggml_tensor* t = inst->t[i];
       if (t != nullptr && t->view_src != nullptr && t->view_src->data == nullptr) return Status::Ok();
     }
+    sched_shadow_[k].Planned(inst->graph, "g" + std::to_string(g));
     if (!ggml_backend_sched_reserve(SchedulerFor(k, g, *inst), inst->graph)) {
       return ResourceExhausted("ggml_backend_sched_reserve failed");
     }
@@ -269,7 +270,26 @@ ggml_backend_sched_t GgmlGraphAdapter::SchedulerFor(int k, int g, const Instance
 // by the next split, gets its input copy in the wrong backend's buffer (seen on repro/ggml-sched-inplace-writer-
 // backend). The guard takes the user's way out: the graph is placed again with every tensor on the first backend
 // (still through the scheduler), so nothing crosses backends.
+//
+// Guard ggml-gallocr-stale-plan-rewired-edges reaches the scheduler too: its gallocr keeps a plan when only
+// edges moved (same counts and sizes), as allocator k's does. Here the guard cannot see the scheduler's own
+// graph, so it acts on the program's: when a node's sources moved, by position, since the scheduler last planned
+// this allocator's graph, the scheduler reserves the new graph first (a new build is placed: planning rewires a
+// build's sources to the scheduler's copies).
 Status GgmlGraphAdapter::PlaceSplit(int k, int g, Instance** placed, const std::string& what) {
+  GallocrShadow& shadow = sched_shadow_[k];
+  const int rewired = shadow.planned.empty() ? -1 : shadow.FirstRewiredNode((*placed)->graph);
+  if (rewired >= 0 && GuardHolds(Guard::kGgmlGallocrStalePlanRewiredEdges, [&] {
+        return "node " + std::string(ggml_graph_node((*placed)->graph, rewired)->name) + " of " + what +
+               " has other sources than node " + std::to_string(rewired) + " of " + shadow.planned +
+               ", which allocator " + std::to_string(k) + "'s scheduler planned last; it reserves the graph first";
+      })) {
+    if (!ggml_backend_sched_reserve(SchedulerFor(k, g, **placed), (*placed)->graph)) {
+      return ResourceExhausted("ggml_backend_sched_reserve of " + what + " failed");
+    }
+    *placed = Build(g);
+  }
+  shadow.Planned((*placed)->graph, what);  // before the scheduler rewires and reorders the build
   Instance& inst = **placed;
   ggml_backend_sched_t sched = SchedulerFor(k, g, inst);
   if (!ggml_backend_sched_alloc_graph(sched, inst.graph)) {

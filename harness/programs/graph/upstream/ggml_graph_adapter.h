@@ -128,6 +128,7 @@ class GgmlGraphAdapter : public AllocatorAdapter {
   int nbuf_[kAllocators] = {};
   std::vector<int> ids_[kAllocators];       // node and leaf buffer ids for ggml_gallocr_reserve_n
   GallocrShadow shadow_[kAllocators];       // what each allocator's plan holds (the guards' view)
+  GallocrShadow sched_shadow_[kAllocators];  // the program's graph each scheduler planned last
   std::vector<std::unique_ptr<HostBufferType>> host_types_;
   std::vector<std::unique_ptr<Instance>> instances_;
   std::map<std::pair<int, int>, ggml_tensor*> placed_;  // (graph, tensor) -> ggml tensor of its latest placement

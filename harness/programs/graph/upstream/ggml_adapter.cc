@@ -128,6 +128,24 @@ const std::vector<ggml_backend_buffer_t>& HostBuffers() { return g_live; }
 bool IsHostBuffer(ggml_backend_buffer_t b) { return b->buft->iface.get_name == TypeName; }
 void* HostBase(ggml_backend_buffer_t b) { return BlockOf(b)->base; }
 
+SizingGraph::SizingGraph(size_t n) {
+  static float scratch = 0.0f;
+  ggml_init_params params{};
+  params.mem_size = ggml_tensor_overhead() * n + ggml_graph_overhead_custom(n, false);
+  params.no_alloc = true;
+  ctx = ggml_init(params);
+  LIFELINE_CHECK(ctx != nullptr, "ggml_init failed");
+  graph = ggml_new_graph_custom(ctx, n, false);
+  for (size_t i = 0; i < n; ++i) {
+    ggml_tensor* t = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 1);
+    t->data = &scratch;
+    ggml_build_forward_expand(graph, t);
+    leafs.push_back(t);
+  }
+}
+
+SizingGraph::~SizingGraph() { ggml_free(ctx); }
+
 Instance::~Instance() {
   if (ctx != nullptr) ggml_free(ctx);
 }
@@ -352,21 +370,9 @@ bool SizeHashSet(ggml_gallocr_t galloc, GallocrShadow& shadow, ggml_cgraph* grap
       })) {
     return false;
   }
-  static float scratch = 0.0f;
-  ggml_init_params params{};
-  params.mem_size = ggml_tensor_overhead() * keys + ggml_graph_overhead_custom(keys, false);
-  params.no_alloc = true;
-  ggml_context* ctx = ggml_init(params);
-  LIFELINE_CHECK(ctx != nullptr, "ggml_init failed");
-  ggml_cgraph* sizing = ggml_new_graph_custom(ctx, keys, false);
-  for (size_t i = 0; i < keys; ++i) {
-    ggml_tensor* t = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 1);
-    t->data = &scratch;
-    ggml_build_forward_expand(sizing, t);
-  }
-  shadow.Planned(sizing, "a sizing graph of " + std::to_string(keys) + " leafs");
-  const bool ok = ggml_gallocr_reserve_n(galloc, sizing, ids, ids);
-  ggml_free(ctx);
+  SizingGraph sizing(keys);
+  shadow.Planned(sizing.graph, "a sizing graph of " + std::to_string(keys) + " leafs");
+  const bool ok = ggml_gallocr_reserve_n(galloc, sizing.graph, ids, ids);
   LIFELINE_CHECK(ok, "ggml_gallocr_reserve_n of a graph with nothing to place failed");
   LIFELINE_CHECK(shadow.hash_size >= keys, "the sizing graph did not grow gallocr's hash set");
   return true;

@@ -43,6 +43,18 @@ const std::vector<ggml_backend_buffer_t>& HostBuffers();
 bool IsHostBuffer(ggml_backend_buffer_t b);
 void* HostBase(ggml_backend_buffer_t b);
 
+// A graph of `n` one-float leafs with memory of their own (nothing to place): planning it grows a gallocr's
+// hash set to hold n keys, for good (what llama.cpp's worst-case reserve does by the way).
+struct SizingGraph {
+  explicit SizingGraph(size_t n);
+  ~SizingGraph();
+  SizingGraph(const SizingGraph&) = delete;
+  SizingGraph& operator=(const SizingGraph&) = delete;
+  ggml_context* ctx = nullptr;
+  ggml_cgraph* graph = nullptr;
+  std::vector<ggml_tensor*> leafs;
+};
+
 // One build of a program graph in ggml.
 struct Instance {
   ggml_context* ctx = nullptr;

@@ -271,21 +271,9 @@ class GgmlVulkanAdapter final : public GgmlGraphAdapter {
   // so it is sized once, when the scheduler is made, by a worst-case reserve as llama.cpp makes one: a graph of
   // leafs that have memory (nothing is placed), which grows the set for good.
   static void SizeSchedulerHashSet(ggml_backend_sched_t sched) {
-    static float scratch = 0.0f;
-    ggml_init_params params{};
-    params.mem_size = ggml_tensor_overhead() * kSchedGraphSize + ggml_graph_overhead_custom(kSchedGraphSize, false);
-    params.no_alloc = true;
-    ggml_context* ctx = ggml_init(params);
-    LIFELINE_CHECK(ctx != nullptr, "ggml_init failed");
-    ggml_cgraph* sizing = ggml_new_graph_custom(ctx, kSchedGraphSize, false);
-    for (size_t i = 0; i < kSchedGraphSize / 2; ++i) {
-      ggml_tensor* t = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 1);
-      t->data = &scratch;
-      ggml_build_forward_expand(sizing, t);
-      ggml_backend_sched_set_tensor_backend(sched, t, internal::Cpu());
-    }
-    LIFELINE_CHECK(ggml_backend_sched_reserve(sched, sizing), "ggml_backend_sched_reserve of the sizing graph failed");
-    ggml_free(ctx);
+    internal::SizingGraph sizing(kSchedGraphSize / 2);
+    for (ggml_tensor* t : sizing.leafs) ggml_backend_sched_set_tensor_backend(sched, t, internal::Cpu());
+    LIFELINE_CHECK(ggml_backend_sched_reserve(sched, sizing.graph), "ggml_backend_sched_reserve of the sizing graph failed");
   }
 
   void* HostAddress(const ggml_tensor* t) override {

@@ -1,12 +1,13 @@
 # Upstream ggml, the code the `upstream` tests fuzz: ggml-alloc's gallocr driven by the same graph programs
-# as layers/alloc, through harness/programs/graph/upstream/ggml_adapter.cc.
+# as layers/alloc, through harness/programs/graph/upstream/ggml_adapter.cc (CPU backend) and
+# ggml_vulkan_adapter.cc (ggml-vulkan, and ggml_backend_sched over it and the CPU backend).
 #
 #   LIFELINE_GGML_SOURCE_DIR  a ggml source tree (the ggml/ folder of a llama.cpp or whisper.cpp checkout,
 #                             or ggml itself). Empty: the tree scripts/fetch-ggml.sh fetched into
 #                             build/upstream/ (ggml 0.25.1 from node-llama-cpp@3.22.1).
 #
-# Built CPU-only and static, in the lanes where its tools see into it (asan and fuzz: ASan+UBSan, with
-# libFuzzer coverage in the fuzz lane) and by the external engine (the OSS-Fuzz build contract: its CFLAGS
+# Built static, in the lanes where its tools see into it (asan and fuzz: ASan+UBSan, with libFuzzer coverage
+# in the fuzz lane; tsan) and by the external engine (the OSS-Fuzz build contract: its CFLAGS
 # reach ggml like every other file), with the lane's flags and asserts on: ggml's checks in ggml-alloc.c
 # are plain assert(), which NDEBUG would remove. Without a source tree nothing is built: the upstream tests
 # are registered as skipped with the reason (lifeline_add_upstream_skip), never as passed, and the external

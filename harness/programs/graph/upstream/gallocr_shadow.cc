@@ -64,8 +64,10 @@ void GallocrShadow::Planned(const ggml_cgraph* graph, std::string what) {
   node.assign(n_nodes, {});
   src.assign(n_nodes, {});
   edges = EdgesOf(graph);
+  output.assign(n_nodes, false);
   for (int i = 0; i < n_nodes; ++i) {
     const ggml_tensor* t = graph->nodes[i];
+    output[i] = (t->flags & GGML_TENSOR_FLAG_OUTPUT) != 0;
     node[i] = RecordOf(t);
     for (int j = 0; j < GGML_MAX_SRC; ++j) src[i][j] = RecordOf(t->src[j]);
   }
@@ -130,7 +132,7 @@ PlanFault GallocrShadow::FirstFault(const ggml_cgraph* graph, const ggml_tensor*
 int GallocrShadow::FirstRewiredNode(const ggml_cgraph* graph) const {
   const std::vector<Edges> now = EdgesOf(graph);
   for (int i = 0; i < graph->n_nodes && i < n_nodes; ++i) {
-    if (now[i] != edges[i]) return i;
+    if (now[i] != edges[i] || ((graph->nodes[i]->flags & GGML_TENSOR_FLAG_OUTPUT) != 0) != output[i]) return i;
   }
   return -1;
 }

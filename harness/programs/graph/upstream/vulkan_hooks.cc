@@ -16,11 +16,14 @@ constexpr const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
 
 // ---- the loader's entry points, and the real functions behind the wrappers -------------------------
 
+void* Loader() {
+  static void* lib = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
+  return lib;
+}
+
 PFN_vkGetInstanceProcAddr LoaderGipa() {
-  static PFN_vkGetInstanceProcAddr gipa = [] {
-    void* lib = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
-    return lib != nullptr ? reinterpret_cast<PFN_vkGetInstanceProcAddr>(dlsym(lib, "vkGetInstanceProcAddr")) : nullptr;
-  }();
+  static auto gipa =
+      reinterpret_cast<PFN_vkGetInstanceProcAddr>(Loader() != nullptr ? dlsym(Loader(), "vkGetInstanceProcAddr") : nullptr);
   return gipa;
 }
 
@@ -354,9 +357,10 @@ PFN_vkVoidFunction Wrap(const char* name, Resolve resolve) {
 }
 
 PFN_vkVoidFunction DeviceProcAddr(VkDevice device, const char* name) {
-  if (g_real.GetDeviceProcAddr == nullptr) {
-    g_real.GetDeviceProcAddr = reinterpret_cast<PFN_vkGetDeviceProcAddr>(LoaderGipa()(VK_NULL_HANDLE, "vkGetDeviceProcAddr"));
+  if (g_real.GetDeviceProcAddr == nullptr && Loader() != nullptr) {  // called before any instance asked for it
+    g_real.GetDeviceProcAddr = reinterpret_cast<PFN_vkGetDeviceProcAddr>(dlsym(Loader(), "vkGetDeviceProcAddr"));
   }
+  if (g_real.GetDeviceProcAddr == nullptr) return nullptr;
   auto resolve = [&] { return g_real.GetDeviceProcAddr(device, name); };
   if (PFN_vkVoidFunction w = Wrap(name, resolve)) return w;
   return resolve();

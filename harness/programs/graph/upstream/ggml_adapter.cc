@@ -289,19 +289,47 @@ ggml_backend_sched_t GgmlGraphAdapter::SchedulerFor(int k, int g, const Instance
 // backend). The guard takes the user's way out: the graph is placed again with every tensor on the first backend
 // (still through the scheduler), so nothing crosses backends.
 //
-// Guard ggml-gallocr-stale-plan-rewired-edges reaches the scheduler too: its gallocr keeps a plan when only
-// edges moved (same counts and sizes), as allocator k's does. Here the guard cannot see the scheduler's own
-// graph, so it acts on the program's: when a node's sources moved, by position, since the scheduler last planned
-// this allocator's graph, the scheduler reserves the new graph first (a new build is placed: planning rewires a
-// build's sources to the scheduler's copies).
+// The gallocr findings reach the scheduler too: its gallocr keeps a plan on ggml_gallocr_needs_realloc's word, as
+// allocator k's does. Their guards cannot see the scheduler's own graph (its split copies included), so they
+// act on the program's, through a shadow of what the scheduler planned last: when that plan would be kept and
+// a leaf does not fit its record (ggml-gallocr-leaf-records-unchecked), a view node meets an owned record
+// (ggml-gallocr-view-node-owned-record), or a node's sources or output flag moved by position
+// (ggml-gallocr-stale-plan-rewired-edges), the scheduler reserves the graph first (a new build is placed:
+// planning rewires a build's sources to the scheduler's copies).
 Status GgmlGraphAdapter::PlaceSplit(int k, int g, Instance** placed, const std::string& what) {
   GallocrShadow& shadow = sched_shadow_[k];
-  const int rewired = shadow.planned.empty() ? -1 : shadow.FirstRewiredNode((*placed)->graph);
-  if (rewired >= 0 && GuardHolds(Guard::kGgmlGallocrStalePlanRewiredEdges, [&] {
-        return "node " + std::string(ggml_graph_node((*placed)->graph, rewired)->name) + " of " + what +
-               " has other sources than node " + std::to_string(rewired) + " of " + shadow.planned +
-               ", which allocator " + std::to_string(k) + "'s scheduler planned last; it reserves the graph first";
-      })) {
+  const std::string planned_by = ", which allocator " + std::to_string(k) + "'s scheduler planned last; it reserves "
+                                 "the graph first";
+  bool replan = false;
+  if (!shadow.planned.empty() && !shadow.NeedsRealloc((*placed)->graph)) {
+    // The leaf-record and view-node findings reach the scheduler's gallocr as well, on a plan it keeps.
+    const ggml_tensor* t = nullptr;
+    switch (shadow.FirstFault((*placed)->graph, &t)) {
+      case PlanFault::kLeafRecord:
+        replan = GuardHolds(Guard::kGgmlGallocrLeafRecordsUnchecked, [&] {
+          return "leaf " + std::string(t->name) + " of " + what + " does not fit its record in " + shadow.planned +
+                 planned_by;
+        });
+        break;
+      case PlanFault::kViewNodeOwnedRecord:
+        replan = GuardHolds(Guard::kGgmlGallocrViewNodeOwnedRecord, [&] {
+          return "view " + std::string(t->name) + " of " + what + " has an owned record in " + shadow.planned +
+                 planned_by;
+        });
+        break;
+      case PlanFault::kNone:
+        break;
+    }
+  }
+  const int rewired = replan || shadow.planned.empty() ? -1 : shadow.FirstRewiredNode((*placed)->graph);
+  if (rewired >= 0) {
+    replan = GuardHolds(Guard::kGgmlGallocrStalePlanRewiredEdges, [&] {
+      return "node " + std::string(ggml_graph_node((*placed)->graph, rewired)->name) + " of " + what +
+             " has other sources or output flag than node " + std::to_string(rewired) + " of " + shadow.planned +
+             planned_by;
+    });
+  }
+  if (replan) {
     if (!ggml_backend_sched_reserve(SchedulerFor(k, g, **placed), (*placed)->graph)) {
       return ResourceExhausted("ggml_backend_sched_reserve of " + what + " failed");
     }

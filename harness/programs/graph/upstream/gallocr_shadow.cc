@@ -65,6 +65,8 @@ void GallocrShadow::Planned(const ggml_cgraph* graph, std::string what) {
   src.assign(n_nodes, {});
   edges = EdgesOf(graph);
   output.assign(n_nodes, false);
+  leaf_output.assign(n_leafs, false);
+  for (int i = 0; i < n_leafs; ++i) leaf_output[i] = (graph->leafs[i]->flags & GGML_TENSOR_FLAG_OUTPUT) != 0;
   for (int i = 0; i < n_nodes; ++i) {
     const ggml_tensor* t = graph->nodes[i];
     output[i] = (t->flags & GGML_TENSOR_FLAG_OUTPUT) != 0;
@@ -131,8 +133,17 @@ PlanFault GallocrShadow::FirstFault(const ggml_cgraph* graph, const ggml_tensor*
 
 int GallocrShadow::FirstRewiredNode(const ggml_cgraph* graph) const {
   const std::vector<Edges> now = EdgesOf(graph);
+  auto is_output = [](const ggml_tensor* t) { return (t->flags & GGML_TENSOR_FLAG_OUTPUT) != 0; };
   for (int i = 0; i < graph->n_nodes && i < n_nodes; ++i) {
-    if (now[i] != edges[i] || ((graph->nodes[i]->flags & GGML_TENSOR_FLAG_OUTPUT) != 0) != output[i]) return i;
+    if (now[i] != edges[i] || is_output(graph->nodes[i]) != output[i]) return i;
+    // A source leaf that became (or stopped being) an output: the plan's in-place reuse of it was decided on it.
+    for (int j = 0; j < GGML_MAX_SRC; ++j) {
+      const int at = now[i][j];
+      if (at >= 0 && at % 2 == 1 && at / 2 < n_leafs && at / 2 < graph->n_leafs &&
+          is_output(graph->leafs[at / 2]) != leaf_output[at / 2]) {
+        return i;
+      }
+    }
   }
   return -1;
 }

@@ -37,6 +37,7 @@ struct GallocrShadow {
   std::vector<std::array<Record, GGML_MAX_SRC>> src;
   std::vector<Edges> edges;  // the planned graph's node sources, by position
   std::vector<bool> output;  // and whether each is an output (gallocr never reuses an output's bytes)
+  std::vector<bool> leaf_output;  // whether each leaf is one, by position
   size_t hash_size = 0;      // the hash set only grows, across plans
   std::string planned;       // what was planned, for trace lines
 
@@ -50,8 +51,8 @@ struct GallocrShadow {
   // ggml_gallocr_alloc_graph's ggml_gallocr_init_tensor calls on a reused plan, in order (leafs, then each
   // node's sources and the node): the first that would fail its checks, and the tensor (`*where`).
   PlanFault FirstFault(const ggml_cgraph* graph, const ggml_tensor** where) const;
-  // The first node whose sources or output flag differ, by position, from the planned graph's (the plan's
-  // in-place reuse and frees were decided on them); -1 when none does.
+  // The first node whose sources, output flag or source leafs' output flags differ, by position, from the
+  // planned graph's (the plan's in-place reuse and frees were decided on them); -1 when none does.
   int FirstRewiredNode(const ggml_cgraph* graph) const;
 };
 

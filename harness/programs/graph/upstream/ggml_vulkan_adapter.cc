@@ -22,7 +22,7 @@ using alloc::Tensor;
 using internal::GgmlGraphAdapter;
 using internal::Instance;
 
-// "g0: VUID-...: text; ..." for the validation and accounting errors since the last look, or "".
+// The validation and accounting errors since the last look ("<message id>: <text>", one per line), or "".
 std::string TakeVulkanErrors() {
   std::string out;
   for (const std::string& e : vkhooks::TakeErrors()) out += (out.empty() ? "" : "\n      ") + e;
@@ -83,7 +83,7 @@ struct Mirrored {
   ggml_backend_buffer_t buffer;
   uint8_t* host;
   size_t size;
-  int allocator;  // -1: a pre-allocated leaf's
+  int allocator;  // the allocator id of the observed type that made it: k, or SchedulerId(k)
 };
 
 struct ObservedType {
@@ -91,7 +91,7 @@ struct ObservedType {
   int allocator;
 };
 
-std::vector<ObservedType*> g_types;       // per allocator index, for the adapter of the running input
+std::vector<ObservedType*> g_types;       // the observed types of the running input's adapter
 std::vector<Mirrored> g_mirrored;         // every live buffer ggml-vulkan made for the running input
 void (*g_vk_free_buffer)(ggml_backend_buffer_t) = nullptr;
 

@@ -2,8 +2,9 @@
 // executor (executor.h) drives. Implementations, each in its own file:
 //   standin/layer_adapter.cc    layers/alloc's GraphAllocator (the stand-in, where bugs are modelled)
 //   upstream/ggml_adapter.cc    upstream ggml's gallocr and CPU backend
-// Both keep the program's graphs in a GraphBook (graph_book.h), so the graph-editing steps return the
-// same statuses whichever allocator is under test, and both check a placement with the same oracles
+//   upstream/ggml_vulkan_adapter.cc  upstream ggml's gallocr (and ggml_backend_sched) on ggml-vulkan
+// All keep the program's graphs in a GraphBook (graph_book.h), so the graph-editing steps return the
+// same statuses whichever allocator is under test, and all check a placement with the same oracles
 // (harness/oracles/alloc_oracles.h, through ComputeUnderOracles in graph_book.h).
 //
 // Tensors are addressed as (graph, index in graph). Every method returns the status the allocator gave;

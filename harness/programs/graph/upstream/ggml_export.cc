@@ -21,7 +21,7 @@ namespace {
 
 using alloc::Tensor;
 
-constexpr int kGraphSize = 4 * kMaxTensorsPerGraph + 16;  // as in ggml_adapter.cc: tensors, ggml_cpy destinations
+constexpr int kGraphSize = 4 * kMaxTensorsPerGraph + 16;  // as in ggml_graph_adapter.h: tensors, ggml_cpy destinations
 constexpr int kMaxBufferIds = 2 * kGraphSize;             // node/leaf buffer id arrays for reserve_n
 
 // Everything the C file needs besides the steps: ggml's headers, the build record, leaf contents, the

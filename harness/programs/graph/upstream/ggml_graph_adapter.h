@@ -9,6 +9,7 @@
 // address keeps a host copy per buffer (HostAddress), brought up to date after every compute.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -38,10 +39,24 @@ struct HostBufferType {
   size_t max_size;
   std::string name;
 };
-// The host buffers not yet freed; whether `b` is one; its block.
+// The host buffers not yet freed and their bytes; whether `b` is one; its block; the allocator id of its type
+// (-1: not a host buffer); the live ones of allocator id `allocator`, as the placement oracles see them.
 const std::vector<ggml_backend_buffer_t>& HostBuffers();
+int64_t HostLiveBytes();
 bool IsHostBuffer(ggml_backend_buffer_t b);
 void* HostBase(ggml_backend_buffer_t b);
+int HostAllocatorOf(ggml_backend_buffer_t b);
+std::vector<oracles::BufferExtent> HostExtents(int allocator);
+
+// ggml_gallocr_alloc_graph logs (at debug level) when ggml_gallocr_needs_realloc found its plan stale; the
+// adapter checks its own prediction (GallocrShadow) against it. Forget what was logged; whether it was since.
+void ForgetGallocrLog();
+bool GallocrLoggedRealloc();
+
+// Whether `op` only views its source (no dispatch, no memory of its own).
+inline bool IsViewOp(ggml_op op) {
+  return op == GGML_OP_VIEW || op == GGML_OP_RESHAPE || op == GGML_OP_PERMUTE || op == GGML_OP_TRANSPOSE;
+}
 
 // A graph of `n` one-float leafs with memory of their own (nothing to place): planning it grows a gallocr's
 // hash set to hold n keys, for good (what llama.cpp's worst-case reserve does by the way).

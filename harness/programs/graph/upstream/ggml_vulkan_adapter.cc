@@ -219,10 +219,7 @@ class GgmlVulkanAdapter final : public GgmlGraphAdapter {
     std::vector<std::vector<Access>> nodes;
     for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
       const ggml_tensor* n = ggml_graph_node(graph, i);
-      if (n->op == GGML_OP_NONE || n->op == GGML_OP_VIEW || n->op == GGML_OP_RESHAPE || n->op == GGML_OP_PERMUTE ||
-          n->op == GGML_OP_TRANSPOSE) {
-        continue;  // no dispatch
-      }
+      if (n->op == GGML_OP_NONE || internal::IsViewOp(n->op)) continue;  // no dispatch
       std::vector<Access> a;
       access(n, true, &a);
       for (const ggml_tensor* src : n->src) access(src, false, &a);
@@ -289,22 +286,16 @@ class GgmlVulkanAdapter final : public GgmlGraphAdapter {
   }
 
   int AllocatorOf(ggml_backend_buffer_t b) override {
-    if (internal::IsHostBuffer(b)) return static_cast<const internal::HostBufferType*>(b->buft->context)->allocator;
+    if (internal::IsHostBuffer(b)) return internal::HostAllocatorOf(b);
     const Mirrored* m = FindMirrored(b);
     return m != nullptr ? m->allocator : -1;
   }
 
   std::vector<oracles::BufferExtent> Extents(int k) override {
-    std::vector<oracles::BufferExtent> extents;
+    std::vector<oracles::BufferExtent> extents = internal::HostExtents(k);  // a scheduler's CPU side
     const size_t alignment = ggml_backend_buft_get_alignment(VulkanType());
     for (const Mirrored& m : g_mirrored) {
       if (m.allocator == k && m.size > 0) extents.push_back({m.host, m.size, alignment});
-    }
-    for (ggml_backend_buffer_t b : internal::HostBuffers()) {  // a scheduler's CPU side
-      const auto* type = static_cast<const internal::HostBufferType*>(b->buft->context);
-      if (type->allocator == k && b->size > 0) {
-        extents.push_back({static_cast<const uint8_t*>(internal::HostBase(b)), b->size, type->alignment});
-      }
     }
     return extents;
   }

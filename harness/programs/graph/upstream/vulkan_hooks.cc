@@ -111,6 +111,16 @@ void Destroyed(Kind kind, H h, const char* call) {
     g_counts.memory_bytes -= g_memory[Key(h)];
     g_memory.erase(Key(h));
   }
+  if (kind == Kind::kCommandPool) {  // destroying a pool frees the command buffers allocated from it
+    for (auto c = g_live.begin(); c != g_live.end();) {
+      if (c->second.kind != Kind::kCommandBuffer || c->second.pool != Key(h)) {
+        ++c;
+        continue;
+      }
+      --g_counts.live[static_cast<int>(Kind::kCommandBuffer)];
+      c = g_live.erase(c);
+    }
+  }
 }
 
 VKAPI_ATTR VkBool32 VKAPI_CALL OnMessage(VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT,
@@ -290,36 +300,9 @@ VKAPI_ATTR void VKAPI_CALL DestroyPipeline(VkDevice device, VkPipeline pipeline,
   }                                                                                                       \
   VKAPI_ATTR void VKAPI_CALL Destroy##Name(VkDevice device, Vk##Name handle, const VkAllocationCallbacks* alloc) { \
     Destroyed(Kind::kind, handle, "vkDestroy" #Name);                                                      \
-    Wrapped##Name##Extra(handle);                                                                          \
     g_real.Destroy##Name(device, handle, alloc);                                                          \
   }
 
-// Destroying a pool frees the command buffers allocated from it.
-void WrappedCommandPoolExtra(VkCommandPool pool) {
-  std::lock_guard<std::mutex> lock(g_mu);
-  for (auto it = g_live.begin(); it != g_live.end();) {
-    if (it->second.kind != Kind::kCommandBuffer || it->second.pool != Key(pool)) {
-      ++it;
-      continue;
-    }
-    --g_counts.live[static_cast<int>(Kind::kCommandBuffer)];
-    it = g_live.erase(it);
-  }
-}
-#define LIFELINE_VK_NO_EXTRA(Name, kind) \
-  template <typename H>                  \
-  void Wrapped##Name##Extra(H) {}
-LIFELINE_VK_NO_EXTRA(Buffer, kBuffer)
-LIFELINE_VK_NO_EXTRA(Fence, kFence)
-LIFELINE_VK_NO_EXTRA(Semaphore, kSemaphore)
-LIFELINE_VK_NO_EXTRA(Event, kEvent)
-LIFELINE_VK_NO_EXTRA(QueryPool, kQueryPool)
-LIFELINE_VK_NO_EXTRA(DescriptorPool, kDescriptorPool)
-LIFELINE_VK_NO_EXTRA(DescriptorSetLayout, kDescriptorSetLayout)
-LIFELINE_VK_NO_EXTRA(PipelineLayout, kPipelineLayout)
-LIFELINE_VK_NO_EXTRA(ShaderModule, kShaderModule)
-LIFELINE_VK_NO_EXTRA(PipelineCache, kPipelineCache)
-#undef LIFELINE_VK_NO_EXTRA
 LIFELINE_VK_PAIRS(LIFELINE_VK_WRAP)
 #undef LIFELINE_VK_WRAP
 

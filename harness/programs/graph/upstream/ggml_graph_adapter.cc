@@ -1,0 +1,461 @@
+// GgmlGraphAdapter (ggml_graph_adapter.h): what the upstream graph adapters share, on gallocr; the scheduler
+// path of split graphs is ggml_graph_split.cc, the host side ggml_host.cc.
+#include "harness/programs/graph/upstream/ggml_graph_adapter.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/check.h"
+#include "core/guards.h"
+#include "layers/alloc/eval.h"
+
+namespace lifeline::graphs::internal {
+namespace {
+
+using alloc::Tensor;
+
+constexpr int kMaxBufferIds = 2 * kGraphSize;  // node/leaf buffer id arrays for reserve_n
+
+}  // namespace
+
+// ---- GgmlGraphAdapter ------------------------------------------------------------------------------
+
+GgmlGraphAdapter::GgmlGraphAdapter() : baseline_(HostLiveBytes()) { Cpu(); }
+GgmlGraphAdapter::~GgmlGraphAdapter() { Release(); }
+
+Status GgmlGraphAdapter::CreateAllocator(int k, const AllocatorSpec& spec) {
+  std::vector<ggml_backend_buffer_type_t> bufts;
+  for (const alloc::BufferSpec& b : spec.buffers) bufts.push_back(BufferTypeFor(k, b));
+  galloc_[k] = ggml_gallocr_new_n(bufts.data(), static_cast<int>(bufts.size()));
+  if (galloc_[k] == nullptr) return ResourceExhausted("ggml_gallocr_new_n returned null");
+  nbuf_[k] = static_cast<int>(bufts.size());
+  shadow_[k] = GallocrShadow();
+  // Buffer ids as the layer adapter gives them: by position, round robin over the allocator's buffers.
+  ids_[k].resize(kMaxBufferIds);
+  for (int i = 0; i < kMaxBufferIds; ++i) ids_[k][i] = i % nbuf_[k];
+  return Status::Ok();
+}
+
+Status GgmlGraphAdapter::SetPreallocated(int g, int t, bool on) {
+  Status s = book_.SetPreallocated(g, t, on);
+  if (!s.ok()) return s;
+  // The tensor's memory changed, and with it what its views (in this graph) read: the next view of any
+  // of them from another graph must not see the old placement (the layer's views lose their address).
+  const Tensor* leaf = book_.tensor(g, t);
+  for (int i = 0; i < book_.size(g); ++i) {
+    if (book_.tensor(g, i) == leaf || book_.tensor(g, i)->root() == leaf) placed_[{g, i}] = nullptr;
+  }
+  return Status::Ok();
+}
+
+Status GgmlGraphAdapter::Reserve(int k, int g) {
+  StatusOr<alloc::Graph> mirror = alloc::BuildGraph(book_.Outputs(g));
+  if (!mirror.ok()) return mirror.status();
+  ForgetPlacementsBy(k);
+  if (Split(g)) {  // the scheduler plans it (its own gallocr); allocator k's gallocr keeps its plan
+    Instance* inst = Build(g);
+    // ggml_backend_sched gives every tensor a backend from the buffer of what it views (GGML_ASSERT otherwise):
+    // it cannot plan a graph viewing a tensor that has no memory now, which gallocr plans as a leaf it does not
+    // own. Nothing depends on a scheduler's plan (it plans again when it places), so that reserve is left out.
+    for (int i = 0; i < book_.size(g); ++i) {
+      const ggml_tensor* t = inst->t[i];
+      if (t != nullptr && t->view_src != nullptr && t->view_src->data == nullptr) return Status::Ok();
+    }
+    sched_shadow_[k].Planned(inst->graph, "g" + std::to_string(g));
+    if (!ggml_backend_sched_reserve(SchedulerFor(k, g, *inst), inst->graph)) {
+      return ResourceExhausted("ggml_backend_sched_reserve failed");
+    }
+    return Status::Ok();
+  }
+  return ReserveN(k, Build(g)->graph, "g" + std::to_string(g));
+}
+
+namespace {
+
+// Guard ggml-gallocr-hash-set-external-view-src: planning `graph` looks up more distinct tensors than the
+// hash set that ggml_gallocr_reserve_n_impl sizes for it has slots (ggml_hash_find_or_insert aborts when
+// full). The careful user's remedy, as llama.cpp's worst-case reserve does by accident: plan a graph big
+// enough first (leafs with memory of their own: nothing is placed), which grows the set for good. Returns
+// whether it did.
+bool SizeHashSet(ggml_gallocr_t galloc, GallocrShadow& shadow, ggml_cgraph* graph, const int* ids,
+                        const std::string& what) {
+  const size_t keys = HashKeysOf(graph);
+  const size_t slots = shadow.HashSizeFor(graph);
+  if (keys <= slots || !GuardHolds(Guard::kGgmlGallocrHashSetExternalViewSrc, [&] {
+        return "planning " + what + " (" + std::to_string(graph->n_nodes) + " nodes, " +
+               std::to_string(graph->n_leafs) + " leafs) looks up " + std::to_string(keys) +
+               " tensors in a hash set of " + std::to_string(slots) + " slots; a larger plan sizes it first";
+      })) {
+    return false;
+  }
+  SizingGraph sizing(keys);
+  shadow.Planned(sizing.graph, "a sizing graph of " + std::to_string(keys) + " leafs");
+  const bool ok = ggml_gallocr_reserve_n(galloc, sizing.graph, ids, ids);
+  LIFELINE_CHECK(ok, "ggml_gallocr_reserve_n of a graph with nothing to place failed");
+  LIFELINE_CHECK(shadow.hash_size >= keys, "the sizing graph did not grow gallocr's hash set");
+  return true;
+}
+
+// Guards on a plan that ggml_gallocr_needs_realloc accepts for `graph`: whether the graph is re-planned
+// first. A record ggml_gallocr_init_tensor would fail on decides alone (its guard, on or off: the failure
+// would come before any placement mattered); else `*rewired` names a node whose sources moved (whether that
+// matters is only seen in the placement: AllocAndCompute).
+bool PlanIsStale(const GallocrShadow& shadow, const ggml_cgraph* graph, const std::string& what,
+                        int* rewired) {
+  const ggml_tensor* t = nullptr;
+  switch (shadow.FirstFault(graph, &t)) {
+    case PlanFault::kLeafRecord:
+      return GuardHolds(Guard::kGgmlGallocrLeafRecordsUnchecked, [&] {
+        return "leaf " + std::string(t->name) + " of " + what + " does not fit its record in the plan of " +
+               shadow.planned + " (ggml_gallocr_needs_realloc compares no leaf records); re-planned first";
+      });
+    case PlanFault::kViewNodeOwnedRecord:
+      return GuardHolds(Guard::kGgmlGallocrViewNodeOwnedRecord, [&] {
+        return "view " + std::string(t->name) + " of " + what + " has an owned record in the plan of " +
+               shadow.planned + " (a view needs 0 bytes, so every record fits it); re-planned first";
+      });
+    case PlanFault::kNone:
+      break;
+  }
+  *rewired = shadow.FirstRewiredNode(graph);
+  return false;
+}
+
+}  // namespace
+
+Status GgmlGraphAdapter::AllocAndCompute(int k, int g) {
+  std::vector<Tensor*> outputs = book_.Outputs(g);
+  StatusOr<alloc::Graph> mirror = alloc::BuildGraph(outputs);
+  if (!mirror.ok()) return mirror.status();
+  // The program's precondition: a leaf view of another graph's tensor has memory once that graph placed
+  // it (or it is a pre-allocated leaf). ggml flattens view chains to their root when a view is created, so
+  // it would give memory to a view of a never-placed view of a placed tensor; refused here, as layers/alloc
+  // refuses it. (A view of a plain tensor that was never placed ggml leaves without memory itself: below.)
+  for (Tensor* t : mirror->leafs) {
+    const TensorSpec& spec = book_.spec(g, book_.IndexOf(g, t));
+    if (spec.external_graph < 0) continue;
+    auto it = placed_.find({spec.external_graph, spec.external_tensor});
+    if ((it == placed_.end() || it->second == nullptr) && !book_.preallocated(spec.external_graph, spec.external_tensor)) {
+      return FailedPrecondition(t->name + " views a tensor that its graph never placed");
+    }
+  }
+  ForgetPlacementsBy(k);
+  Instance* inst = Build(g);
+  const std::string what = "g" + std::to_string(g);
+  LIFELINE_RETURN_IF_ERROR(Refuse(*inst, what));
+  const bool split = Split(g);
+  ggml_backend_sched_t sched = split ? Scheduler(k) : nullptr;
+  const void* owner = split ? static_cast<const void*>(sched) : galloc_[k];
+  const int id = split ? SchedulerId(k) : k;
+  alloc::Graph placed;
+  if (split) {
+    // The program's order, taken before placing: the scheduler hands each backend a view of the build's node
+    // array, and ggml-vulkan's graph_optimize reorders it in place. The reference runs in the order the
+    // program built (what the graph means); the backend in whatever order the optimizer chose.
+    placed = InGgmlOrder(*inst, mirror.value(), g);
+    LIFELINE_RETURN_IF_ERROR(PlaceSplit(k, g, &inst, what));
+    Mirror(g, *inst, id, owner);
+  } else {
+    int rewired = -1;
+    LIFELINE_RETURN_IF_ERROR(Place(k, g, *inst, what, &rewired));
+    Mirror(g, *inst, id, owner);
+    placed = InGgmlOrder(*inst, mirror.value(), g);
+    // Guard ggml-gallocr-stale-plan-rewired-edges, exact: the plan was kept although a node's sources moved, and
+    // it puts two tensors that are live at once (by the graph's edges now) in the same bytes. Nothing in ggml
+    // fails on it (the outputs would come out wrong), so the guard looks at the placement before computing:
+    // the graph is built again, re-planned and placed afresh.
+    if (rewired >= 0 && !oracles::CheckNoLiveOverlap(placed, owner).ok() &&
+        GuardHolds(Guard::kGgmlGallocrStalePlanRewiredEdges, [&] {
+          return "node " + std::string(ggml_graph_node(inst->graph, rewired)->name) + " of " + what +
+                 " has other sources than node " + std::to_string(rewired) + " of the plan of " + shadow_[k].planned +
+                 " (same counts and sizes, so ggml_gallocr_needs_realloc kept the plan), and that plan puts live " +
+                 "tensors in the same bytes; re-planned and placed again";
+        })) {
+      inst = Build(g);
+      LIFELINE_RETURN_IF_ERROR(ReserveN(k, inst->graph, what));
+      LIFELINE_RETURN_IF_ERROR(Place(k, g, *inst, what, &rewired));
+      Mirror(g, *inst, id, owner);
+      placed = InGgmlOrder(*inst, mirror.value(), g);
+    }
+  }
+
+  // The caller fills the allocator's leafs after alloc_graph, as whisper sets its inputs.
+  for (Tensor* leaf : placed.leafs) {
+    if (leaf->is_view() || leaf->owner != owner) continue;
+    const int i = book_.IndexOf(g, leaf);
+    FillLeaf(leaf, g, i);
+    Upload(inst->t[i], leaf);
+  }
+  // A split graph runs in the scheduler's order, which ggml-backend.cpp keeps to itself (the Vulkan backend's
+  // graph_optimize reorders each split); its liveness is not the program's, so the no-overlap oracle is left to
+  // the gallocr path, and the value oracles see what an overlap would do.
+  ComputeUnderOracles(placed, owner, Extents(id), outputs, [&] { Compute(inst->graph, what, sched); },
+                      OutputEquality(), /*check_overlap=*/!split);
+  placed_split_[g] = split;
+  placed_by_[g] = k;
+  LIFELINE_CHECK_OK(CompareWithFreshAllocator(g, *inst));
+  for (int i = 0; i < book_.size(g); ++i) {
+    if (inst->t[i] != nullptr) placed_[{g, i}] = inst->t[i];
+  }
+  return Status::Ok();
+}
+
+void GgmlGraphAdapter::Teardown() {
+  Release();
+  CheckReleased();  // frees what the backend's adapter holds itself (schedulers among it) first
+  LIFELINE_CHECK(HostLiveBytes() == baseline_,
+                 "baseline oracle: " + std::to_string(HostLiveBytes() - baseline_) +
+                     " bytes of host buffers still held after every allocator was freed");
+}
+
+// ggml_gallocr_reserve_n of `graph` by allocator k, with the hash set sized first when it would overflow.
+Status GgmlGraphAdapter::ReserveN(int k, ggml_cgraph* graph, const std::string& what) {
+  SizeHashSet(galloc_[k], shadow_[k], graph, ids_[k].data(), what);
+  shadow_[k].Planned(graph, what);
+  if (!ggml_gallocr_reserve_n(galloc_[k], graph, ids_[k].data(), ids_[k].data())) {
+    return ResourceExhausted("ggml_gallocr_reserve_n failed to allocate its buffers");
+  }
+  return Status::Ok();
+}
+
+// ggml_gallocr_alloc_graph of graph g's build `inst` by allocator k: it places the graph on the allocator's
+// plan, or (one buffer) re-plans first when ggml_gallocr_needs_realloc says the plan is stale. The guards step
+// in where that verdict is wrong (re-planning first, as ggml-alloc.h promises) and where re-planning would
+// overflow the hash set. `*rewired`: a node whose sources moved while the plan is kept, else -1.
+Status GgmlGraphAdapter::Place(int k, int g, Instance& inst, const std::string& what, int* rewired) {
+  GallocrShadow& shadow = shadow_[k];
+  *rewired = -1;
+  bool needs_realloc = shadow.NeedsRealloc(inst.graph);
+  if (!needs_realloc) {
+    if (PlanIsStale(shadow, inst.graph, what, rewired)) {
+      LIFELINE_RETURN_IF_ERROR(ReserveN(k, inst.graph, what));
+      *rewired = -1;
+    }
+  } else if (nbuf_[k] == 1) {
+    if (SizeHashSet(galloc_[k], shadow, inst.graph, ids_[k].data(), what)) {
+      LIFELINE_RETURN_IF_ERROR(ReserveN(k, inst.graph, what));  // planned here, not by alloc_graph
+      needs_realloc = false;
+    } else {
+      shadow.Planned(inst.graph, what);  // by alloc_graph's ggml_gallocr_reserve
+    }
+  }
+  ForgetGallocrLog();
+  const bool allocated = ggml_gallocr_alloc_graph(galloc_[k], inst.graph);
+  LIFELINE_CHECK(GallocrLoggedRealloc() == needs_realloc,
+                 "gallocr shadow: the adapter predicted ggml_gallocr_needs_realloc " +
+                     std::string(needs_realloc ? "true" : "false") + " for " + what + " on the plan of " +
+                     shadow.planned + ", ggml said otherwise (the guards' view of gallocr is wrong)");
+  if (!allocated) {
+    return FailedPrecondition("ggml_gallocr_alloc_graph: the graph needs a reserve_n first (several buffers)");
+  }
+  return NoTensorWithoutMemory(g, inst);
+}
+
+// A leaf view of a tensor that has no memory stays without memory ("allocated without ggml-backend").
+Status GgmlGraphAdapter::NoTensorWithoutMemory(int g, const Instance& inst) const {
+  for (int i = 0; i < book_.size(g); ++i) {
+    ggml_tensor* t = inst.t[i];
+    if (t != nullptr && t->data == nullptr) {
+      return FailedPrecondition(std::string(t->name) + " has no memory after its graph was placed: it views " +
+                                "a tensor that was never placed");
+    }
+  }
+  return Status::Ok();
+}
+
+// The ggml tensor another graph's leaf view of (h, i) views: the one of h's latest placement, or, when
+// h was never placed (or that tensor lost its memory since), one of a build that was not placed.
+// `detached`: a stand-in in `ctx` holding (h, i)'s bytes at their host address, with no backend buffer (as
+// ggml allows for memory from outside), so that the CPU backend can read them whatever holds the original.
+ggml_tensor* GgmlGraphAdapter::Source(int h, int i, bool detached, ggml_context* ctx) {
+  if (detached) {
+    const Tensor* m = book_.tensor(h, i);
+    ggml_tensor* s = ggml_new_tensor_4d(ctx, m->type == alloc::DType::kF16 ? GGML_TYPE_F16 : GGML_TYPE_F32, m->ne[0],
+                                        m->ne[1], m->ne[2], m->ne[3]);
+    s->data = m->data;
+    return s;
+  }
+  auto it = placed_.find({h, i});
+  if (it != placed_.end() && it->second != nullptr) return it->second;
+  Instance* inst = Build(h);
+  return inst->t[i];
+}
+
+// Builds graph g of the book afresh in a new ggml context (kept until teardown: later graphs may view
+// its tensors). `detached`: every tensor from outside the graph is a stand-in on host memory (Source).
+Instance* GgmlGraphAdapter::Build(int g, bool detached) {
+  auto inst = std::make_unique<Instance>();
+  ggml_init_params params{};
+  params.mem_size = ggml_tensor_overhead() * 2 * kGraphSize + ggml_graph_overhead_custom(kGraphSize, false);
+  params.no_alloc = true;
+  inst->ctx = ggml_init(params);
+  LIFELINE_CHECK(inst->ctx != nullptr, "ggml_init failed");
+  inst->t.assign(book_.size(g), nullptr);
+  inst->graph = ggml_new_graph_custom(inst->ctx, kGraphSize, false);
+  for (Tensor* out : book_.Outputs(g)) {
+    ggml_build_forward_expand(inst->graph, Make(*inst, g, book_.IndexOf(g, out), detached));
+  }
+  instances_.push_back(std::move(inst));
+  return instances_.back().get();
+}
+
+ggml_tensor* GgmlGraphAdapter::Make(Instance& inst, int g, int i, bool detached) {
+  if (inst.t[i] != nullptr) return inst.t[i];
+  const TensorSpec& spec = book_.spec(g, i);
+  const Tensor* m = book_.tensor(g, i);
+  ggml_context* ctx = inst.ctx;
+  auto src = [&](int j) { return Make(inst, g, spec.src[j], detached); };
+  const ggml_type type = m->type == alloc::DType::kF16 ? GGML_TYPE_F16 : GGML_TYPE_F32;
+  const bool inplace = spec.inplace;
+  ggml_tensor* t = nullptr;
+  switch (spec.op) {
+    case alloc::Op::kNone:
+      if (spec.external_graph >= 0) {
+        t = ggml_view_tensor(ctx, Source(spec.external_graph, spec.external_tensor, detached, ctx));
+      } else {
+        t = ggml_new_tensor_4d(ctx, type, m->ne[0], m->ne[1], m->ne[2], m->ne[3]);
+        if (book_.preallocated(g, i)) {
+          if (detached) {
+            t->data = m->data;  // memory from outside, no backend buffer
+          } else {
+            BindPreallocated(t, g, i);
+          }
+        }
+        if (m->input) ggml_set_input(t);
+      }
+      break;
+    case alloc::Op::kScale:
+      t = inplace ? ggml_scale_inplace(ctx, src(0), m->param) : ggml_scale(ctx, src(0), m->param);
+      break;
+    case alloc::Op::kNeg:
+      t = inplace ? ggml_neg_inplace(ctx, src(0)) : ggml_neg(ctx, src(0));
+      break;
+    case alloc::Op::kAdd:
+      t = inplace ? ggml_add_inplace(ctx, src(0), src(1)) : ggml_add(ctx, src(0), src(1));
+      break;
+    case alloc::Op::kMul:
+      t = inplace ? ggml_mul_inplace(ctx, src(0), src(1)) : ggml_mul(ctx, src(0), src(1));
+      break;
+    case alloc::Op::kCopy: {
+      ggml_tensor* a = src(0);
+      t = ggml_cpy(ctx, a, ggml_new_tensor(ctx, type, GGML_MAX_DIMS, a->ne));
+      break;
+    }
+    case alloc::Op::kConcat:
+      t = ggml_concat(ctx, src(0), src(1), 3);
+      break;
+    case alloc::Op::kView:
+      t = ggml_view_1d(ctx, src(0), m->ne[0], static_cast<size_t>(spec.view_offset) * ggml_type_size(src(0)->type));
+      break;
+    case alloc::Op::kReshape:
+      t = ggml_reshape_1d(ctx, src(0), m->ne[0]);
+      break;
+  }
+  ggml_format_name(t, "g%d.t%d", g, i);
+  if (m->output) ggml_set_output(t);
+  inst.t[i] = t;
+  return t;
+}
+
+// The program's tensors of graph g take the (host) addresses of what ggml gave them; those whose bytes
+// (through ggml's view chain: in-place results, ggml_cpy's destination) lie in a buffer of allocator id `id`
+// (a gallocr's or a scheduler's) are `owner`'s.
+void GgmlGraphAdapter::Mirror(int g, const Instance& inst, int id, const void* owner) {
+  for (int i = 0; i < book_.size(g); ++i) {
+    ggml_tensor* t = inst.t[i];
+    if (t == nullptr) continue;
+    Tensor* m = book_.tensor(g, i);
+    m->data = HostAddress(t);
+    const ggml_tensor* root = t;
+    while (root->view_src != nullptr) root = root->view_src;
+    m->owner = root->buffer != nullptr && AllocatorOf(root->buffer) == id ? owner : nullptr;
+  }
+}
+
+// The program's graph with its nodes in the order ggml runs them (lifetimes depend on it).
+alloc::Graph GgmlGraphAdapter::InGgmlOrder(const Instance& inst, const alloc::Graph& mirror, int g) {
+  std::unordered_map<const ggml_tensor*, Tensor*> back;
+  for (int i = 0; i < book_.size(g); ++i) {
+    if (inst.t[i] != nullptr) back[inst.t[i]] = book_.tensor(g, i);
+  }
+  alloc::Graph out;
+  out.leafs = mirror.leafs;
+  for (int i = 0; i < ggml_graph_n_nodes(inst.graph); ++i) {
+    auto it = back.find(ggml_graph_node(inst.graph, i));
+    if (it != back.end()) out.nodes.push_back(it->second);
+  }
+  LIFELINE_CHECK(out.nodes.size() == mirror.nodes.size(),
+                 "ggml built " + std::to_string(out.nodes.size()) + " nodes of the program's " +
+                     std::to_string(mirror.nodes.size()) + " for g" + std::to_string(g));
+  return out;
+}
+
+// The same graph, built again on host memory, placed by a fresh gallocr with a single host buffer and computed
+// by ggml's CPU backend, must give the same output bytes. Tensors from outside the graph are read where the
+// program's placement left them (host addresses: Source's stand-ins), so both runs see the same inputs.
+Status GgmlGraphAdapter::CompareWithFreshAllocator(int g, const Instance& inst) {
+  alloc::BufferSpec spec;
+  spec.alignment = 32;
+  HostBufferType* type = HostTypeFor(-1, spec);
+  ggml_gallocr_t fresh = ggml_gallocr_new(&type->buft);
+  Instance* again = Build(g, /*detached=*/true);
+  std::string error;
+  GallocrShadow fresh_shadow;
+  SizeHashSet(fresh, fresh_shadow, again->graph, nullptr, "g" + std::to_string(g) + " on a fresh gallocr");
+  if (!ggml_gallocr_alloc_graph(fresh, again->graph)) {
+    error = "fresh-allocator oracle: a fresh gallocr could not place g" + std::to_string(g);
+  } else {
+    for (int i = 0; i < book_.size(g); ++i) {
+      ggml_tensor* t = again->t[i];
+      if (t == nullptr || t->op != GGML_OP_NONE || t->view_src != nullptr || book_.preallocated(g, i)) continue;
+      Tensor* m = book_.tensor(g, i);
+      void* saved = m->data;
+      m->data = t->data;
+      FillLeaf(m, g, i);
+      m->data = saved;
+    }
+    ggml_status st = ggml_backend_graph_compute(Cpu(), again->graph);
+    if (st != GGML_STATUS_SUCCESS) {
+      error = "fresh-allocator oracle: computing g" + std::to_string(g) + " returned " + ggml_status_to_string(st);
+    }
+    for (int i = 0; i < book_.size(g) && error.empty(); ++i) {
+      const Tensor* m = book_.tensor(g, i);
+      if (!m->output || inst.t[i] == nullptr) continue;
+      const size_t n = ggml_nbytes(inst.t[i]);
+      const void* placed_bytes = HostAddress(inst.t[i]);
+      if (std::memcmp(placed_bytes, again->t[i]->data, n) == 0) continue;
+      for (int64_t e = 0; e < m->nelements(); ++e) {
+        float placed = alloc::LoadElement(m->type, placed_bytes, e);
+        float fresh_value = alloc::LoadElement(m->type, again->t[i]->data, e);
+        if (!oracles::SameElement(placed, fresh_value, OutputEquality())) {
+          error = "fresh-allocator oracle: output " + m->name + " element " + std::to_string(e) + " is " +
+                  std::to_string(placed) + " as placed by the program's allocator but " +
+                  std::to_string(fresh_value) + " with a fresh gallocr on ggml's CPU backend";
+          break;
+        }
+      }
+    }
+  }
+  ggml_gallocr_free(fresh);
+  instances_.pop_back();  // `again` was the last build; nothing views it
+  return error.empty() ? Status::Ok() : Internal(error);
+}
+
+void GgmlGraphAdapter::Release() {
+  for (ggml_gallocr_t& a : galloc_) {
+    ggml_gallocr_free(a);
+    a = nullptr;
+  }
+  placed_.clear();
+  placed_by_.clear();
+  placed_split_.clear();
+  instances_.clear();
+  book_.Clear();
+}
+
+}  // namespace lifeline::graphs::internal

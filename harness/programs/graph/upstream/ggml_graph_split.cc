@@ -1,0 +1,190 @@
+// GgmlGraphAdapter's scheduler path (ggml_graph_adapter.h, SplitsCpuMarks): which graphs go to a
+// ggml_backend_sched, and how they are placed there, with the guards of the findings that reach it.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "core/check.h"
+#include "core/guards.h"
+#include "harness/programs/graph/upstream/ggml_graph_adapter.h"
+
+namespace lifeline::graphs::internal {
+
+using alloc::Tensor;
+
+// Allocator k is about to plan or place: what it placed before may move (a gallocr's or a scheduler's reserve
+// frees and reallocates its buffers as it needs). With split graphs, a later build must not view those tensors:
+// ggml_backend_sched's backend assignment reads a viewed tensor's buffer, which may be freed by then. (The model
+// never lets a placement view them: Model::AllocLegal; only plans may, and a plan of a view of an unplaced tensor
+// is what the program means.) Without split graphs gallocr reads no such buffer, and placements stay as they are.
+void GgmlGraphAdapter::ForgetPlacementsBy(int k) {
+  if (!SplitsCpuMarks()) return;
+  for (auto& [key, t] : placed_) {
+    auto by = placed_by_.find(key.first);
+    if (by != placed_by_.end() && by->second == k) t = nullptr;
+  }
+}
+
+// The graphs whose bytes graph g's reachable leaf views read, through views of views too (Model::ViewedGraphs).
+std::vector<int> GgmlGraphAdapter::ViewedGraphs(int g) const {
+  auto sources = [&](int h) {
+    std::vector<int> out;
+    StatusOr<alloc::Graph> graph = alloc::BuildGraph(book_.Outputs(h));
+    if (!graph.ok()) return out;
+    for (const Tensor* leaf : graph->leafs) {
+      const int x = book_.spec(h, book_.IndexOf(h, leaf)).external_graph;
+      if (x >= 0) out.push_back(x);
+    }
+    return out;
+  };
+  std::vector<int> out;
+  std::vector<int> stack = sources(g);
+  while (!stack.empty()) {
+    const int h = stack.back();
+    stack.pop_back();
+    if (std::find(out.begin(), out.end(), h) != out.end()) continue;
+    out.push_back(h);
+    for (int x : sources(h)) stack.push_back(x);
+  }
+  return out;
+}
+
+// As Model::Split decides it: a reachable op marked `cpu`, or bytes read from a graph last placed split.
+bool GgmlGraphAdapter::Split(int g) const {
+  if (!SplitsCpuMarks()) return false;
+  StatusOr<alloc::Graph> graph = alloc::BuildGraph(book_.Outputs(g));
+  if (graph.ok()) {
+    for (const Tensor* t : graph->nodes) {
+      if (book_.spec(g, book_.IndexOf(g, t)).cpu) return true;
+    }
+  }
+  for (int h : ViewedGraphs(g)) {
+    auto it = placed_split_.find(h);
+    if (it != placed_split_.end() && it->second) return true;
+  }
+  return false;
+}
+
+// Allocator k's scheduler, reset, with graph g's ops marked `cpu` (built as `inst`) on the CPU backend; the
+// scheduler gives the others to the first backend that supports them, and views their source's.
+//
+// Plain leafs (no memory, not inputs) go to the first backend explicitly: the scheduler gives a backend to
+// inputs (the CPU) and to tensors with memory (their buffer's), and leaves such a leaf without one when nothing
+// else assigns it, which gallocr then asserts on (GGML_ASSERT(buffer_id >= 0) in ggml_gallocr_allocate_node,
+// seen from corpus/ggml_graph_topology/5b8149e6...: a leaf read only through a view). llama.cpp's graphs have
+// no such leafs: every leaf is a weight with memory or an input.
+ggml_backend_sched_t GgmlGraphAdapter::SchedulerFor(int k, int g, const Instance& inst) {
+  ggml_backend_sched_t sched = Scheduler(k);
+  ggml_backend_sched_reset(sched);
+  for (int i = 0; i < book_.size(g); ++i) {
+    const ggml_tensor* t = inst.t[i];
+    if (t == nullptr) continue;
+    if (book_.spec(g, i).cpu) {
+      ggml_backend_sched_set_tensor_backend(sched, inst.t[i], Cpu());
+    } else if (t->op == GGML_OP_NONE && t->view_src == nullptr && t->data == nullptr &&
+               (t->flags & GGML_TENSOR_FLAG_INPUT) == 0) {
+      ggml_backend_sched_set_tensor_backend(sched, inst.t[i], ggml_backend_sched_get_backend(sched, 0));
+    }
+  }
+  return sched;
+}
+
+// ggml_backend_sched_alloc_graph of graph g's build `inst` by allocator k's scheduler (it plans as it needs).
+//
+// Guard ggml-sched-inplace-writer-backend: the scheduler can give an op that writes into another tensor's
+// memory (an in-place result: a view that is not a view op) a backend that cannot reach that memory: it copies
+// a split's inputs in but never its results out (llama.cpp PR #28075 and #27311, both open). The CPU backend
+// then computes through ggml-vulkan's device address, and a pinned writer alone does not help: its result, read
+// by the next split, gets its input copy in the wrong backend's buffer (seen on repro/ggml-sched-inplace-writer-
+// backend). The guard takes the user's way out: the graph is placed again with every tensor on the first backend
+// (still through the scheduler), so nothing crosses backends.
+//
+// The gallocr findings reach the scheduler too: its gallocr keeps a plan on ggml_gallocr_needs_realloc's word, as
+// allocator k's does. Their guards cannot see the scheduler's own graph (its split copies included), so they
+// act on the program's, through a shadow of what the scheduler planned last: when that plan would be kept and
+// a leaf does not fit its record (ggml-gallocr-leaf-records-unchecked), a view node meets an owned record
+// (ggml-gallocr-view-node-owned-record), or a node's sources or output flag moved by position
+// (ggml-gallocr-stale-plan-rewired-edges), the scheduler reserves the graph first (a new build is placed:
+// planning rewires a build's sources to the scheduler's copies).
+Status GgmlGraphAdapter::PlaceSplit(int k, int g, Instance** placed, const std::string& what) {
+  GallocrShadow& shadow = sched_shadow_[k];
+  const std::string planned_by = ", which allocator " + std::to_string(k) + "'s scheduler planned last; it reserves "
+                                 "the graph first";
+  bool replan = false;
+  if (!shadow.planned.empty() && !shadow.NeedsRealloc((*placed)->graph)) {
+    // The leaf-record and view-node findings reach the scheduler's gallocr as well, on a plan it keeps.
+    const ggml_tensor* t = nullptr;
+    switch (shadow.FirstFault((*placed)->graph, &t)) {
+      case PlanFault::kLeafRecord:
+        replan = GuardHolds(Guard::kGgmlGallocrLeafRecordsUnchecked, [&] {
+          return "leaf " + std::string(t->name) + " of " + what + " does not fit its record in " + shadow.planned +
+                 planned_by;
+        });
+        break;
+      case PlanFault::kViewNodeOwnedRecord:
+        replan = GuardHolds(Guard::kGgmlGallocrViewNodeOwnedRecord, [&] {
+          return "view " + std::string(t->name) + " of " + what + " has an owned record in " + shadow.planned +
+                 planned_by;
+        });
+        break;
+      case PlanFault::kNone:
+        break;
+    }
+  }
+  const int rewired = replan || shadow.planned.empty() ? -1 : shadow.FirstRewiredNode((*placed)->graph);
+  if (rewired >= 0) {
+    replan = GuardHolds(Guard::kGgmlGallocrStalePlanRewiredEdges, [&] {
+      return "node " + std::string(ggml_graph_node((*placed)->graph, rewired)->name) + " of " + what +
+             " has other sources or output flag than node " + std::to_string(rewired) + " of " + shadow.planned +
+             planned_by;
+    });
+  }
+  if (replan) {
+    if (!ggml_backend_sched_reserve(SchedulerFor(k, g, **placed), (*placed)->graph)) {
+      return ResourceExhausted("ggml_backend_sched_reserve of " + what + " failed");
+    }
+    *placed = Build(g);
+  }
+  shadow.Planned((*placed)->graph, what);  // before the scheduler rewires and reorders the build
+  Instance& inst = **placed;
+  ggml_backend_sched_t sched = SchedulerFor(k, g, inst);
+  if (!ggml_backend_sched_alloc_graph(sched, inst.graph)) {
+    return ResourceExhausted("ggml_backend_sched_alloc_graph of " + what + " failed");
+  }
+  const ggml_tensor* writer = nullptr;
+  for (int i = 0; i < ggml_graph_n_nodes(inst.graph) && writer == nullptr; ++i) {
+    const ggml_tensor* t = ggml_graph_node(inst.graph, i);
+    if (t->view_src == nullptr || t->view_src->buffer == nullptr || IsViewOp(t->op)) continue;
+    if (!ggml_backend_supports_buft(ggml_backend_sched_get_tensor_backend(sched, const_cast<ggml_tensor*>(t)),
+                                    t->view_src->buffer->buft)) {
+      writer = t;
+    }
+  }
+  if (writer != nullptr && GuardHolds(Guard::kGgmlSchedInplaceWriterBackend, [&] {
+        return std::string(writer->name) + " of " + what + " writes into " + writer->view_src->name +
+               ", which lies in a " + ggml_backend_buft_name(writer->view_src->buffer->buft) +
+               " buffer, but the scheduler gave it " +
+               ggml_backend_name(ggml_backend_sched_get_tensor_backend(sched, const_cast<ggml_tensor*>(writer))) +
+               ", which cannot reach it; the graph is placed again with every tensor on " +
+               ggml_backend_name(ggml_backend_sched_get_backend(sched, 0));
+      })) {
+    // The scheduler has rewired the build's sources to its input copies: a new build is placed.
+    Instance& again = *(*placed = Build(g));
+    ggml_backend_sched_reset(sched);
+    ggml_backend_t first = ggml_backend_sched_get_backend(sched, 0);
+    for (int i = 0; i < ggml_graph_n_nodes(again.graph); ++i) {
+      ggml_backend_sched_set_tensor_backend(sched, ggml_graph_node(again.graph, i), first);
+    }
+    for (ggml_tensor* t : again.t) {
+      if (t != nullptr && t->op == GGML_OP_NONE && t->view_src == nullptr && t->data == nullptr) {
+        ggml_backend_sched_set_tensor_backend(sched, t, first);
+      }
+    }
+    if (!ggml_backend_sched_alloc_graph(sched, again.graph)) {
+      return ResourceExhausted("ggml_backend_sched_alloc_graph of " + what + " on one backend failed");
+    }
+  }
+  return NoTensorWithoutMemory(g, **placed);
+}
+
+}  // namespace lifeline::graphs::internal

@@ -1,0 +1,186 @@
+// The host side both upstream graph adapters share (ggml_graph_adapter.h): host buffer types with the
+// program's alignments, ggml's CPU backend with the harness's log and abort hooks, the sizing graph.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ggml-cpu.h"
+#include "core/check.h"
+#include "core/upstream_hooks.h"
+#include "harness/programs/common/describe.h"
+#include "harness/programs/graph/upstream/ggml_graph_adapter.h"
+
+namespace lifeline::graphs::internal {
+namespace {
+
+using alloc::Tensor;
+
+constexpr size_t kBlockAlignment = 64;                       // host blocks; >= every program alignment
+constexpr size_t kMinAlignment = sizeof(float);              // see HostTypeFor
+
+// ---- host buffers with the program's alignment -----------------------------------------------------
+
+struct HostBlock {
+  uint8_t* base;
+  size_t size;
+};
+
+int64_t g_live_bytes = 0;                      // bytes of host buffers not yet freed
+std::vector<ggml_backend_buffer_t> g_live;     // those buffers
+
+HostBlock* BlockOf(ggml_backend_buffer_t b) { return static_cast<HostBlock*>(b->context); }
+HostBufferType* TypeOf(ggml_backend_buffer_type_t t) { return static_cast<HostBufferType*>(t->context); }
+
+void HostFree(ggml_backend_buffer_t b) {
+  HostBlock* block = BlockOf(b);
+  g_live_bytes -= static_cast<int64_t>(block->size);
+  for (size_t i = 0; i < g_live.size(); ++i) {
+    if (g_live[i] == b) {
+      g_live.erase(g_live.begin() + static_cast<std::ptrdiff_t>(i));
+      break;
+    }
+  }
+  std::free(block->base);
+  delete block;
+}
+void* HostGetBase(ggml_backend_buffer_t b) { return BlockOf(b)->base; }
+void HostMemset(ggml_backend_buffer_t, ggml_tensor* t, uint8_t value, size_t offset, size_t size) {
+  std::memset(static_cast<uint8_t*>(t->data) + offset, value, size);
+}
+void HostSet(ggml_backend_buffer_t, ggml_tensor* t, const void* data, size_t offset, size_t size) {
+  std::memcpy(static_cast<uint8_t*>(t->data) + offset, data, size);
+}
+void HostGet(ggml_backend_buffer_t, const ggml_tensor* t, void* data, size_t offset, size_t size) {
+  std::memcpy(data, static_cast<const uint8_t*>(t->data) + offset, size);
+}
+void HostClear(ggml_backend_buffer_t b, uint8_t value) { std::memset(BlockOf(b)->base, value, BlockOf(b)->size); }
+
+const char* TypeName(ggml_backend_buffer_type_t t) { return TypeOf(t)->name.c_str(); }
+size_t TypeAlignment(ggml_backend_buffer_type_t t) { return TypeOf(t)->alignment; }
+size_t TypeMaxSize(ggml_backend_buffer_type_t t) { return TypeOf(t)->max_size; }
+bool TypeIsHost(ggml_backend_buffer_type_t) { return true; }
+
+ggml_backend_buffer_t TypeAlloc(ggml_backend_buffer_type_t t, size_t size) {
+  size_t n = (size + kBlockAlignment - 1) / kBlockAlignment * kBlockAlignment;
+  if (n == 0) n = kBlockAlignment;
+  auto* base = static_cast<uint8_t*>(std::aligned_alloc(kBlockAlignment, n));
+  if (base == nullptr) return nullptr;
+  // NaN in both float types: a read of bytes no tensor wrote shows up in the outputs.
+  std::memset(base, 0xff, n);
+  ggml_backend_buffer_i iface{};
+  iface.free_buffer = HostFree;
+  iface.get_base = HostGetBase;
+  iface.memset_tensor = HostMemset;
+  iface.set_tensor = HostSet;
+  iface.get_tensor = HostGet;
+  iface.clear = HostClear;
+  auto* block = new HostBlock{base, size};
+  ggml_backend_buffer_t b = ggml_backend_buffer_init(t, iface, block, size);
+  g_live_bytes += static_cast<int64_t>(size);
+  g_live.push_back(b);
+  return b;
+}
+
+// ggml's warnings and errors go to stderr; its debug and info lines ("reallocating buffers automatically")
+// only with LIFELINE_TRACE, beside the program trace.
+// ggml_gallocr_alloc_graph says at debug level when ggml_gallocr_needs_realloc found the plan stale (asserts,
+// and with them these lines, are compiled into every build of ggml here): the adapter checks its own
+// prediction (GallocrShadow) against it.
+bool g_logged_needs_realloc = false;
+
+void Log(ggml_log_level level, const char* text, void*) {
+  static ggml_log_level last = GGML_LOG_LEVEL_NONE;
+  if (level != GGML_LOG_LEVEL_CONT) last = level;
+  if (std::strstr(text, "ggml_gallocr_alloc_graph: reallocating buffers automatically") != nullptr ||
+      std::strstr(text, "ggml_gallocr_alloc_graph: cannot reallocate multi buffer graph") != nullptr) {
+    g_logged_needs_realloc = true;
+  }
+  if (last >= GGML_LOG_LEVEL_WARN || programs::TraceRequested()) std::fputs(text, stderr);
+}
+
+}  // namespace
+
+void ForgetGallocrLog() { g_logged_needs_realloc = false; }
+bool GallocrLoggedRealloc() { return g_logged_needs_realloc; }
+
+ggml_backend_t Cpu() {
+  static ggml_backend_t cpu = [] {
+    ggml_set_abort_callback(&::lifeline::internal::UpstreamAbort);
+    ggml_log_set(&Log, nullptr);
+    ggml_backend_t b = ggml_backend_cpu_init();
+    LIFELINE_CHECK(b != nullptr, "ggml_backend_cpu_init failed");
+    ggml_backend_cpu_set_n_threads(b, 1);  // deterministic, and the fuzzer's one core
+    return b;
+  }();
+  return cpu;
+}
+
+const std::vector<ggml_backend_buffer_t>& HostBuffers() { return g_live; }
+int64_t HostLiveBytes() { return g_live_bytes; }
+bool IsHostBuffer(ggml_backend_buffer_t b) { return b->buft->iface.get_name == TypeName; }
+void* HostBase(ggml_backend_buffer_t b) { return BlockOf(b)->base; }
+
+int HostAllocatorOf(ggml_backend_buffer_t b) { return IsHostBuffer(b) ? TypeOf(b->buft)->allocator : -1; }
+
+std::vector<oracles::BufferExtent> HostExtents(int allocator) {
+  std::vector<oracles::BufferExtent> extents;
+  for (ggml_backend_buffer_t b : g_live) {
+    const HostBufferType* type = TypeOf(b->buft);
+    if (type->allocator == allocator && b->size > 0) extents.push_back({BlockOf(b)->base, b->size, type->alignment});
+  }
+  return extents;
+}
+
+SizingGraph::SizingGraph(size_t n) {
+  static float scratch = 0.0f;
+  ggml_init_params params{};
+  params.mem_size = ggml_tensor_overhead() * n + ggml_graph_overhead_custom(n, false);
+  params.no_alloc = true;
+  ctx = ggml_init(params);
+  LIFELINE_CHECK(ctx != nullptr, "ggml_init failed");
+  graph = ggml_new_graph_custom(ctx, n, false);
+  for (size_t i = 0; i < n; ++i) {
+    ggml_tensor* t = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 1);
+    t->data = &scratch;
+    ggml_build_forward_expand(graph, t);
+    leafs.push_back(t);
+  }
+}
+
+SizingGraph::~SizingGraph() { ggml_free(ctx); }
+
+Instance::~Instance() {
+  if (ctx != nullptr) ggml_free(ctx);
+}
+
+
+// One buffer type per (allocator, alignment): gallocr shares the allocator of repeated types.
+// ggml's CPU kernels load elements in place (float, ggml_fp16_t), so a host buffer type aligns to at least
+// 4 bytes: the layer's 1- and 2-byte alignments would only make every f32 read misaligned, which says
+// nothing about gallocr (no real backend's buffers are aligned below their element size).
+HostBufferType* GgmlGraphAdapter::HostTypeFor(int k, const alloc::BufferSpec& spec) {
+  const size_t alignment = std::max<size_t>(spec.alignment, kMinAlignment);
+  for (auto& t : host_types_) {
+    if (t->allocator == k && t->alignment == alignment) return t.get();
+  }
+  auto t = std::make_unique<HostBufferType>();
+  t->allocator = k;
+  t->alignment = alignment;
+  t->max_size = spec.max_size;
+  t->name = "lifeline" + std::to_string(k) + "_align" + std::to_string(alignment);
+  t->buft.iface.get_name = TypeName;
+  t->buft.iface.alloc_buffer = TypeAlloc;
+  t->buft.iface.get_alignment = TypeAlignment;
+  t->buft.iface.get_max_size = TypeMaxSize;
+  t->buft.iface.is_host = TypeIsHost;
+  t->buft.device = ggml_backend_get_device(Cpu());
+  t->buft.context = t.get();
+  host_types_.push_back(std::move(t));
+  return host_types_.back().get();
+}
+
+}  // namespace lifeline::graphs::internal

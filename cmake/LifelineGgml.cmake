@@ -108,9 +108,15 @@ if(LIFELINE_GGML AND LIFELINE_VULKAN AND LIFELINE_LANE IN_LIST LIFELINE_GGML_VUL
   find_package(Vulkan REQUIRED)
   find_program(LIFELINE_GLSLC glslc REQUIRED)
   set(_vk_shared ${PROJECT_SOURCE_DIR}/build/upstream/ggml-vulkan)
+  # The first lane to configure it picks its compiler; later lanes leave it (a lane on another clang, tsan,
+  # would otherwise wipe the shared cache). What it builds has no sanitizer and links into any lane.
+  set(_vk_compiler "")
+  if(NOT EXISTS ${_vk_shared}/CMakeCache.txt)
+    set(_vk_compiler -DCMAKE_CXX_COMPILER=${CMAKE_CXX_COMPILER})
+  endif()
   execute_process(
     COMMAND ${CMAKE_COMMAND} -S ${PROJECT_SOURCE_DIR}/cmake/ggml-vulkan -B ${_vk_shared} -G Ninja
-            -DCMAKE_CXX_COMPILER=${CMAKE_CXX_COMPILER} -DLIFELINE_GGML_DIR=${LIFELINE_GGML_DIR}
+            ${_vk_compiler} -DLIFELINE_GGML_DIR=${LIFELINE_GGML_DIR}
             -DLIFELINE_GLSLC=${LIFELINE_GLSLC}
     RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _out)
   if(NOT _rc EQUAL 0)

@@ -131,7 +131,9 @@ else()
 endif()
 
 # ---- how tests run in this lane ------------------------------------------------------------------
-find_program(LIFELINE_SYMBOLIZER NAMES llvm-symbolizer-14 llvm-symbolizer)
+# The symbolizer of the lane's clang where Debian has it (llvm-<major>), else clang 14's.
+string(REGEX MATCH "^[0-9]+" _clang_major "${CMAKE_CXX_COMPILER_VERSION}")
+find_program(LIFELINE_SYMBOLIZER NAMES llvm-symbolizer-${_clang_major} llvm-symbolizer-14 llvm-symbolizer)
 set(_sym "")
 # Not in the external engine: the binaries run on another machine (OSS-Fuzz's runner brings its own
 # llvm-symbolizer and sets ASAN_OPTIONS, which override these defaults anyway).
@@ -144,6 +146,20 @@ set(LIFELINE_ASAN_OPTIONS "detect_stack_use_after_return=1:halt_on_error=1:abort
 set(LIFELINE_UBSAN_OPTIONS "halt_on_error=1:abort_on_error=1:print_stacktrace=1:dedup_token_length=3${_sym}")
 set(LIFELINE_TSAN_OPTIONS "halt_on_error=1:abort_on_error=1:second_deadlock_stack=1:dedup_token_length=3${_sym}")
 set(LIFELINE_LSAN_OPTIONS "abort_on_error=1:dedup_token_length=3${_sym}")
+if("thread" IN_LIST LIFELINE_SANITIZE AND LIFELINE_ENGINE STREQUAL "libfuzzer")
+  # The tsan lane links libFuzzer, whose crash handler runs inside a signal handler and allocates (it prints a
+  # stack trace). Under TSan that handler hangs or dies on its own report: abort_on_error=1 turns a race report
+  # into SIGABRT while TSan still holds its report lock, and the handler then waits on that lock forever (seen:
+  # a worker's race in interop_string_handoff, the job never ended); and a LIFELINE_CHECK's abort() made the
+  # handler's malloc a "signal-unsafe call inside of a signal" report instead of the check's own crash. So TSan
+  # ends the process itself (exit 66 after libFuzzer's death callback wrote the input), and does not report
+  # calls in signal handlers: the only handlers in these binaries are libFuzzer's (no project code installs one).
+  # The TSan runtime also parses __ubsan_default_options (it carries UBSan's runtime), and abort_on_error is a
+  # common flag: UBSan's string must say the same or it wins.
+  string(REPLACE "abort_on_error=1" "abort_on_error=0:report_signal_unsafe=0" LIFELINE_TSAN_OPTIONS
+         "${LIFELINE_TSAN_OPTIONS}")
+  string(REPLACE "abort_on_error=1" "abort_on_error=0" LIFELINE_UBSAN_OPTIONS "${LIFELINE_UBSAN_OPTIONS}")
+endif()
 if(LIFELINE_ENGINE STREQUAL "external")
   # OSS-Fuzz's UBSan build adds unsigned-integer-overflow as a recoverable check (hashes and FuzzedDataProvider
   # wrap on purpose) and ClusterFuzz runs with silence_unsigned_overflow=1; same default here, so a local

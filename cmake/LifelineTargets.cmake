@@ -9,6 +9,8 @@
 include(GoogleTest)
 
 set(LIFELINE_CLI ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/cli/lifeline_main.py)
+# The lane's fuzz targets and their labels, written afresh by every configure (lifeline_add_fuzz_target).
+file(WRITE ${CMAKE_BINARY_DIR}/fuzz-targets.txt "")
 
 function(lifeline_add_executable name)
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
@@ -86,12 +88,23 @@ function(lifeline_add_fuzz_target name)
     return()  # built for another machine's engine: no CTest registration (.clusterfuzzlite/build.sh)
   endif()
 
+  # What `lifeline fuzz` may run from this lane: one line per target, its name and labels (lifeline/paths.py).
+  file(APPEND ${CMAKE_BINARY_DIR}/fuzz-targets.txt "${name} ${ARG_LABELS}\n")
+
   set(corpus ${PROJECT_SOURCE_DIR}/corpus/${name})
+  # The tsan lane fuzzes (and smoke-tests) only the targets that start threads: elsewhere TSan has no second
+  # thread to watch, and its libFuzzer build costs what the fuzz lane's smoke tests already cover.
+  set(smoke ON)
+  if(LIFELINE_LANE STREQUAL "tsan" AND NOT "threads" IN_LIST ARG_LABELS)
+    set(smoke OFF)
+  endif()
   if(LIFELINE_ENGINE STREQUAL "libfuzzer")
     # -runs=0 executes every seed once and writes nothing into the seed directory. libFuzzer refuses an
     # artifact prefix whose directory does not exist.
     file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/artifacts)
     add_test(NAME corpus.${name} COMMAND ${name} -runs=0 -artifact_prefix=${CMAKE_BINARY_DIR}/artifacts/ ${corpus})
+  endif()
+  if(LIFELINE_ENGINE STREQUAL "libfuzzer" AND smoke)
     add_test(NAME fuzz-smoke.${name}
              COMMAND ${CMAKE_COMMAND} -DBINARY=$<TARGET_FILE:${name}> -DTARGET=${name} -DSEEDS=${corpus}
                      -DPYTHON=${Python3_EXECUTABLE} -DCLI_MAIN=${PROJECT_SOURCE_DIR}/cli/lifeline_main.py
@@ -99,7 +112,7 @@ function(lifeline_add_fuzz_target name)
                      -DDICT=${PROJECT_SOURCE_DIR}/corpus/${name}.dict
                      -P ${PROJECT_SOURCE_DIR}/cmake/run_fuzz_smoke.cmake)
     set_tests_properties(fuzz-smoke.${name} PROPERTIES LABELS "fuzz-smoke;${ARG_LABELS}" TIMEOUT 300)
-  else()
+  elseif(NOT LIFELINE_ENGINE STREQUAL "libfuzzer")
     add_test(NAME corpus.${name} COMMAND ${name} ${corpus})
   endif()
   set_tests_properties(corpus.${name} PROPERTIES LABELS "corpus;${ARG_LABELS}")

@@ -2,15 +2,31 @@
 // ctest, the CLI, or a shell: findings are fatal, stack-use-after-return is detected, dedup tokens match
 // the crash-state convention. An ASAN_OPTIONS (etc.) in the environment still overrides these.
 // The option strings come from cmake/LifelineLane.cmake.
+//
+// The runtimes call these while they initialize, before any thread state exists, so the functions must not
+// be instrumented themselves. Under -fsanitize=thread plus libFuzzer's coverage (the tsan fuzz build) clang 14
+// instruments SanitizerCoverage's edge-counter increment like any store: the function then calls
+// __tsan_func_entry from inside __tsan::Initialize, which dereferences the not yet created trace and crashes
+// (SIGSEGV in __tsan::TraceSwitchPart, before main). Replay builds have no counter, hence no store, hence no
+// entry hook, which is why only the libFuzzer TSan build crashed.
+#if defined(__has_attribute)
+#if __has_attribute(no_sanitize)
+#define LIFELINE_SANITIZER_CALLBACK __attribute__((used, no_sanitize("address", "thread", "coverage")))
+#endif
+#endif
+#ifndef LIFELINE_SANITIZER_CALLBACK
+#define LIFELINE_SANITIZER_CALLBACK __attribute__((used))
+#endif
+
 extern "C" {
-__attribute__((used)) const char* __asan_default_options() { return LIFELINE_ASAN_OPTIONS; }
-__attribute__((used)) const char* __ubsan_default_options() { return LIFELINE_UBSAN_OPTIONS; }
-__attribute__((used)) const char* __tsan_default_options() { return LIFELINE_TSAN_OPTIONS; }
-__attribute__((used)) const char* __lsan_default_options() { return LIFELINE_LSAN_OPTIONS; }
+LIFELINE_SANITIZER_CALLBACK const char* __asan_default_options() { return LIFELINE_ASAN_OPTIONS; }
+LIFELINE_SANITIZER_CALLBACK const char* __ubsan_default_options() { return LIFELINE_UBSAN_OPTIONS; }
+LIFELINE_SANITIZER_CALLBACK const char* __tsan_default_options() { return LIFELINE_TSAN_OPTIONS; }
+LIFELINE_SANITIZER_CALLBACK const char* __lsan_default_options() { return LIFELINE_LSAN_OPTIONS; }
 
 // LeakSanitizer suppressions, one library per line, same rule: never project code. A leak is dropped
 // when a frame of the library is in its allocation stack; project allocations never pass through these.
-__attribute__((used)) const char* __lsan_default_suppressions() {
+LIFELINE_SANITIZER_CALLBACK const char* __lsan_default_suppressions() {
   return
       // Mesa's lavapipe ICD keeps per-device state (4 blocks, 192 B, allocated on the first submit) that
       // libFuzzer's per-input leak check reports although the device lives for the whole process.
@@ -25,7 +41,7 @@ __attribute__((used)) const char* __lsan_default_suppressions() {
 // atomics, so their internal synchronization (reader-writer locks built on atomics, worker threads) looks
 // like races between their own threads and ours. A report is dropped when a frame of that library is in
 // it; none of these libraries is project code.
-__attribute__((used)) const char* __tsan_default_suppressions() {
+LIFELINE_SANITIZER_CALLBACK const char* __tsan_default_suppressions() {
   return
       // The Khronos validation layer: its object-tracking maps use lock-free reader-writer locks.
       "race:libVkLayer_khronos_validation.so\n"

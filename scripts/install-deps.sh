@@ -12,8 +12,10 @@ set -euo pipefail
 PACKAGES=(
   cmake              # build system (presets need >= 3.21)
   ninja-build        # generator used by every preset
-  clang-14           # the compiler of every lane (Debian 12's default clang)
+  clang-14           # the compiler of every lane but tsan (Debian 12's default clang)
   libclang-rt-14-dev # ASan/UBSan/TSan/LSan/libFuzzer runtimes and FuzzedDataProvider.h
+  clang-19           # the tsan lane: clang 14 and 16 TSan-instrument libFuzzer's edge counters (README, "TSan")
+  libclang-rt-19-dev # ... and its TSan and libFuzzer runtimes
   llvm-14            # llvm-symbolizer-14, so sanitizer reports carry function names
   libgtest-dev       # GoogleTest for tests/
   valgrind           # the valgrind lane, and valgrind/memcheck.h client requests

@@ -44,6 +44,9 @@ VARIANTS = {  # name -> extra compile flags (all link -fsanitize=fuzzer plus the
     "lsan": "-fsanitize=leak",
     "tsan": "-fsanitize=thread",
 }
+# The compiler of each variant: the lane's (cmake presets). tsan is built with clang 19, as the tsan lane is:
+# clang 14 and 16 TSan-instrument libFuzzer's edge counters, which crashes at start and reports races on them.
+COMPILERS = {"tsan": ("clang-19", "clang++-19")}
 # Only on request (--variants): UBSan with recoverable checks, which no lane runs. Every check's handler then
 # returns into the code after it, and SanitizerCoverage instruments that join as one more edge per check
 # (bench/results/throughput.md: what this table showed as the fuzz lane's cost before issue 15).
@@ -105,11 +108,12 @@ def build_variant(name: str, flags: str, targets: list) -> Path:
     out = ROOT / "build" / "bench" / name / "out"
     shutil.rmtree(out, ignore_errors=True)
     cflags = f"{BASE_FLAGS} {flags}".strip()
-    env = dict(os.environ, CC="clang-14", CXX="clang++-14", CFLAGS=cflags, CXXFLAGS=cflags,
+    cc, cxx = COMPILERS.get(name, ("clang-14", "clang++-14"))
+    env = dict(os.environ, CC=cc, CXX=cxx, CFLAGS=cflags, CXXFLAGS=cflags,
                LIB_FUZZING_ENGINE=f"-fsanitize=fuzzer {flags}".strip(), OUT=str(out),
                LIFELINE_OSSFUZZ_BUILD_DIR=str(ROOT / "build" / "bench" / name / "build"),
                LIFELINE_OSSFUZZ_TARGETS=" ".join(targets))
-    print(f"building the {name} variant ({cflags})", flush=True)
+    print(f"building the {name} variant ({cc}: {cflags})", flush=True)
     proc = subprocess.run([str(ROOT / ".clusterfuzzlite" / "build.sh")], env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT)
     if proc.returncode != 0:

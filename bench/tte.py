@@ -9,11 +9,13 @@
   bench/tte.py BUG_ID --seeds DIR                         from other seeds than corpus/<target>/
   bench/tte.py BUG_ID... --name NAME                      the table of several bugs as NAME.md (default tte)
   bench/tte.py BUG_ID --flag=-use_value_profile=1         libFuzzer flags after the target's own settings
+  bench/tte.py BUG_ID --lane tsan                         fuzzed under TSan (the tsan lane's libFuzzer build),
+                                                          found when a tsan expectation of its bug.json matches
 
 Each trial runs the bug's fuzz target (fuzz lane, libFuzzer + ASan) with LIFELINE_REINTRODUCE=BUG_ID and
 its own -seed, from a fresh scratch corpus plus the read-only seeds in corpus/<target>/, bounded by the
 budget, with the target's own libFuzzer settings (targets/<target>.options) as `lifeline fuzz` runs it. A trial counts as found when the first crash's signature matches one the bug's bug.json expects
-for the asan or fuzz lane. A trial that stops on any other crash is censored at that moment (the bug was
+for the asan or fuzz lane (the tsan lane with --lane tsan). A trial that stops on any other crash is censored at that moment (the bug was
 not seen before it), one that runs out of budget is censored at the budget.
 
 Per bug: found/N, the median time of the trials that found it, the restricted mean survival time (RMST:
@@ -103,7 +105,9 @@ def main() -> int:
     ap.add_argument("--trials", type=int, default=10)
     ap.add_argument("--budget", type=int, default=60, help="seconds per trial")
     ap.add_argument("--fixed", action="store_true", help="run on the fixed code (no LIFELINE_REINTRODUCE)")
-    ap.add_argument("--build", default=str(ROOT / "build" / "fuzz"))
+    ap.add_argument("--lane", choices=("fuzz", "tsan"), default="fuzz",
+                    help="whose libFuzzer build fuzzes: fuzz (ASan+UBSan, default) or tsan")
+    ap.add_argument("--build", help="the lane's build folder (default build/<lane>)")
     ap.add_argument("--seeds", help="seed directory (default: corpus/<target>)")
     ap.add_argument("--upstream", action="store_true",
                     help="fuzz the bug's upstream variant (the target built against the patched upstream)")
@@ -111,6 +115,8 @@ def main() -> int:
     ap.add_argument("--flag", dest="flags", action="append", default=[], metavar="-FLAG=V",
                     help="a libFuzzer flag after the target's own settings (targets/<t>.options); repeatable")
     args = ap.parse_args()
+    if args.build is None:
+        args.build = str(ROOT / "build" / args.lane)
     if not args.name or not all(c.isalnum() or c in "-_." for c in args.name) or args.name.startswith("."):
         print(f"tte: --name {args.name!r} must be a plain file name (letters, digits, - _ .)", file=sys.stderr)
         return 2
@@ -231,9 +237,15 @@ def run_bug(args, bug_id: str):
         target, reproducers = bug.variant.target, bug.variant.reproducers
         binary = Path(args.build) / "upstream-variants" / bug.id / target
     if not binary.is_file():
-        print(f"tte: {binary} is not built; run `cmake --preset fuzz && cmake --build --preset fuzz`", file=sys.stderr)
+        print(f"tte: {binary} is not built; run `cmake --preset {args.lane} && cmake --build --preset {args.lane}`",
+              file=sys.stderr)
         return None
-    expected = [r.expect[l] for r in reproducers for l in ("fuzz", "asan") if l in r.expect]
+    lanes = ("tsan",) if args.lane == "tsan" else ("fuzz", "asan")
+    expected = [r.expect[l] for r in reproducers for l in lanes if l in r.expect]
+    if not expected:
+        print(f"tte: no reproducer of {bug.id} expects a report in the {args.lane} lane (bug.json 'expect'), so no "
+              "trial could count as found", file=sys.stderr)
+        return None
     seeds = Path(args.seeds) if args.seeds else ROOT / "corpus" / target
     if bug.status == "upstream-open":
         if bug.guard is None:
@@ -256,7 +268,7 @@ def run_bug(args, bug_id: str):
     times = [r["seconds"] for r in rows if r["result"] == "found"]
     km = kaplan_meier(rows, args.budget)
     summary = {
-        "bug": bug.id, "target": target, "fixed_code": args.fixed, "upstream_variant": upstream,
+        "bug": bug.id, "target": target, "fixed_code": args.fixed, "upstream_variant": upstream, "lane": args.lane,
         "seeds": str(seeds),
         "trials": args.trials,
         "budget_s": args.budget, "found": len(times),
@@ -269,6 +281,8 @@ def run_bug(args, bug_id: str):
     }
     mode = ("fixed" if args.fixed else "upstream-variant" if upstream else
             "pinned-upstream" if bug.status == "upstream-open" else "reintroduced")
+    if args.lane != "fuzz":
+        mode += "-" + args.lane
     summary["mode"] = mode
     print(f"\n{bug.id} ({mode}): found {len(times)}/{args.trials}"
           + (f", median {summary['median_s']} s" if times else "")

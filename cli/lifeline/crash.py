@@ -164,6 +164,8 @@ _ASAN_ACCESS = re.compile(r"^(READ|WRITE) of size (\d+)")
 _LSAN = re.compile(r"==\d+==ERROR: LeakSanitizer: detected memory leaks")
 _LEAK = re.compile(r"^(Direct|Indirect) leak of \d+ byte")
 _TSAN = re.compile(r"WARNING: ThreadSanitizer: (?P<what>[\w -]+?)(?: \(pid=\d+\))?\s*$")
+# A deadly signal under TSan (its own handler, as ASan's SEGV report): the program crashed, TSan diagnosed nothing.
+_TSAN_SIGNAL = re.compile(r"==\d+==ERROR: ThreadSanitizer: (?P<what>SEGV|BUS|FPE|ILL|ABRT) on unknown address")
 _TSAN_ACCESS = re.compile(r"^\s*(?:Atomic )?(Read|Write) of size (\d+)")
 _UBSAN = re.compile(r"^(?P<loc>\S+:\d+:\d+): runtime error: (?P<msg>.*)$")
 _CHECK = re.compile(r"==lifeline== (LIFELINE_CHECK|LIFELINE_PRECONDITION) failed at (?P<loc>\S+)")
@@ -310,6 +312,11 @@ def parse(text: str) -> Optional[Crash]:
                     state, normalized, location = _stack(lines, j + 1, _SAN_FRAME)
                     return Crash("lsan", lk.group(1).lower() + "-leak", state, normalized, location=location)
             return Crash("lsan", "leak", [], [])
+
+        m = _TSAN_SIGNAL.search(line)
+        if m:
+            state, normalized, location = _stack(lines, i + 1, _TSAN_FRAME)
+            return Crash("tsan", m.group("what").lower(), state, normalized, location=location)
 
         m = _TSAN.search(line)
         if m:

@@ -20,7 +20,7 @@ from . import triage as triagemod
 from .bugs import switch_env
 from .build import configure_and_build, ensure_deps, ensure_upstream, run
 from .options import libfuzzer_flags
-from .paths import ROOT, fuzz_targets, source_targets
+from .paths import FUZZ_LANES, ROOT, fuzz_targets, source_targets, target_labels
 from .shellsafe import SafeLinks
 from .usage import UsageError
 
@@ -107,20 +107,21 @@ def executed_units(text: str) -> int:
     return log.total_execs()
 
 
-def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: str | None, jobs: int = 1) -> dict:
+def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: str | None, jobs: int = 1,
+              lane: str = "fuzz") -> dict:
     work = out / target / "corpus"  # these folders exist: _prepare_job_dir
     artifacts = out / target / "artifacts"
     # What triage needs to replay an artifact the way it was found.
     (out / target / "job.json").write_text(json.dumps({"target": target, "reintroduce": reintroduce,
                                                        "unguard": os.environ.get("LIFELINE_UNGUARD"),
-                                                       "binary": str(binary)}) + "\n")
+                                                       "binary": str(binary), "lane": lane}) + "\n")
     before = set(p.name for p in artifacts.iterdir())
     seeds = ROOT / "corpus" / target
     dict_file = ROOT / "corpus" / f"{target}.dict"
     guard_file = _fresh_guard_file(out, target)
     env = switch_env(reintroduce, LIFELINE_GUARD_COUNTS=str(guard_file))
     log_path = out / target / "fuzz.log"
-    stats = {"target": target, "execs": 0, "exec_s": 0, "cov": 0, "corpus": 0, "crashes": 0,
+    stats = {"target": target, "lane": lane, "execs": 0, "exec_s": 0, "cov": 0, "corpus": 0, "crashes": 0,
              "artifacts": str(artifacts), "interrupted": False, "log": str(log_path), "fork": jobs > 1}
     # One progress line: rewritten in place on a terminal, a new line every 10 s in a log.
     tty = sys.stdout.isatty()
@@ -183,7 +184,7 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
                  corpus=job.corpus if job.corpus is not None else saved, corpus_saved=saved,
                  seconds=round(elapsed, 1))
     stats["guards"] = guardsmod.summary_json(guard_file)
-    leak = None if stats["interrupted"] or jobs > 1 else _leak_at_exit(log_path, proc.returncode, target)
+    leak = None if stats["interrupted"] or jobs > 1 else _leak_at_exit(log_path, proc.returncode, target, lane)
     if leak and leak.get("exit_unit"):
         # The unit libFuzzer's death handler wrote when LeakSanitizer aborted the exiting process: whatever
         # input was current then, not one that leaks. Kept on disk, named in the leak's entry, not replayed.
@@ -195,7 +196,7 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
         # its children's ERROR lines (no stack, no artifact name), and one report would name every artifact.
         crashes, upstream_open, not_replayed = [], [], [str(p) for p in new]
     else:
-        crashes, upstream_open, not_replayed = _replay_artifacts(binary, target, new, reintroduce)
+        crashes, upstream_open, not_replayed = _replay_artifacts(binary, target, new, reintroduce, lane)
         stats["interrupted"] = bool(not_replayed)
     stats["not_replayed"] = not_replayed
     stats["crashes"] = len(crashes)
@@ -213,7 +214,7 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
     return stats
 
 
-def _leak_at_exit(log_path: Path, returncode, target: str) -> dict | None:
+def _leak_at_exit(log_path: Path, returncode, target: str, lane: str = "fuzz") -> dict | None:
     """The LeakSanitizer report a job printed when its process exited, with no artifact: a target whose
     options turn libFuzzer's per-input leak check off (detect_leaks = 0, where caches or asynchronous frees
     of the code beneath make that check scan the heap after most inputs) still has LeakSanitizer's check of
@@ -237,7 +238,7 @@ def _leak_at_exit(log_path: Path, returncode, target: str) -> dict | None:
         return None
     entry = {"signature": c.signature, "short": c.type + (f" in {c.state[0]}" if c.state else ""),
              "log": str(log_path)}
-    bug, status = triagemod.match_known(c, triagemod.known_signatures(ROOT, target))
+    bug, status = triagemod.match_known(c, triagemod.known_signatures(ROOT, target, lane))
     if bug:
         entry["bug"] = bug
     if status == "upstream-open":
@@ -263,14 +264,14 @@ def _fresh_guard_file(out: Path, target: str) -> Path:
 
 
 def _replay_artifacts(binary: Path, target: str, artifacts: list,
-                      reintroduce: str | None) -> tuple[list, list, list]:
+                      reintroduce: str | None, lane: str = "fuzz") -> tuple[list, list, list]:
     """Replays each new artifact once on the job's binary, the way it was found, and sorts it by the known
     signatures of `target`: (crashes, upstream_open, not_replayed: the paths left when interrupted). An
     artifact that gives the signature of an upstream-open bug (upstream has not fixed it) is not a crash of
     this job; anything else is, including an artifact that does not crash again. Entries: {"artifact",
     "signature", "short"} (+ "bug" when it matches a known bug; "short": crash type and top frame), or for
     an artifact without a report on replay {"artifact", "signature", "replay": "clean" or "no-report"}."""
-    known = triagemod.known_signatures(ROOT, target) if artifacts else []
+    known = triagemod.known_signatures(ROOT, target, lane) if artifacts else []
     crashes, upstream_open = [], []
     for i, a in enumerate(artifacts):
         try:
@@ -489,16 +490,18 @@ def cmd_fuzz(args) -> int:
         raise UsageError("lifeline fuzz: --time must be a positive number of seconds")
     if args.jobs < 1:
         raise UsageError("lifeline fuzz: --jobs must be at least 1")
-    if args.lane != "fuzz":
+    if args.lane not in FUZZ_LANES:
         raise UsageError(f"lifeline fuzz: lane '{args.lane}' links no fuzzing engine; only the fuzz lane "
-                         "(libFuzzer + ASan+UBSan) does; the others replay inputs")
+                         "(libFuzzer + ASan+UBSan) and the tsan lane (libFuzzer + TSan) do; the others replay inputs")
+    if args.engine == "afl" and args.lane != "fuzz":
+        raise UsageError("lifeline fuzz: --engine afl builds its own ASan+UBSan binaries; it has no --lane")
     if args.engine == "afl" and args.jobs > 1:
         raise UsageError("lifeline fuzz: --jobs applies to libFuzzer; run several AFL++ instances by hand")
     known = source_targets()
     for t in args.targets:
         if t not in known:
             raise UsageError(f"lifeline fuzz: unknown target '{t}' (known: {', '.join(known)})")
-    out = Path(args.out).resolve()
+    out = Path(args.out if args.out is not None else ROOT / ("fuzz-out" if args.lane == "fuzz" else f"fuzz-out-{args.lane}")).resolve()
     _check_writable_dir(out, "output directory")
     _check_file_slot(out / "summary.json")
     if not args.no_build:
@@ -508,15 +511,24 @@ def cmd_fuzz(args) -> int:
                 return 1
         else:
             ensure_upstream()
-            if not configure_and_build("fuzz"):
+            if not configure_and_build(args.lane):
                 return 1
     if args.engine == "afl":
         lane_dir = ROOT / "build" / "afl"
         built = sorted(p.name for p in lane_dir.iterdir() if p.is_file() and os.access(p, os.X_OK)
                        and (ROOT / "targets" / f"{p.name}.cc").is_file()) if lane_dir.is_dir() else []
     else:
-        lane_dir = ROOT / "build" / "fuzz"
+        lane_dir = ROOT / "build" / args.lane
         built = fuzz_targets(lane_dir)
+    if args.lane == "tsan":
+        # TSan watches threads: the lane fuzzes the targets that start them (label `threads`).
+        labels = target_labels(lane_dir)
+        threaded = [t for t in built if "threads" in labels.get(t, [])]
+        for t in args.targets:
+            if t in built and t not in threaded:
+                raise UsageError(f"lifeline fuzz: target '{t}' starts no threads, so TSan has nothing to watch; "
+                                 f"fuzz it in the fuzz lane (targets that start threads: {', '.join(threaded) or 'none built'})")
+        built = threaded
     targets = args.targets or built
     if not targets:
         raise UsageError(f"lifeline fuzz: no fuzz binaries in {lane_dir}; build them first (drop --no-build)")
@@ -543,7 +555,7 @@ def cmd_fuzz(args) -> int:
             if args.engine == "afl":
                 r = _afl_one(lane_dir / t, t, args.time, out, args.reintroduce)
             else:
-                r = _fuzz_one(lane_dir / "targets" / t, t, args.time, out, args.reintroduce, args.jobs)
+                r = _fuzz_one(lane_dir / "targets" / t, t, args.time, out, args.reintroduce, args.jobs, args.lane)
         except KeyboardInterrupt:
             interrupted = True
             continue

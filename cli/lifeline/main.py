@@ -1,7 +1,7 @@
 """The lifeline command line.
 
   lifeline test  [--lanes asan,tsan,...]            build every lane and run its ctest; summary table
-  lifeline fuzz  [TARGET...] [--time S] [--jobs N] [--lane fuzz] [--engine libfuzzer|afl]
+  lifeline fuzz  [TARGET...] [--time S] [--jobs N] [--lane fuzz|tsan] [--engine libfuzzer|afl]
                  [--reintroduce ID] [--out DIR]     run fuzz jobs from the seed corpus; summary table
   lifeline triage CRASH... [--target T] [--reintroduce ID] [--json FILE] [--allow-upstream-open]
                                                     replay x3, classify, dedup, match known bugs
@@ -67,17 +67,19 @@ def main(argv: list[str]) -> int:
     f.add_argument("targets", nargs="*")
     f.add_argument("--time", type=int, default=30, help="seconds per target (default 30)")
     f.add_argument("--reintroduce", help="bug id to switch back on (LIFELINE_REINTRODUCE)")
-    f.add_argument("--out", default=str(ROOT / "fuzz-out"), help="working corpus and artifacts (default fuzz-out/)")
+    f.add_argument("--out", help="working corpus and artifacts (default fuzz-out/; fuzz-out-tsan/ for --lane tsan)")
     f.add_argument("--no-build", action="store_true", help="use the fuzz lane as built")
     f.add_argument("--jobs", type=int, default=1, help="libFuzzer workers per target: 1 (default) runs in-process and stops at the first crash; "
                    "N > 1 runs fork mode, which keeps each crash and goes on")
-    f.add_argument("--lane", default="fuzz", help="the lane whose binaries fuzz (only fuzz links libFuzzer)")
+    f.add_argument("--lane", default="fuzz", help="the lane whose binaries fuzz: fuzz (libFuzzer + ASan+UBSan, "
+                   "default) or tsan (libFuzzer + TSan, the targets that start threads)")
     f.add_argument("--engine", choices=("libfuzzer", "afl"), default="libfuzzer")
     tr = sub.add_parser("triage", help="replay crashes, classify, dedup, match known bugs")
     tr.add_argument("crashes", nargs="+")
     tr.add_argument("--target", help="the target (default: from fuzz-out/<target>/artifacts/)")
     tr.add_argument("--reintroduce", help="bug id the crash was found with (default: from the fuzz job)")
-    tr.add_argument("--lane", default="fuzz", choices=LANES, help="whose binary replays (default fuzz)")
+    tr.add_argument("--lane", choices=LANES, help="whose binary replays (default: the lane of the crash's fuzz "
+                    "job, else fuzz)")
     tr.add_argument("--json", help="write the results here (input to `lifeline report`)")
     tr.add_argument("--allow-upstream-open", action="store_true",
                     help="exit 0 only if every input reproduces a known upstream-open bug, else 1")
@@ -85,7 +87,7 @@ def main(argv: list[str]) -> int:
     pr.add_argument("crash")
     pr.add_argument("--id", required=True, help="the bug id (a switch in core/bug_list.def)")
     pr.add_argument("--target")
-    pr.add_argument("--lanes", default="asan", help="lanes the reproducer runs in (default asan)")
+    pr.add_argument("--lanes", help="lanes the reproducer runs in (default asan; tsan for a crash of a tsan job)")
     pr.add_argument("--title")
     pr.add_argument("--runs", type=int, default=2000, help="minimization runs (default 2000)")
     rp = sub.add_parser("report", help="triage results as JSON, SARIF 2.1.0 or Markdown")

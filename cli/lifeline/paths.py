@@ -15,3 +15,22 @@ def fuzz_targets(lane_dir: Path) -> list[str]:
 
 def source_targets() -> list[str]:
     return sorted(p.stem for p in (ROOT / "targets").glob("*.cc"))
+
+
+# Lanes whose fuzz targets link libFuzzer, and so can fuzz (`lifeline fuzz --lane`).
+FUZZ_LANES = ("fuzz", "tsan")
+
+
+def target_labels(lane_dir: Path) -> dict[str, list[str]]:
+    """target -> its CTest labels, from the lane's fuzz-targets.txt (written by every configure,
+    cmake/LifelineTargets.cmake); empty when the lane is not configured."""
+    try:
+        lines = (lane_dir / "fuzz-targets.txt").read_text().splitlines()
+    except OSError:
+        return {}
+    out = {}
+    for line in lines:
+        name, _, labels = line.partition(" ")
+        if name:
+            out[name] = [x for x in labels.split(";") if x]
+    return out

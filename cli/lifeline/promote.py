@@ -16,7 +16,7 @@ from . import crash as crashmod
 from . import triage as triagemod
 from .bugs import BUG_ID, known_bug_ids, switch_env
 from .build import run
-from .paths import LANES, ROOT, source_targets
+from .paths import FUZZ_LANES, LANES, ROOT, source_targets
 from .shellsafe import SafeLinks
 from .usage import UsageError
 
@@ -96,9 +96,14 @@ def cmd_promote(args) -> int:
     dest = ROOT / "repro" / args.id
     if dest.exists():
         raise UsageError(f"lifeline promote: {dest} already exists; pick another id or extend its bug.json by hand")
-    for lane in args.lanes.split(","):
-        if lane not in LANES:
-            raise UsageError(f"lifeline promote: unknown lane '{lane}' (known: {', '.join(LANES)})")
+    lane = triagemod.job_lane(f, None)  # the lane whose binary found it replays and minimizes it
+    if lane not in FUZZ_LANES:
+        lane = "fuzz"
+    if args.lanes is None:
+        args.lanes = "tsan" if lane == "tsan" else "asan"
+    for lane_name in args.lanes.split(","):
+        if lane_name not in LANES:
+            raise UsageError(f"lifeline promote: unknown lane '{lane_name}' (known: {', '.join(LANES)})")
     try:
         (ROOT / "repro").mkdir(exist_ok=True)
         probe = ROOT / "repro" / ".write-test"
@@ -106,9 +111,9 @@ def cmd_promote(args) -> int:
         probe.unlink()
     except OSError as e:
         raise UsageError(f"lifeline promote: {ROOT / 'repro'} is not writable ({e.strerror})")
-    target, binary = triagemod.target_binary("promote", f, args.target, "fuzz")
-    print(f"promote: replaying {f} on {target} with LIFELINE_REINTRODUCE={args.id}", flush=True)
-    r = triagemod.triage_one(ROOT, binary, f, target, args.id)
+    target, binary = triagemod.target_binary("promote", f, args.target, lane)
+    print(f"promote: replaying {f} on {target} ({lane} lane) with LIFELINE_REINTRODUCE={args.id}", flush=True)
+    r = triagemod.triage_one(ROOT, binary, f, target, args.id, lane=lane)
     if r.signature is None:
         raise UsageError(f"lifeline promote: '{f}' does not reproduce with LIFELINE_REINTRODUCE={args.id} "
                          f"(3 clean replays on {target})")
@@ -124,7 +129,7 @@ def cmd_promote(args) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         small = minimize(binary, f, args.id, Path(tmp), args.runs)
         if small.is_file() and len(small.read_bytes()) < len(data):
-            m = triagemod.triage_one(ROOT, binary, small, target, args.id)
+            m = triagemod.triage_one(ROOT, binary, small, target, args.id, lane=lane)
             if m.signature == r.signature and not m.flaky:
                 print(f"promote: minimized {len(data)} -> {len(small.read_bytes())} bytes, same crash state")
                 data = small.read_bytes()

@@ -18,7 +18,7 @@ from typing import Optional
 from . import crash as crashmod
 from . import repro
 from .bugs import INHERIT, known_bug_ids, switch_env
-from .paths import ROOT, source_targets
+from .paths import LANES, ROOT, source_targets
 from .usage import UsageError, input_file
 
 REPLAYS = 3
@@ -71,9 +71,12 @@ def run_once(binary: Path, data_file: Path, reintroduce: Optional[str], extra=()
     return proc.returncode, proc.stdout.decode("utf-8", "replace")
 
 
-def known_signatures(root: Path, target: str) -> list[tuple[str, dict, str]]:
-    """(bug id, expected signature, bug status) of every repro/*/bug.json of `target`, from its fuzz and asan
-    expectations. An upstream_variant's expectations are left out: they hold only on its patched build."""
+def known_signatures(root: Path, target: str, lane: str = "fuzz") -> list[tuple[str, dict, str]]:
+    """(bug id, expected signature, bug status) of every repro/*/bug.json of `target`, from the expectations of
+    the lane that replays: tsan's for the tsan lane (TSan names a bug differently: a data race where ASan sees
+    a use after free), else fuzz's and asan's. An upstream_variant's expectations are left out: they hold
+    only on its patched build."""
+    lanes = ("tsan",) if lane == "tsan" else ("fuzz", "asan")
     out = []
     switches = known_bug_ids(root)
     for d in repro.folders(root / "repro"):
@@ -84,9 +87,9 @@ def known_signatures(root: Path, target: str) -> list[tuple[str, dict, str]]:
         if bug.target != target:
             continue
         for rep in bug.reproducers:
-            for lane in ("fuzz", "asan"):
-                if lane in rep.expect:
-                    out.append((bug.id, rep.expect[lane], bug.status))
+            for name in lanes:
+                if name in rep.expect:
+                    out.append((bug.id, rep.expect[name], bug.status))
     return out
 
 
@@ -116,6 +119,19 @@ def job_reintroduce(crash_file: Path) -> Optional[str]:
     return doc.get("reintroduce")
 
 
+def job_lane(crash_file: Path, given: str | None) -> str:
+    """The lane whose binary replays `crash_file`: `given`, else the lane its fuzz job ran in (job.json's
+    "lane"; records from before it had one: fuzz), else fuzz."""
+    if given is not None:
+        return given
+    try:
+        doc = json.loads((crash_file.resolve().parent.parent / "job.json").read_text())
+    except (OSError, ValueError, RecursionError):
+        return "fuzz"
+    lane = doc.get("lane") if isinstance(doc, dict) else None
+    return lane if lane in LANES else "fuzz"
+
+
 def job_unguard(crash_file: Path):
     """The LIFELINE_UNGUARD of the fuzz job that wrote this artifact, as its job.json records it ("unguard":
     the guards it ran without, or null), so a finding made with a guard off replays with that guard off;
@@ -130,7 +146,7 @@ def job_unguard(crash_file: Path):
 
 
 def triage_one(root: Path, binary: Path, crash_file: Path, target: str, reintroduce: Optional[str],
-               unguard=INHERIT) -> Result:
+               unguard=INHERIT, lane: str = "fuzz") -> Result:
     r = Result(str(crash_file), target, reintroduce)
     first = None
     for _ in range(REPLAYS):
@@ -144,7 +160,7 @@ def triage_one(root: Path, binary: Path, crash_file: Path, target: str, reintrod
     r.signature = first.signature
     r.crash = first.to_json()
     r.flaky = any(s != first.signature for s in r.replays)
-    r.known, r.known_status = match_known(first, known_signatures(root, target))
+    r.known, r.known_status = match_known(first, known_signatures(root, target, lane))
     return r
 
 
@@ -213,14 +229,15 @@ def cmd_triage(args) -> int:
     files = [crash_file_arg("triage", f) for f in args.crashes]
     results = []
     for f in files:
-        target, binary = target_binary("triage", f, args.target, args.lane)
+        lane = job_lane(f, args.lane)
+        target, binary = target_binary("triage", f, args.target, lane)
         reintroduce = reintroduce_for("triage", f, args.reintroduce)
         unguard = job_unguard(f)
         print(f"triage: replaying {f} on {target} x{REPLAYS}"
               + (f" (LIFELINE_REINTRODUCE={reintroduce})" if reintroduce else "")
               + (f" (LIFELINE_UNGUARD={unguard}, as its fuzz job ran)" if unguard not in (INHERIT, None) else ""),
               flush=True)
-        results.append(triage_one(ROOT, binary, f, target, reintroduce, unguard))
+        results.append(triage_one(ROOT, binary, f, target, reintroduce, unguard, lane))
     dedup(results)
     statuses = [r.label + (" (dup)" if r.duplicate_of else "") for r in results]
     width = max([len("status")] + [len(x) for x in statuses])

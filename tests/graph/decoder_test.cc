@@ -19,8 +19,8 @@ namespace lifeline::graphs {
 namespace {
 
 constexpr char kSequenceProgram[] =
-    "allocator 0: buffer(align 16)\n"
-    "allocator 1: buffer(align 32)\n"
+    "allocator 0: buffer(align 16), 3 cpu threads\n"
+    "allocator 1: buffer(align 32), 2 cpu threads\n"
     "#0 leaf g0.t0 = none f32 [8,3] input\n"
     "#1 view g0.t1 = reshape f32 [24,1] src0=t0\n"
     "#2 binary g0.t2 = mul f32 [24,1] src0=t1 src1=t1 inplace\n"
@@ -78,6 +78,23 @@ TEST(GraphDecoderGolden, TheChoiceByteCarriesTheCpuMark) {
   std::string unmarked = marked;
   unmarked.erase(unmarked.find(" on-cpu"), 7);
   EXPECT_EQ(Describe(Decode(b.data(), b.size())), unmarked);
+}
+
+// Bits 1 and 2 of each allocator's first byte (the last byte of the input for allocator 0: FuzzedDataProvider
+// reads integers from the end) give its CPU threads, 1 to 4; bit 0 its buffer count. The steps stay the same.
+TEST(GraphDecoderGolden, TheAllocatorByteCarriesTheCpuThreads) {
+  std::vector<uint8_t> b = Sequence();
+  const std::string program = kSequenceProgram;
+  const std::string steps = program.substr(program.find("#0 "));
+  for (int threads = 1; threads <= kMaxCpuThreads; ++threads) {
+    b.back() = static_cast<uint8_t>((b.back() & ~0x06) | ((threads - 1) << 1));
+    const Program p = Decode(b.data(), b.size());
+    EXPECT_EQ(p.allocators[0].cpu_threads, threads);
+    EXPECT_EQ(p.allocators[1].cpu_threads, 2);
+    const std::string text = Describe(p);
+    EXPECT_EQ(text.substr(text.find("#0 ")), steps) << threads << " threads";
+  }
+  EXPECT_EQ(Decode(nullptr, 0).allocators[0].cpu_threads, 1);  // no bytes: one thread, as before
 }
 
 // An in-place op computes where its source's memory is: it never carries the mark, whatever its bytes.

@@ -223,7 +223,11 @@ Program Decode(const uint8_t* data, size_t size, const AllocatorRules& rules) {
   Model m;
   m.rules = rules;
   for (int k = 0; k < kAllocators; ++k) {
-    int n = fdp.ConsumeIntegralInRange<int>(1, 2);
+    // One byte: bit 0 the buffer count (1 or 2), bits 1 and 2 the CPU threads (1 to 4). It reads the same byte
+    // ConsumeIntegralInRange<int>(1, 2) read, and the same nothing once the bytes run out.
+    const uint8_t head = fdp.ConsumeIntegral<uint8_t>();
+    const int n = 1 + (head & 1);
+    p.allocators[k].cpu_threads = 1 + ((head >> 1) & 3);
     for (int b = 0; b < n; ++b) {
       alloc::BufferSpec spec;
       spec.alignment = size_t{1} << fdp.ConsumeIntegralInRange<int>(0, kMaxAlignLog2);
@@ -331,6 +335,7 @@ std::string DescribeAllocators(const Program& p) {
   for (int k = 0; k < kAllocators; ++k) {
     out += "allocator " + std::to_string(k) + ":";
     for (const alloc::BufferSpec& b : p.allocators[k].buffers) out += " buffer(align " + std::to_string(b.alignment) + ")";
+    if (p.allocators[k].cpu_threads > 1) out += ", " + std::to_string(p.allocators[k].cpu_threads) + " cpu threads";
     out += "\n";
   }
   return out;

@@ -82,7 +82,12 @@ struct Step {
 
 struct AllocatorSpec {
   std::vector<alloc::BufferSpec> buffers;
+  // Threads of ggml's CPU backend for every compute of a graph this allocator placed (ggml_graph_topology; the
+  // stand-in ignores it). Bits 1 and 2 of the byte whose bit 0 gives the buffer count, which the decoder read
+  // and ignored before, so existing programs keep their steps.
+  int cpu_threads = 1;
 };
+inline constexpr int kMaxCpuThreads = 4;
 
 struct Program {
   AllocatorSpec allocators[kAllocators];

@@ -402,6 +402,10 @@ class Exporter {
         c += "    b = " + fn + "();\n";
         c += "    alloc_graph(" + k + ", b);\n";
         c += "    fill_leafs(b);\n";
+        if (p_.allocators[s.allocator].cpu_threads != threads_) {  // the program's threads for this allocator
+          threads_ = p_.allocators[s.allocator].cpu_threads;
+          c += "    ggml_backend_cpu_set_n_threads(cpu, " + std::to_string(threads_) + ");\n";
+        }
         c += "    compute(b);\n";
         c += "    check_same_outputs(" + k + ", b, " + fn + ");\n";
         c += "    remember_placement(b);\n";
@@ -555,6 +559,7 @@ class Exporter {
   std::map<std::string, std::string> by_body_;  // build function body -> its name
   std::vector<std::string> functions_;          // in the order they are needed (callees first)
   std::set<std::string> used_;                  // the prelude's optional helpers the steps call
+  int threads_ = 1;                             // the CPU backend's threads as the file left them (setup: 1)
 };
 
 }  // namespace

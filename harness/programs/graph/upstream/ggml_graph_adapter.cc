@@ -34,6 +34,7 @@ Status GgmlGraphAdapter::CreateAllocator(int k, const AllocatorSpec& spec) {
   galloc_[k] = ggml_gallocr_new_n(bufts.data(), static_cast<int>(bufts.size()));
   if (galloc_[k] == nullptr) return ResourceExhausted("ggml_gallocr_new_n returned null");
   nbuf_[k] = static_cast<int>(bufts.size());
+  cpu_threads_[k] = spec.cpu_threads;
   shadow_[k] = GallocrShadow();
   // Buffer ids as the layer adapter gives them: by position, round robin over the allocator's buffers.
   ids_[k].resize(kMaxBufferIds);
@@ -194,6 +195,7 @@ Status GgmlGraphAdapter::AllocAndCompute(int k, int g) {
   // A split graph runs in the scheduler's order, which ggml-backend.cpp keeps to itself (the Vulkan backend's
   // graph_optimize reorders each split); its liveness is not the program's, so the no-overlap oracle is left to
   // the gallocr path, and the value oracles see what an overlap would do.
+  SetCpuThreads(cpu_threads_[k]);  // also for the CPU parts of a split graph, and the fresh-allocator oracle
   ComputeUnderOracles(placed, owner, Extents(id), outputs, [&] { Compute(inst->graph, what, sched); },
                       OutputEquality(), /*check_overlap=*/!split);
   placed_split_[g] = split;

@@ -28,8 +28,11 @@ namespace lifeline::graphs::internal {
 
 inline constexpr size_t kGraphSize = 4 * kMaxTensorsPerGraph + 16;  // program tensors, ggml_cpy destinations
 
-// ggml's CPU backend, once per process, on one thread; ggml's log and abort hooks installed with it.
+// ggml's CPU backend, once per process; ggml's log and abort hooks installed with it.
 ggml_backend_t Cpu();
+// The CPU backend's threads for the computes that follow (1..kMaxCpuThreads; ggml's own thread pool, started
+// and joined by every compute).
+void SetCpuThreads(int n);
 
 // A host buffer type with the program's alignment: blocks of this file, counted, NaN-filled.
 struct HostBufferType {
@@ -153,6 +156,7 @@ class GgmlGraphAdapter : public AllocatorAdapter {
   GraphBook book_;
   ggml_gallocr_t galloc_[kAllocators] = {};
   int nbuf_[kAllocators] = {};
+  int cpu_threads_[kAllocators] = {1, 1};  // AllocatorSpec::cpu_threads: every compute of a graph k placed
   std::vector<int> ids_[kAllocators];       // node and leaf buffer ids for ggml_gallocr_reserve_n
   GallocrShadow shadow_[kAllocators];       // what each allocator's plan holds (the guards' view)
   GallocrShadow sched_shadow_[kAllocators];  // the program's graph each scheduler planned last

@@ -113,10 +113,16 @@ ggml_backend_t Cpu() {
     ggml_log_set(&Log, nullptr);
     ggml_backend_t b = ggml_backend_cpu_init();
     LIFELINE_CHECK(b != nullptr, "ggml_backend_cpu_init failed");
-    ggml_backend_cpu_set_n_threads(b, 1);  // deterministic, and the fuzzer's one core
+    ggml_backend_cpu_set_n_threads(b, 1);  // until a compute sets its allocator's (SetCpuThreads)
     return b;
   }();
   return cpu;
+}
+
+void SetCpuThreads(int n) {
+  LIFELINE_CHECK(n >= 1 && n <= kMaxCpuThreads, "cpu threads " + std::to_string(n) + " out of 1.." +
+                                                    std::to_string(kMaxCpuThreads));
+  ggml_backend_cpu_set_n_threads(Cpu(), n);
 }
 
 const std::vector<ggml_backend_buffer_t>& HostBuffers() { return g_live; }

@@ -19,6 +19,12 @@ EXPECTED = {
     "libfuzzer-asan-heap-use-after-free.txt": ("asan", "heap-use-after-free", WORKER, "READ 1"),
     "tsan-heap-use-after-free.txt": ("tsan", "heap-use-after-free", WORKER, "READ 1"),
     "tsan-data-race.txt": ("tsan", "data-race", ["(anonymous namespace)::IncrementRacy"], None),
+    # the tsan lane's libFuzzer binaries (clang 19): a race on the caller's dead stack frame, and a deadly signal
+    # TSan only reports (repro/wasm-lang-dangling/short-string-frame-reused, metal-encode-async-block)
+    "libfuzzer-tsan-data-race-stack.txt": ("tsan", "data-race", WORKER, "READ 1"),
+    "libfuzzer-tsan-segv.txt": ("tsan", "segv", ["lifeline::runtime::Context::EncodeShare",
+                                                 "lifeline::runtime::Context::SetEncodeThreads(int)::$_0::operator()",
+                                                 "lifeline::runtime::Context::SetEncodeThreads(int)::$_0::__invoke"], None),
     "valgrind-invalid-read.txt": ("valgrind", "invalid-read", WORKER, "READ 1"),
     "valgrind-uninitialized-value.txt": ("valgrind", "uninitialized-value", WORKER, None),
     "valgrind-definite-leak.txt": ("valgrind", "definite-leak", ["(anonymous namespace)::LeakBlock"], None),

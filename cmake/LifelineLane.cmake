@@ -146,7 +146,15 @@ set(LIFELINE_ASAN_OPTIONS "detect_stack_use_after_return=1:halt_on_error=1:abort
 set(LIFELINE_UBSAN_OPTIONS "halt_on_error=1:abort_on_error=1:print_stacktrace=1:dedup_token_length=3${_sym}")
 set(LIFELINE_TSAN_OPTIONS "halt_on_error=1:abort_on_error=1:second_deadlock_stack=1:dedup_token_length=3${_sym}")
 set(LIFELINE_LSAN_OPTIONS "abort_on_error=1:dedup_token_length=3${_sym}")
+# TSan with libFuzzer: the tsan lane, or an external engine whose CXXFLAGS ask for TSan (bench/throughput.py's
+# tsan variant goes through .clusterfuzzlite/build.sh).
+set(_tsan_libfuzzer OFF)
 if("thread" IN_LIST LIFELINE_SANITIZE AND LIFELINE_ENGINE STREQUAL "libfuzzer")
+  set(_tsan_libfuzzer ON)
+elseif(LIFELINE_ENGINE_IS_LIBFUZZER AND CMAKE_CXX_FLAGS MATCHES "-fsanitize=([a-z,]*,)?thread")
+  set(_tsan_libfuzzer ON)
+endif()
+if(_tsan_libfuzzer)
   # The tsan lane links libFuzzer, whose crash handler runs inside a signal handler and allocates (it prints a
   # stack trace). Under TSan that handler hangs or dies on its own report: abort_on_error=1 turns a race report
   # into SIGABRT while TSan still holds its report lock, and the handler then waits on that lock forever (seen:

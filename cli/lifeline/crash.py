@@ -288,9 +288,16 @@ def parse(text: str) -> Optional[Crash]:
         if m:
             kind = "lifeline-check" if m.group(1) == "LIFELINE_CHECK" else "lifeline-precondition"
             message = None
-            for follow in lines[i + 1:i + 6]:
-                if follow.startswith("  message: "):
-                    message = follow[len("  message: "):]
+            for j in range(i + 1, min(i + 6, len(lines))):
+                if lines[j].startswith("  message: "):
+                    # A message may go on over lines indented deeper than the report's keys (a validation
+                    # layer's messages, one per line, under "validation layer: N message(s):").
+                    more = []
+                    for cont in lines[j + 1:]:
+                        if not cont.startswith("    "):
+                            break
+                        more.append(cont.strip())
+                    message = "\n".join([lines[j][len("  message: "):]] + more)
                     break
             stack_start = next((j for j in range(i, len(lines)) if lines[j].strip() == "stack:"), i)
             state, normalized, location = _stack(lines, stack_start, _SAN_FRAME, _TSAN_FRAME, _VG_FRAME)

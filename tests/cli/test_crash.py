@@ -22,6 +22,8 @@ EXPECTED = {
     # the tsan lane's libFuzzer binaries (clang 19): a race on the caller's dead stack frame, and a deadly signal
     # TSan only reports (repro/wasm-lang-dangling/short-string-frame-reused, metal-encode-async-block)
     "libfuzzer-tsan-data-race-stack.txt": ("tsan", "data-race", WORKER, "READ 1"),
+    "libfuzzer-tsan-check-validation.txt": ("lifeline", "lifeline-check", ["lifeline::rtprog::Execute",
+                                                                       "LLVMFuzzerTestOneInput"], None),
     "libfuzzer-tsan-segv.txt": ("tsan", "segv", ["lifeline::runtime::Context::EncodeShare",
                                                  "lifeline::runtime::Context::SetEncodeThreads(int)::$_0::operator()",
                                                  "lifeline::runtime::Context::SetEncodeThreads(int)::$_0::__invoke"], None),
@@ -93,6 +95,13 @@ class Signatures(unittest.TestCase):
         ok, why = crash.matches(None, {"type": "heap-use-after-free", "frame": "x"})
         self.assertFalse(ok)
         self.assertIn("no report", why)
+
+    def test_a_message_goes_on_over_its_indented_lines(self):
+        c = crash.parse((REPORTS / "libfuzzer-tsan-check-validation.txt").read_text())
+        first, hazard = c.message.split("\n")
+        self.assertTrue(first.endswith("validation layer: 1 message(s):"), first)
+        self.assertTrue(hazard.startswith("SYNC-HAZARD-WRITE-AFTER-READ: Validation Error:"), hazard)
+        self.assertTrue(crash.matches(c, {"type": "lifeline-check", "message": "SYNC-HAZARD-WRITE-AFTER-READ"})[0])
 
     def test_message_signature(self):
         c = crash.parse((REPORTS / "check-tsan.txt").read_text())

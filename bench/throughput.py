@@ -197,14 +197,16 @@ def main() -> int:
              "Command: `bench/throughput.py " + " ".join(sys.argv[1:]) + "`", "", head,
              "|---|---|---|---|---|" + "---|" * len(names)]
     for r in results:
-        cells = "".join(f" {r['overhead'][n]['slowdown']}x |" if r["overhead"].get(n) and r["overhead"][n]["slowdown"]
-                        else " n/a |" for n in names)
+        cells = "".join(f" {r['overhead'][n]['slowdown']}x ({r['overhead'][n]['exec_s']:,} exec/s) |"
+                        if r["overhead"].get(n) and r["overhead"][n]["slowdown"] else " n/a |" for n in names)
         lines.append(f"| {r['target']} | {r['exec_s']} | {r['ceiling_exec_s']} | {r['ratio']:.2%} | "
                      f"{r['runs_ended_by_crash']}/{args.rounds} |{cells}")
     if names:
         lines += ["", "slowdown = exec/s without sanitizers / exec/s with the sanitizer, both libFuzzer builds of "
                       ".clusterfuzzlite/build.sh with the lane's flags (fuzz = ASan+UBSan, -fno-sanitize-recover=all), "
-                      "measured in turns with the target's own settings (targets/<t>.options)."]
+                      "measured in turns with the target's own settings (targets/<t>.options); in brackets the "
+                      "sanitizer build's exec/s. The tsan variant is built with clang 19 (as the tsan lane), the "
+                      "others and the build without sanitizers with clang 14."]
     (out_dir / f"{args.name}.md").write_text("\n".join(lines) + "\n")
     print("\n" + "\n".join(lines[4:]))
     return 0

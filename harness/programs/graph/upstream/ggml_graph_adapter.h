@@ -30,8 +30,8 @@ inline constexpr size_t kGraphSize = 4 * kMaxTensorsPerGraph + 16;  // program t
 
 // ggml's CPU backend, once per process; ggml's log and abort hooks installed with it.
 ggml_backend_t Cpu();
-// The CPU backend's threads for the computes that follow (1..kMaxCpuThreads; ggml's own thread pool, started
-// and joined by every compute).
+// The CPU backend's threads for the computes that follow (1..kMaxCpuThreads): above 1, a ggml thread pool of that
+// many threads (ggml's own, not OpenMP), one per count, kept for the process.
 void SetCpuThreads(int n);
 
 // A host buffer type with the program's alignment: blocks of this file, counted, NaN-filled.

@@ -48,6 +48,7 @@ from lifeline.bugs import switch_env  # noqa: E402
 from lifeline.fuzz import executed_units  # noqa: E402
 from lifeline.options import libfuzzer_flags  # noqa: E402
 from lifeline.shellsafe import SafeLinks  # noqa: E402
+from lifeline.triage import expectation_lanes  # noqa: E402
 from lifeline.usage import UsageError  # noqa: E402
 
 
@@ -240,8 +241,7 @@ def run_bug(args, bug_id: str):
         print(f"tte: {binary} is not built; run `cmake --preset {args.lane} && cmake --build --preset {args.lane}`",
               file=sys.stderr)
         return None
-    lanes = ("tsan",) if args.lane == "tsan" else ("fuzz", "asan")
-    expected = [r.expect[l] for r in reproducers for l in lanes if l in r.expect]
+    expected = [r.expect[l] for r in reproducers for l in expectation_lanes(args.lane) if l in r.expect]
     if not expected:
         print(f"tte: no reproducer of {bug.id} expects a report in the {args.lane} lane (bug.json 'expect'), so no "
               "trial could count as found", file=sys.stderr)

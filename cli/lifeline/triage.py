@@ -71,12 +71,17 @@ def run_once(binary: Path, data_file: Path, reintroduce: Optional[str], extra=()
     return proc.returncode, proc.stdout.decode("utf-8", "replace")
 
 
+def expectation_lanes(lane: str) -> tuple[str, ...]:
+    """The lanes of bug.json whose expectations say what a crash of `lane`'s binary is: tsan's for the tsan lane
+    (TSan names a bug differently: a data race where ASan sees a use after free), else fuzz's and asan's."""
+    return ("tsan",) if lane == "tsan" else ("fuzz", "asan")
+
+
 def known_signatures(root: Path, target: str, lane: str = "fuzz") -> list[tuple[str, dict, str]]:
     """(bug id, expected signature, bug status) of every repro/*/bug.json of `target`, from the expectations of
-    the lane that replays: tsan's for the tsan lane (TSan names a bug differently: a data race where ASan sees
-    a use after free), else fuzz's and asan's. An upstream_variant's expectations are left out: they hold
-    only on its patched build."""
-    lanes = ("tsan",) if lane == "tsan" else ("fuzz", "asan")
+    the lane that replays (expectation_lanes). An upstream_variant's expectations are left out: they hold only
+    on its patched build."""
+    lanes = expectation_lanes(lane)
     out = []
     switches = known_bug_ids(root)
     for d in repro.folders(root / "repro"):
@@ -119,16 +124,22 @@ def job_reintroduce(crash_file: Path) -> Optional[str]:
     return doc.get("reintroduce")
 
 
+def _job_record(crash_file: Path) -> dict:
+    """The job.json of the fuzz job that wrote this artifact, or {} when there is none or it cannot be read
+    (job_reintroduce names a record that is there but unreadable)."""
+    try:
+        doc = json.loads((crash_file.resolve().parent.parent / "job.json").read_text())
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
 def job_lane(crash_file: Path, given: str | None) -> str:
     """The lane whose binary replays `crash_file`: `given`, else the lane its fuzz job ran in (job.json's
     "lane"; records from before it had one: fuzz), else fuzz."""
     if given is not None:
         return given
-    try:
-        doc = json.loads((crash_file.resolve().parent.parent / "job.json").read_text())
-    except (OSError, ValueError, RecursionError):
-        return "fuzz"
-    lane = doc.get("lane") if isinstance(doc, dict) else None
+    lane = _job_record(crash_file).get("lane")
     return lane if lane in LANES else "fuzz"
 
 
@@ -136,13 +147,8 @@ def job_unguard(crash_file: Path):
     """The LIFELINE_UNGUARD of the fuzz job that wrote this artifact, as its job.json records it ("unguard":
     the guards it ran without, or null), so a finding made with a guard off replays with that guard off;
     INHERIT (this process's) when no record says."""
-    try:
-        doc = json.loads((crash_file.resolve().parent.parent / "job.json").read_text())
-    except (OSError, ValueError, RecursionError):
-        return INHERIT  # job_reintroduce names a record that is there but unreadable
-    if isinstance(doc, dict) and isinstance(doc.get("unguard", INHERIT), (str, type(None))):
-        return doc.get("unguard", INHERIT)
-    return INHERIT
+    unguard = _job_record(crash_file).get("unguard", INHERIT)
+    return unguard if isinstance(unguard, (str, type(None))) else INHERIT
 
 
 def triage_one(root: Path, binary: Path, crash_file: Path, target: str, reintroduce: Optional[str],

@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Optional
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -173,7 +174,7 @@ def _status(d: Path) -> str:
 
 
 def run_trial(binary: Path, target: str, seeds: Path, env: dict, budget: int, trial: int, expected: list,
-              flags: list, label: str):
+              flags: list, label: str, variant_expected: Optional[list] = None):
     """One trial (-seed=trial+1) from a fresh scratch corpus plus `seeds`: its row, or None when it ran nothing.
     `flags` (libFuzzer's, ahead of the trial's own) are the target's settings unless the caller compares others."""
     seed = trial + 1
@@ -207,6 +208,8 @@ def run_trial(binary: Path, target: str, seeds: Path, env: dict, budget: int, tr
         result = "found" if any(crashmod.matches(found, e)[0] for e in expected) else "other"
     row = {"trial": trial, "seed": seed, "result": result, "seconds": round(elapsed, 2), "execs": execs,
            "signature": found.signature if found else None, "flags": flags}
+    if variant_expected is not None and result == "found":
+        row["via_variant"] = any(crashmod.matches(found, e)[0] for e in variant_expected)
     print(f"{trial:>5} {seed:>5} {result:<10} {elapsed:>8.1f} {execs:>9}  {found.signature if found else ''}",
           flush=True)
     if result in ("other", "no-report"):
@@ -236,12 +239,20 @@ def run_bug(args, bug_id: str):
             print(f"tte: {bug.id} has no upstream_variant in its bug.json", file=sys.stderr)
             return None
         target, reproducers = bug.variant.target, bug.variant.reproducers
-        binary = Path(args.build) / "upstream-variants" / bug.id / target
+        # A patched build of its own, or (no patch) the bug's switch on the variant's target as it is.
+        binary = Path(args.build) / ("upstream-variants/" + bug.id if bug.variant.patch else "targets") / target
     if not binary.is_file():
         print(f"tte: {binary} is not built; run `cmake --preset {args.lane} && cmake --build --preset {args.lane}`",
               file=sys.stderr)
         return None
-    expected = [r.expect[l] for r in reproducers for l in expectation_lanes(args.lane) if l in r.expect]
+    # A variant without a patch is the bug's own switch on another target, which reaches this layer's own
+    # paths too: a trial that exposes the bug there has found the same bug. The summary says how many trials
+    # found it through the variant's own signatures ("via_variant").
+    counted = reproducers
+    if upstream and bug.variant.patch is None:
+        counted = list(bug.reproducers) + list(reproducers)
+    variant_expected = [r.expect[l] for r in reproducers for l in expectation_lanes(args.lane) if l in r.expect]
+    expected = [r.expect[l] for r in counted for l in expectation_lanes(args.lane) if l in r.expect]
     if not expected:
         print(f"tte: no reproducer of {bug.id} expects a report in the {args.lane} lane (bug.json 'expect'), so no "
               "trial could count as found", file=sys.stderr)
@@ -254,18 +265,21 @@ def run_bug(args, bug_id: str):
             return None
         env = switch_env(None, unguard=None if args.fixed else bug.guard)  # --fixed: every guard on
     else:
-        env = switch_env(None if args.fixed or upstream else bug.id, unguard=None)
+        patched = upstream and bug.variant.patch is not None
+        env = switch_env(None if args.fixed or patched else bug.id, unguard=None)
 
     rows = []
     print(f"{'trial':>5} {'seed':>5} {'result':<10} {'seconds':>8} {'execs':>9}  signature")
     flags = libfuzzer_flags(target) + list(args.flags)
     for trial in range(args.trials):
-        row = run_trial(binary, target, seeds, env, args.budget, trial, expected, flags, bug.id)
+        row = run_trial(binary, target, seeds, env, args.budget, trial, expected, flags, bug.id,
+                        variant_expected if upstream else None)
         if row is None:
             return None
         rows.append(row)
 
     times = [r["seconds"] for r in rows if r["result"] == "found"]
+    via_variant = sum(1 for r in rows if r["result"] == "found" and r.get("via_variant"))
     km = kaplan_meier(rows, args.budget)
     summary = {
         "bug": bug.id, "target": target, "fixed_code": args.fixed, "upstream_variant": upstream, "lane": args.lane,
@@ -275,6 +289,7 @@ def run_bug(args, bug_id: str):
         "median_s": round(statistics.median(times), 2) if times else None,
         "rmst_s": round(rmst(km, args.budget), 2),
         "other_crashes": sum(1 for r in rows if r["result"] in ("other", "no-report")),
+        "found_via_variant": via_variant if upstream else None,
         "km": km,
         "flags": libfuzzer_flags(target) + list(args.flags),
         "rows": rows,
@@ -286,7 +301,8 @@ def run_bug(args, bug_id: str):
     summary["mode"] = mode
     print(f"\n{bug.id} ({mode}): found {len(times)}/{args.trials}"
           + (f", median {summary['median_s']} s" if times else "")
-          + f", RMST {summary['rmst_s']} s, other crashes {summary['other_crashes']}, budget {args.budget} s per trial")
+          + f", RMST {summary['rmst_s']} s, other crashes {summary['other_crashes']}, budget {args.budget} s per trial"
+          + (f"; {via_variant} of the {len(times)} through the variant's own signatures" if upstream else ""))
     out_dir = ROOT / "bench" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"tte-{bug.id}-{mode}.json").write_text(json.dumps(summary, indent=2) + "\n")

@@ -154,10 +154,15 @@ function(lifeline_add_upstream_failure name why)
 endfunction()
 
 # A test that reports itself skipped, with the reason, in place of an upstream test that cannot be built.
+# The reason is the second argument, else why upstream ggml is not built.
 function(lifeline_add_upstream_skip name)
+  set(reason "${LIFELINE_GGML_SKIP_REASON}")
+  if(ARGC GREATER 1)
+    set(reason "${ARGV1}")
+  endif()
   add_test(NAME ${name} COMMAND ${CMAKE_COMMAND} -E env
            ${Python3_EXECUTABLE} -c "import sys; print('SKIPPED: ' + sys.argv[1]); sys.exit(77)"
-           "${LIFELINE_GGML_SKIP_REASON}")
+           "${reason}")
   set_tests_properties(${name} PROPERTIES LABELS "upstream" SKIP_RETURN_CODE 77)
 endfunction()
 

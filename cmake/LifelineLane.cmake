@@ -118,6 +118,20 @@ if(LIFELINE_LANE IN_LIST LIFELINE_PYTHON_LANES OR LIFELINE_ENGINE STREQUAL "exte
 else()
   set(LIFELINE_PYTHON OFF)
 endif()
+# PyTorch (python3-torch), the third DLPack party of torch_capsule_lifecycle, in the same lanes. It is a
+# prebuilt library the target loads at run time, so only its presence is checked here; without it the
+# target's tests are registered as skipped with this reason (LIFELINE_TORCH_SKIP_REASON).
+set(LIFELINE_TORCH OFF)
+set(LIFELINE_TORCH_SKIP_REASON "")
+if(LIFELINE_PYTHON)
+  execute_process(COMMAND ${Python3_EXECUTABLE} -c "import torch" RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_QUIET)
+  if(_rc EQUAL 0)
+    set(LIFELINE_TORCH ON)
+  else()
+    set(LIFELINE_TORCH_SKIP_REASON
+        "${Python3_EXECUTABLE} cannot import torch: python3-torch is not installed (scripts/install-deps.sh installs it)")
+  endif()
+endif()
 
 # ---- the Vulkan runtime of layers/runtime -----------------------------------------------------------
 # Built where its oracles run: asan and fuzz (ASan+UBSan; the encoder bugs), tsan (multi-threaded

@@ -22,6 +22,7 @@ PACKAGES=(
   python3            # Debian's interpreter: the lifeline CLI and the reproducer checker
   python3-dev        # libpython3.11 headers and library: the embedded interpreter of layers/interop
   python3-numpy      # NumPy, the second DLPack producer/consumer the interop layer talks to
+  python3-torch      # PyTorch 1.13, the third DLPack party: torch_capsule_lifecycle (~570 MB, no recommends)
   libdlpack-dev      # dlpack/dlpack.h, the DLPack ABI (0.6 on Debian 12)
   libvulkan-dev      # the Vulkan loader and headers of layers/runtime
   mesa-vulkan-drivers # lavapipe: a CPU Vulkan ICD, so the runtime runs on any machine

@@ -18,36 +18,15 @@
 // the decoded program).
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
+#include "harness/programs/capsule/detect_leaks_flag.h"
 #include "harness/programs/capsule/executor.h"
 #include "harness/programs/capsule/standin/lifeline_subject.h"
 #include "harness/programs/capsule/upstream/numpy_peer.h"
 
-// libFuzzer's per-input leak check (-detect_leaks=1) runs a full LeakSanitizer scan whenever an input
-// ends with more mallocs than frees, which CPython's free lists and caches make the common case: measured
-// at 83 exec/s with it (95% of the time in LSan's heap scan) against 3,000 without. The leaks that matter
-// here are already checked after every op, precisely: producer storages and exports by the ledger,
-// imported buffers and views by the consumer's counters, NumPy arrays by weak references. So the target
-// defaults to -detect_leaks=0 unless the command line says otherwise; LeakSanitizer still checks whole
-// runs at exit in the asan and lsan lanes (corpus replay, reproducers). The replay driver takes no
-// libFuzzer flags and runs no per-input leak check: nothing to change there.
+// -detect_leaks=0 by default: harness/programs/capsule/detect_leaks_flag.h says why.
 extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
-#if defined(LIFELINE_LIBFUZZER)
-  for (int i = 1; i < *argc; ++i)
-    if (std::strncmp((*argv)[i], "-detect_leaks=", 14) == 0) return 0;
-  static char flag[] = "-detect_leaks=0";
-  static char** args = new char*[*argc + 2];
-  args[0] = (*argv)[0];
-  args[1] = flag;
-  for (int i = 1; i < *argc; ++i) args[i + 1] = (*argv)[i];
-  args[*argc + 1] = nullptr;
-  *argc += 1;
-  *argv = args;
-#else
-  (void)argc;
-  (void)argv;
-#endif
+  lifeline::capsule::DefaultNoPerInputLeakCheck(argc, argv);
   return 0;
 }
 

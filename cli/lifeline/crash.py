@@ -9,6 +9,7 @@ the fuzzing engine are skipped, and function names lose their argument lists.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from typing import Optional
 
@@ -24,6 +25,7 @@ class Crash:
     access: Optional[str] = None   # "READ 1", "WRITE 8"
     message: Optional[str] = None  # LIFELINE_CHECK message, UBSan runtime error text, assert expression
     location: Optional[str] = None # file:line of the top meaningful frame, when known
+    freed_by: list[str] = dataclasses.field(default_factory=list)  # ASan's "freed by thread" stack, normalized
 
     @property
     def signature(self) -> str:
@@ -143,6 +145,12 @@ def _collect(lines: list[str], start: int, *patterns: re.Pattern) -> list[tuple[
     return frames
 
 
+def _frame_names(frames) -> list[str]:
+    """Every frame's normalized function, or for a frame without symbols (a stripped library: Debian's
+    libtorch) its module's file name, "libtorch_python.so.1.13"."""
+    return [normalize_function(f) if f else os.path.basename((mod or "?").split("+")[0]) for f, _, mod in frames]
+
+
 def _stack(lines: list[str], start: int, *patterns: re.Pattern):
     """(state, all frames normalized, location) of the first stack at or after line `start`."""
     return _state(_collect(lines, start, *patterns))
@@ -161,6 +169,7 @@ def _access(lines: list[str], i: int, pattern: re.Pattern) -> Optional[str]:
 
 _ASAN = re.compile(r"==\d+==ERROR: AddressSanitizer: (?P<what>[\w-]+(?: on unknown address)?)")
 _ASAN_ACCESS = re.compile(r"^(READ|WRITE) of size (\d+)")
+_FREED_BY = re.compile(r"^freed by thread ")
 _LSAN = re.compile(r"==\d+==ERROR: LeakSanitizer: detected memory leaks")
 _LEAK = re.compile(r"^(Direct|Indirect) leak of \d+ byte")
 _TSAN = re.compile(r"WARNING: ThreadSanitizer: (?P<what>[\w -]+?)(?: \(pid=\d+\))?\s*$")
@@ -310,7 +319,10 @@ def parse(text: str) -> Optional[Crash]:
             state, normalized, location = _stack(lines, i + 1, _SAN_FRAME)
             if what.startswith("ABRT") and "ggml_abort" in normalized:
                 return _ggml_default_abort(lines, i, state, normalized, location)
-            return Crash("asan", kind, state, normalized, access=_access(lines, i, _ASAN_ACCESS), location=location)
+            freed = next((j for j in range(i + 1, len(lines)) if _FREED_BY.match(lines[j])), None)
+            freed_by = _frame_names(_collect(lines, freed + 1, _SAN_FRAME)) if freed is not None else []
+            return Crash("asan", kind, state, normalized, access=_access(lines, i, _ASAN_ACCESS), location=location,
+                         freed_by=freed_by)
 
         if _LSAN.search(line):
             for j in range(i + 1, len(lines)):
@@ -372,6 +384,8 @@ def matches(crash: Optional[Crash], expect: dict) -> tuple[bool, str]:
     """Whether `crash` has the expected signature: {"type": ..., "frame": ...} and/or {"message": ...}.
 
     `frame` must be one of the crash-state frames (a substring of one, so namespaces may be left out);
+    `freed_by` one of the frames of ASan's "freed by thread" stack (who freed the memory of a use-after-free:
+    the same read in this project's code means another bug when another party freed it);
     `message` must be a substring of the LIFELINE_CHECK or UBSan message. Returns (ok, why-not)."""
     if crash is None:
         return False, "no report was found in the output"
@@ -380,6 +394,9 @@ def matches(crash: Optional[Crash], expect: dict) -> tuple[bool, str]:
     frame = expect.get("frame")
     if frame and not any(frame in f for f in crash.state):
         return False, f"frame {frame!r} is not in the crash state {crash.state}"
+    freed_by = expect.get("freed_by")
+    if freed_by and not any(freed_by in f for f in crash.freed_by):
+        return False, f"freed_by {freed_by!r} is not in the stack that freed the memory {crash.freed_by}"
     message = expect.get("message")
     if message and (crash.message is None or message not in crash.message):
         return False, f"message {message!r} is not in {crash.message!r}"

@@ -13,7 +13,8 @@ One line per folder under the repro root, by name, eight fields separated by '|'
   target, modes   the bug's fuzz target and its repro.<id>.<lane>.<mode> tests: "fixed,reintroduced"
                   (status fixed), "pinned,guarded" (upstream-open with a guard) or "pinned" (without one)
                   when a reproducer lists the lane, else "-"
-  variant ...     the upstream_variant's target, its patch (a path inside the folder) and its
+  variant ...     the upstream_variant's target, its patch (a path inside the folder; "-": none, the bug's
+                  switch acts on the variant's target as it is) and its
                   repro.<id>.upstream.<lane>.<mode> tests: "fixed,reintroduced" when one of its reproducers
                   lists the lane, else "-"
 
@@ -53,8 +54,9 @@ def plan_line(repro_dir: Path, lane: str) -> str:
             else:
                 fields["modes"] = "pinned,guarded" if bug.guard else "pinned"
         if bug.variant:
-            fields.update(variant_target=bug.variant.target,
-                          variant_patch=str(bug.variant.patch.relative_to(repro_dir)))
+            fields["variant_target"] = bug.variant.target
+            if bug.variant.patch:
+                fields["variant_patch"] = str(bug.variant.patch.relative_to(repro_dir))
             if lane in repro.lanes_of(bug.variant.reproducers):
                 fields["variant_modes"] = "fixed,reintroduced"
     for name, value in fields.items():

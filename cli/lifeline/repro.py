@@ -18,13 +18,17 @@ bug.json (see README "Adding a reproducer"):
                what an upstream maintainer reads, and `lifeline export` quotes them)
   upstream_variant  optional: the bug forward-ported into upstream code, checked on a separate build of
                {"target": TARGET, "source": TEXT, "patch": FILE (in the folder), "reproducers": [...]}:
-               the target built against unpatched upstream runs the inputs clean, the patched build fails
+               the target built against unpatched upstream runs the inputs clean, the patched build fails;
+               without "patch", the bug's own switch on that target (see below)
 A reproducer of an upstream-open bug may also carry "export": SIGNATURE, the signature its standalone
 program (`lifeline export`, cli/lifeline/export.py) must fail with, where the lane's signature does not fit
 it: an oracle-only finding's `lifeline-check` is the harness's oracle, which the exported program replaces
 with a check of its own (e.g. {"type": "assert", "frame": "check_same_outputs"}). Without it the export
 must fail with the reproducer's `asan` signature.
-SIGNATURE is {"type": CRASH_TYPE, "frame": FUNCTION} and/or {"type": "lifeline-check", "message": TEXT}.
+SIGNATURE is {"type": CRASH_TYPE, "frame": FUNCTION} and/or {"type": "lifeline-check", "message": TEXT}; a
+heap-use-after-free may add "freed_by": FUNCTION, a frame of the stack that freed the memory.
+An upstream_variant without "patch" is the bug's switch acting on upstream code the project cannot patch (a
+prebuilt library: PyTorch): its target runs the inputs clean as it is, and fails with LIFELINE_REINTRODUCE.
 """
 from __future__ import annotations
 
@@ -61,7 +65,7 @@ class Reproducer:
 class UpstreamVariant:
     target: str       # the target built against upstream source (unpatched: fixed; patched: reintroduced)
     source: str       # which upstream source, in words
-    patch: Path       # the patch that re-introduces the bug into that source
+    patch: Optional[Path]  # the patch that re-introduces the bug into that source; None: the bug's switch does
     reproducers: list # Reproducer
 
 
@@ -159,9 +163,12 @@ def load(repro_dir: Path, switches: Optional[list] = None) -> Bug:
                 need(sig, "type", str, lctx)
                 if "frame" not in sig and "message" not in sig:
                     raise BugJsonError(f"{where}: {lctx}needs 'frame' (a function in the crash state) or 'message'")
-                for key in ("frame", "message"):
+                for key in ("frame", "message", "freed_by"):
                     if key in sig:
                         need(sig, key, str, lctx)
+                if "freed_by" in sig and sig["type"] not in ("heap-use-after-free", "double-free"):
+                    raise BugJsonError(f"{where}: {lctx}'freed_by' applies to heap-use-after-free and double-free "
+                                       "(ASan's \"freed by thread\" stack)")
             env = item.get("env", {})
             if not isinstance(env, dict) or not all(
                     isinstance(k, str) and re.fullmatch(r"[A-Z][A-Z0-9_]*", k) and isinstance(v, str)
@@ -213,31 +220,42 @@ def load(repro_dir: Path, switches: Optional[list] = None) -> Bug:
         if not re.fullmatch(r"[a-z0-9_]+", vtarget):
             raise BugJsonError(f"{where}: {ctx}target '{vtarget}' is not a target name")
         source = need(v, "source", str, ctx)
-        patch = need(v, "patch", str, ctx)
+        patch = need(v, "patch", str, ctx) if "patch" in v else None
+        if patch is None and status == "upstream-fixed":
+            raise BugJsonError(f"{where}: {ctx}an upstream-fixed bug has no switch, so its variant needs 'patch'")
         # The path reaches CMake (`lifeline repro-plan`): plain characters only, so a lane always configures.
-        if not PLAIN_PATH.fullmatch(patch) or patch.startswith("/") or ".." in Path(patch).parts:
+        if patch is None:
+            pass
+        elif not PLAIN_PATH.fullmatch(patch) or patch.startswith("/") or ".." in Path(patch).parts:
             raise BugJsonError(f"{where}: {ctx}patch '{patch}' must be a relative path inside {repro_dir} "
                                "(no '..'), of letters, digits and . _ / -")
-        if not (repro_dir / patch).is_file():
-            raise BugJsonError(f"{where}: {ctx}patch file '{patch}' does not exist")
-        try:
-            diff = (repro_dir / patch).read_text(encoding="utf-8", errors="replace")
-        except OSError as e:
-            raise BugJsonError(f"{where}: {ctx}patch file '{patch}' cannot be read ({e.strerror})")
-        # The build copies each file the patch touches out of the upstream tree (cmake/LifelineGgml.cmake).
-        touched = re.findall(r"^\+\+\+ b/([^\t \n]+)", diff, re.M)
-        if not touched:
-            raise BugJsonError(f"{where}: {ctx}patch file '{patch}' has no '+++ b/<file>' line (a unified diff "
-                               "against the upstream tree, applied with -p1)")
-        for name in touched:
-            if not PLAIN_PATH.fullmatch(name) or name.startswith("/") or ".." in Path(name).parts:
-                raise BugJsonError(f"{where}: {ctx}patch file '{patch}' touches '{name}', not a plain relative "
-                                   "path (letters, digits, . _ / -; no '..')")
-        variant = UpstreamVariant(vtarget, source, repro_dir / patch, load_reproducers(v, "upstream_variant."))
+        if patch is not None:
+            check_patch(repro_dir, patch, where, ctx)
+        variant = UpstreamVariant(vtarget, source, repro_dir / patch if patch else None,
+                                  load_reproducers(v, "upstream_variant."))
         if status == "upstream-fixed" and vtarget != target:
             raise BugJsonError(f"{where}: an upstream-fixed bug's target is its variant's: 'target' is '{target}', "
                                f"upstream_variant.target '{vtarget}'")
     return Bug(bug_id, title, target, reproducers, repro_dir, status, variant, guard)
+
+
+def check_patch(repro_dir: Path, patch: str, where: str, ctx: str) -> None:
+    """An upstream_variant's patch: a file in the folder, a unified diff whose files are plain relative paths."""
+    if not (repro_dir / patch).is_file():
+        raise BugJsonError(f"{where}: {ctx}patch file '{patch}' does not exist")
+    try:
+        diff = (repro_dir / patch).read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise BugJsonError(f"{where}: {ctx}patch file '{patch}' cannot be read ({e.strerror})")
+    # The build copies each file the patch touches out of the upstream tree (cmake/LifelineGgml.cmake).
+    touched = re.findall(r"^\+\+\+ b/([^\t \n]+)", diff, re.M)
+    if not touched:
+        raise BugJsonError(f"{where}: {ctx}patch file '{patch}' has no '+++ b/<file>' line (a unified diff "
+                           "against the upstream tree, applied with -p1)")
+    for name in touched:
+        if not PLAIN_PATH.fullmatch(name) or name.startswith("/") or ".." in Path(name).parts:
+            raise BugJsonError(f"{where}: {ctx}patch file '{patch}' touches '{name}', not a plain relative "
+                               "path (letters, digits, . _ / -; no '..')")
 
 
 def export_signature(item: dict, where: str, ctx: str) -> Optional[dict]:
@@ -339,8 +357,10 @@ def check(bug: Bug, lane: str, mode: str, binary: str, launcher: list, variant: 
         if mode not in ("fixed", "guarded") and lane not in rep.expect:
             continue
         ran += 1
-        # Only the bug's own target has a switch; the pinned upstream and the patched build run as they are.
-        reintroduce = bug.id if mode == "reintroduced" and variant is None else None
+        # The bug's own target has a switch, and so has a variant without a patch (the switch acting on upstream
+        # code); the pinned upstream and the patched build run as they are.
+        switched = variant is None or bug.variant.patch is None
+        reintroduce = bug.id if mode == "reintroduced" and switched else None
         unguard = bug.guard if mode == "pinned" else None
         try:
             rc, out = run_input(binary, rep.input, launcher, reintroduce, rep.env, unguard)
@@ -358,7 +378,7 @@ def check(bug: Bug, lane: str, mode: str, binary: str, launcher: list, variant: 
             ok_all = False
             continue
         if mode == "fixed":
-            code = "the unpatched upstream build" if variant is not None else "fixed code"
+            code = "the unpatched upstream build" if variant is not None and bug.variant.patch else "fixed code"
             if rc == 0 and found is None:
                 print(f"PASS {rep.input.name}: clean on {'the ' if variant is None else ''}{code}")
                 continue
@@ -380,7 +400,7 @@ def check(bug: Bug, lane: str, mode: str, binary: str, launcher: list, variant: 
                   f"{bug.path / 'bug.json'}\n{tail(out)}")
         elif mode == "pinned":
             print(f"FAIL {rep.input.name}: the pinned upstream must still give {expect}; {why}\n{tail(out)}")
-        elif variant is not None:
+        elif variant is not None and bug.variant.patch:
             print(f"FAIL {rep.input.name}: the patched upstream build ({bug.variant.patch.name}) must give "
                   f"{expect}; {why}\n{tail(out)}")
         else:

@@ -79,8 +79,8 @@ def expectation_lanes(lane: str) -> tuple[str, ...]:
 
 def known_signatures(root: Path, target: str, lane: str = "fuzz") -> list[tuple[str, dict, str]]:
     """(bug id, expected signature, bug status) of every repro/*/bug.json of `target`, from the expectations of
-    the lane that replays (expectation_lanes). An upstream_variant's expectations are left out: they hold only
-    on its patched build."""
+    the lane that replays (expectation_lanes). A patched upstream_variant's expectations are left out: they hold
+    only on its patched build; one without a patch is the bug's switch on its target, and counts there."""
     lanes = expectation_lanes(lane)
     out = []
     switches = known_bug_ids(root)
@@ -89,9 +89,10 @@ def known_signatures(root: Path, target: str, lane: str = "fuzz") -> list[tuple[
             bug = repro.load(d, switches)
         except repro.BugJsonError:
             continue  # repro.<id>.bug-json reports it
-        if bug.target != target:
-            continue
-        for rep in bug.reproducers:
+        reproducers = list(bug.reproducers) if bug.target == target else []
+        if bug.variant and bug.variant.patch is None and bug.variant.target == target:
+            reproducers += bug.variant.reproducers
+        for rep in reproducers:
             for name in lanes:
                 if name in rep.expect:
                     out.append((bug.id, rep.expect[name], bug.status))

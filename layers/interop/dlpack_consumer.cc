@@ -121,7 +121,7 @@ Status ValidateManagedTensor(const DLManagedTensor* managed) {
     return InvalidArgument("DLTensor.ndim is " + std::to_string(t.ndim) + "; expected 0.." +
                            std::to_string(kMaxImportNdim));
   auto dtype = FromDLDataType(t.dtype);
-  if (!dtype)
+  if (!dtype || *dtype > kMaxStandinDType)
     return InvalidArgument("unsupported dtype (code " + std::to_string(t.dtype.code) + ", bits " +
                            std::to_string(t.dtype.bits) + ", lanes " + std::to_string(t.dtype.lanes) +
                            "); expected float32, float16, int8 or bool");

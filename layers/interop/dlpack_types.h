@@ -4,6 +4,10 @@
 // NumPy 1.24's `__dlpack__`/`from_dlpack` speak). 0.6 has no boolean type code; the producer uses the
 // code DLPack 0.8 later assigned (`kDLBool` = 6, 8 bits), which NumPy 1.24's from_dlpack refuses
 // with RuntimeError("Unsupported dtype in DLTensor.").
+//
+// uint8, bfloat16 and complex64 are the further types PyTorch carries over DLPack (the torch capsule
+// programs, harness/programs/capsule/upstream/torch_peer.h). This layer's producer makes and its consumer
+// reads only the first four (kMaxStandinDType): it refuses the others like any other dtype it cannot read.
 #pragma once
 
 #include <dlpack/dlpack.h>
@@ -15,7 +19,12 @@
 
 namespace lifeline::interop {
 
-enum class DType : uint8_t { kFloat32, kFloat16, kInt8, kBool, kMaxValue = kBool };
+enum class DType : uint8_t {
+  kFloat32, kFloat16, kInt8, kBool,  // this layer's producer and consumer
+  kUInt8, kBFloat16, kComplex64,     // only parties with wider DLPack support (PyTorch)
+  kMaxValue = kComplex64,
+};
+inline constexpr DType kMaxStandinDType = DType::kBool;
 inline constexpr uint8_t kDLBoolCode = 6;  // DLPack >= 0.8 kDLBool
 
 // How a producer tensor's logical elements sit in its storage.
@@ -32,17 +41,20 @@ DLDataType ToDLDataType(DType type);
 // The DType a DLDataType names, or nullopt for anything this layer does not read (lanes != 1 included).
 std::optional<DType> FromDLDataType(DLDataType type);
 size_t ItemSize(DType type);
-std::string_view DTypeName(DType type);  // "float32", "float16", "int8", "bool"
+std::string_view DTypeName(DType type);  // "float32", "float16", "int8", "bool", "uint8", "bfloat16", "complex64"
 std::optional<DType> DTypeFromName(std::string_view name);
 std::string_view LayoutName(Layout layout);  // "contiguous", "transposed", "strided", "offset"
 std::optional<Layout> LayoutFromName(std::string_view name);
 
-// One element as a double (float16 widened exactly; bool as 0/1) and back.
+// One element as a double (float16 and bfloat16 widened exactly; bool as 0/1; complex64: its real part)
+// and back (complex64: the real part, the imaginary part zero).
 double LoadElement(DType type, const uint8_t* p);
 void StoreElement(DType type, uint8_t* p, double value);
 
 // The value a producer tensor filled with `seed` holds at logical (C-order) element `index`: small
 // integers and halves, exact in every dtype, so values compare exactly after any round trip.
+// For complex64 this is the real part, and PatternImag the imaginary part (0 for every other dtype).
 double PatternValue(DType type, uint32_t seed, uint64_t index);
+double PatternImag(DType type, uint32_t seed, uint64_t index);
 
 }  // namespace lifeline::interop

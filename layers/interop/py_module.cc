@@ -46,9 +46,9 @@ PyObject* ValuesList(DType dtype, int64_t n, At at) {
   PyObject* list = PyList_New(n);
   for (int64_t i = 0; list && i < n; ++i) {
     double v = at(i);
-    PyObject* item = dtype == DType::kBool ? PyBool_FromLong(v != 0)
-                     : dtype == DType::kInt8 ? PyLong_FromLong(static_cast<long>(v))
-                                             : PyFloat_FromDouble(v);
+    PyObject* item = dtype == DType::kBool                            ? PyBool_FromLong(v != 0)
+                     : dtype == DType::kInt8 || dtype == DType::kUInt8 ? PyLong_FromLong(static_cast<long>(v))
+                                                                        : PyFloat_FromDouble(v);
     PyList_SET_ITEM(list, i, item);
   }
   return list;
@@ -77,7 +77,8 @@ PyObject* TensorNew(PyTypeObject*, PyObject* args, PyObject* kwargs) {
                                    &layout_name, &seed, &readonly))
     return nullptr;
   auto dtype = interop::DTypeFromName(dtype_name);
-  if (!dtype) return PyErr_Format(PyExc_ValueError, "unknown dtype '%s' (float32, float16, int8, bool)", dtype_name);
+  if (!dtype || *dtype > interop::kMaxStandinDType)
+    return PyErr_Format(PyExc_ValueError, "unknown dtype '%s' (float32, float16, int8, bool)", dtype_name);
   auto layout = interop::LayoutFromName(layout_name);
   if (!layout)
     return PyErr_Format(PyExc_ValueError, "unknown layout '%s' (contiguous, transposed, strided, offset)",
@@ -330,6 +331,13 @@ PyObject* ExpectedValuesFn(PyObject*, PyObject* args) {
   if (!dtype) return PyErr_Format(PyExc_ValueError, "unknown dtype '%s'", dtype_name);
   if (count < 0 || count > interop::kMaxProducerElements)
     return PyErr_Format(PyExc_ValueError, "count must be in 0..%lld", static_cast<long long>(interop::kMaxProducerElements));
+  if (*dtype == DType::kComplex64) {
+    PyObject* list = PyList_New(count);
+    for (int64_t i = 0; list && i < count; ++i)
+      PyList_SET_ITEM(list, i, PyComplex_FromDoubles(interop::PatternValue(*dtype, seed, i),
+                                                     interop::PatternImag(*dtype, seed, i)));
+    return list;
+  }
   return ValuesList(*dtype, count, [&](int64_t i) { return interop::PatternValue(*dtype, seed, i); });
 }
 
@@ -342,7 +350,7 @@ PyMethodDef kModuleMethods[] = {
     {"consumer_stats", &ConsumerStatsFn, METH_NOARGS, "The consumer's counters."},
     {"live_storages", &LiveStoragesFn, METH_NOARGS, "The live producer storages, described."},
     {"reset_ledger", &ResetFn, METH_NOARGS, "End an iteration: release parked exports, reset counters."},
-    {"expected_values", &ExpectedValuesFn, METH_VARARGS, "PatternValue(dtype, seed, i) for i < count."},
+    {"expected_values", &ExpectedValuesFn, METH_VARARGS, "PatternValue(dtype, seed, i) for i < count (complex for complex64)."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef kModuleDef = {PyModuleDef_HEAD_INIT, kModuleName,

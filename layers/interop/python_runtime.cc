@@ -29,6 +29,15 @@ namespace {
   std::exit(2);
 }
 
+// Everything that exists now lives as long as the process. gc.freeze() moves it out of the collector's
+// generations, so a collection inside a test or fuzz iteration walks only what that iteration made
+// (a full collection over NumPy's objects otherwise dominates an iteration).
+void Freeze() {
+  Ref gc = Ref::Steal(PyImport_ImportModule("gc"));
+  Ref frozen = gc ? Ref::Steal(PyObject_CallMethod(gc.get(), "freeze", nullptr)) : Ref();
+  if (!frozen) StartupFailure("gc.freeze()", nullptr);
+}
+
 void Start() {
   // PYTHONMALLOC=malloc, set in code so the binaries behave the same under ctest, the CLI and a shell.
   PyPreConfig pre;
@@ -56,12 +65,7 @@ void Start() {
   if (!numpy) StartupFailure("import numpy (install python3-numpy: scripts/install-deps.sh)", nullptr);
   Ref module = Ref::Steal(PyImport_ImportModule(kModuleName));
   if (!module) StartupFailure("import _lifeline_interop", nullptr);
-  // Everything that exists now lives as long as the process. gc.freeze() moves it out of the collector's
-  // generations, so a collection inside a test or fuzz iteration walks only what that iteration made
-  // (a full collection over NumPy's objects otherwise dominates an iteration).
-  Ref gc = Ref::Steal(PyImport_ImportModule("gc"));
-  Ref frozen = gc ? Ref::Steal(PyObject_CallMethod(gc.get(), "freeze", nullptr)) : Ref();
-  if (!frozen) StartupFailure("gc.freeze()", nullptr);
+  Freeze();
 }
 
 // What the interpreter allocates while it starts and imports NumPy lives as long as the process: code
@@ -81,6 +85,23 @@ void StartIgnoringItsAllocations() {
 void EnsureInterpreter() {
   static const bool started = (StartIgnoringItsAllocations(), true);
   (void)started;
+}
+
+PyObject* RunLongLived(const char* code, const char* what) {
+  EnsureInterpreter();
+#if LIFELINE_HAS_LSAN
+  __lsan::ScopedDisabler long_lived;  // as for the start-up: what the code imports lives as long as the process
+#endif
+  PyObject* globals = PyDict_New();
+  if (!globals || PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) != 0)
+    StartupFailure(what, nullptr);
+  Ref done = Ref::Steal(PyRun_String(code, Py_file_input, globals, globals));
+  if (!done) {
+    std::fprintf(stderr, "lifeline: %s failed: %s\n", what, TakeError().c_str());
+    std::exit(2);
+  }
+  Freeze();
+  return globals;
 }
 
 std::string TakeError() {

@@ -22,6 +22,12 @@ namespace lifeline::py {
 // is single-threaded while it talks to Python).
 void EnsureInterpreter();
 
+// Runs `code` (a Python module's text) in a new namespace that lives as long as the process, under the
+// same LeakSanitizer ignore scope and gc.freeze() as the start-up: for code that imports a large library
+// once (PyTorch). Returns the namespace (a borrowed, immortal dict). An exception (a missing module
+// included) is a start-up fault: prints "lifeline: <what> failed: <error>" and exits with status 2.
+PyObject* RunLongLived(const char* code, const char* what);
+
 // An owned reference (Py_XDECREF on destruction). `Ref::Steal(p)` takes a new reference as returned by
 // most of the API; `Ref::Borrow(p)` adds one.
 class Ref {

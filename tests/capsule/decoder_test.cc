@@ -38,7 +38,9 @@ TEST(CapsuleDecoder, ProgramIsBoundedByMaxOps) {
 // arrays and imports bool predict no refusal where NumPy's rules predict one.
 TEST(CapsuleDecoder, PredictionsFollowThePeersRules) {
   PeerRules lenient = NumpyRules();
-  lenient.exports_bool = lenient.exports_read_only = lenient.imports_read_only = lenient.imports_bool = true;
+  lenient.exports |= DTypeBit(interop::DType::kBool);
+  lenient.imports |= DTypeBit(interop::DType::kBool);
+  lenient.exports_read_only = lenient.imports_read_only = true;
   Program numpy = DecodeForNumpy(kProgramA, sizeof(kProgramA));
   Program other = Decode(kProgramA, sizeof(kProgramA), lenient);
   ASSERT_EQ(numpy.size(), other.size());

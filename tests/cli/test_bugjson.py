@@ -151,8 +151,24 @@ class BugJson(unittest.TestCase):
         self.write(dict(GOOD, upstream_variant=["ggml_graph_topology"]))
         self.assertIn("'upstream_variant' must be a non-empty dict", self.error())
 
+    def test_a_variant_without_a_patch_is_the_switch_on_its_target(self):
+        self.write(self.variant_doc(patch=None))
+        self.assertIsNone(repro.load(self.dir).variant.patch)
+        doc = dict(self.variant_doc(patch=None), status="upstream-fixed", target="ggml_graph_topology")
+        del doc["reproducers"]
+        self.write(doc)
+        self.assertIn("an upstream-fixed bug has no switch, so its variant needs 'patch'", self.error())
+
+    def test_freed_by_is_for_use_after_free(self):
+        sig = {"type": "heap-use-after-free", "frame": "f", "freed_by": "DLPack_Capsule_Destructor"}
+        self.write(dict(GOOD, reproducers=[dict(GOOD["reproducers"][0], expect={"asan": sig})]))
+        self.assertEqual(repro.load(self.dir).reproducers[0].expect["asan"]["freed_by"], "DLPack_Capsule_Destructor")
+        sig = {"type": "lifeline-check", "message": "m", "freed_by": "g"}
+        self.write(dict(GOOD, reproducers=[dict(GOOD["reproducers"][0], expect={"asan": sig})]))
+        self.assertIn("'freed_by' applies to heap-use-after-free and double-free", self.error())
+
     def test_each_missing_variant_field_is_named(self):
-        for key in ("target", "source", "patch", "reproducers"):
+        for key in ("target", "source", "reproducers"):
             with self.subTest(key=key):
                 self.write(self.variant_doc(**{key: None}))
                 self.assertIn(f"upstream_variant: missing '{key}'", self.error())

@@ -28,6 +28,10 @@ EXPECTED = {
                                                  "lifeline::runtime::Context::SetEncodeThreads(int)::$_0::operator()",
                                                  "lifeline::runtime::Context::SetEncodeThreads(int)::$_0::__invoke"], None),
     "valgrind-invalid-read.txt": ("valgrind", "invalid-read", WORKER, "READ 1"),
+    # torch_capsule_lifecycle with turbine-capsule-rename-back: the consumer reads torch's freed ATenDLMTensor
+    "asan-heap-use-after-free-freed-by-torch.txt": ("asan", "heap-use-after-free", [
+        "lifeline::interop::(anonymous namespace)::CallDeleter", "lifeline::interop::ImportedBuffer::Release",
+        "lifeline::interop::BufferView::Release"], "READ 8"),
     "valgrind-uninitialized-value.txt": ("valgrind", "uninitialized-value", WORKER, None),
     "valgrind-definite-leak.txt": ("valgrind", "definite-leak", ["(anonymous namespace)::LeakBlock"], None),
     "lsan-direct-leak.txt": ("lsan", "direct-leak", ["(anonymous namespace)::LeakBlock"], None),
@@ -95,6 +99,31 @@ class Signatures(unittest.TestCase):
         ok, why = crash.matches(None, {"type": "heap-use-after-free", "frame": "x"})
         self.assertFalse(ok)
         self.assertIn("no report", why)
+
+    def test_freed_by_matches_the_stack_that_freed_the_memory(self):
+        c = crash.parse((REPORTS / "asan-heap-use-after-free-freed-by-torch.txt").read_text())
+        self.assertIn("DLPack_Capsule_Destructor", c.freed_by)
+        ok, why = crash.matches(c, {"type": "heap-use-after-free", "frame": "CallDeleter",
+                                    "freed_by": "DLPack_Capsule_Destructor"})
+        self.assertTrue(ok, why)
+        # The same read in the same frames, freed by someone else, is another bug.
+        ok, why = crash.matches(c, {"type": "heap-use-after-free", "frame": "CallDeleter",
+                                    "freed_by": "ProducerDeleter"})
+        self.assertFalse(ok)
+        self.assertIn("is not in the stack that freed the memory", why)
+
+    def test_an_unsymbolized_freeing_frame_is_named_by_its_module(self):
+        text = ("==1==ERROR: AddressSanitizer: heap-use-after-free on address 0x1 at pc 0x2 bp 0x3 sp 0x4\n"
+                "READ of size 1 at 0x1 thread T0\n"
+                "    #0 0x5 in lifeline::interop::BufferView::Element(long) const /x/dlpack_consumer.cc:112:10\n"
+                "\n"
+                "freed by thread T0 here:\n"
+                "    #0 0x6 in __interceptor_free (/x/target+0xd46c2) (BuildId: 47)\n"
+                "    #1 0x7f5a7bdc6f0f  (/lib/x86_64-linux-gnu/libtorch_python.so.1.13+0x3c6f0f) (BuildId: 1d)\n")
+        c = crash.parse(text)
+        self.assertEqual(c.freed_by, ["__interceptor_free", "libtorch_python.so.1.13"])
+        self.assertTrue(crash.matches(c, {"type": "heap-use-after-free", "frame": "Element",
+                                          "freed_by": "libtorch_python"})[0])
 
     def test_a_message_goes_on_over_its_indented_lines(self):
         c = crash.parse((REPORTS / "libfuzzer-tsan-check-validation.txt").read_text())

@@ -56,6 +56,14 @@ class PlanLines(unittest.TestCase):
         self.assertEqual(plan.plan_line(d, "tsan"),
                          f"repro|{ID}|fixed|alloc_graph_topology|-|ggml_graph_topology|upstream/p.patch|-")
 
+    def test_a_variant_without_a_patch_prints_none(self):
+        """The bug's switch acting on upstream code as it is (PyTorch): no patch, the same two modes."""
+        doc = json.loads(json.dumps(FULL))
+        del doc["upstream_variant"]["patch"]
+        d = self.folder(ID, doc)
+        self.assertEqual(plan.plan_line(d, "asan"), f"repro|{ID}|fixed|alloc_graph_topology|fixed,reintroduced|"
+                                                    "ggml_graph_topology|-|fixed,reintroduced")
+
     def test_upstream_open_bug_is_pinned(self):
         doc = dict(FULL, status="upstream-open")
         del doc["upstream_variant"]

@@ -47,14 +47,16 @@ std::string Holders(PyObject* obj) {
 
 class Executor {
  public:
-  Executor(const Program& program, const Subject& subject, const Peer& peer)
-      : program_(program), subject_(subject), peer_(peer), model_(peer.rules()) {}
+  Executor(const Program& program, const Subject& subject, const std::vector<const Peer*>& peers)
+      : program_(program), subject_(subject), peers_(peers), model_(RulesOf(peers)) {}
   void Run();
 
  private:
   Ref& Slot(SlotKind k, int i) { return slots_[static_cast<int>(k)][i]; }
-  const Producer& OwnerOf(SlotKind k) const {
-    return k == SlotKind::kArray ? static_cast<const Producer&>(peer_) : subject_;
+  // Who reads slot `i` of kind `k`: an array's own peer, else the subject.
+  const Producer& OwnerOf(SlotKind k, int i) const {
+    if (k != SlotKind::kArray) return subject_;
+    return *peers_[model_.node(model_.Slot(k, i)).peer];
   }
   void Step(const Op& op);
   Ref Call(const Op& op);
@@ -65,7 +67,7 @@ class Executor {
 
   const Program& program_;
   const Subject& subject_;
-  const Peer& peer_;
+  const std::vector<const Peer*>& peers_;
   Model model_;
   size_t index_ = 0;
   Ref slots_[static_cast<int>(SlotKind::kMaxValue) + 1][kMaxSlots];
@@ -85,20 +87,35 @@ void Executor::CheckOutcome(const Op& op, const Ref& result) {
   LIFELINE_CHECK(error.size() > type.size() + 2, Where() + "raised " + type + " without a message");
 }
 
+// "3.5" or "3.5-2.25j".
+std::string ValueText(double re, double im, bool complex) {
+  std::string s = std::to_string(re);
+  if (complex) s += (im < 0 ? "" : "+") + std::to_string(im) + "j";
+  return s;
+}
+
 // `list` is what a party's Values() returned for `what`: it must be exactly the producer's pattern.
 void Executor::CheckValues(const Ref& list, const Content& c, const std::string& what) {
   LIFELINE_CHECK(list, Where() + "reading " + what + " raised " + py::TakeError());
   LIFELINE_CHECK(PyList_Check(list.get()) && PyList_GET_SIZE(list.get()) == c.numel,
                  Where() + "value oracle: " + what + " has " + std::to_string(PyList_Size(list.get())) +
                      " elements, the producer made " + std::to_string(c.numel));
+  const bool complex = c.dtype == interop::DType::kComplex64;
   for (Py_ssize_t i = 0; i < c.numel; ++i) {
     PyObject* item = PyList_GET_ITEM(list.get(), i);
-    double got = PyFloat_Check(item) ? PyFloat_AS_DOUBLE(item) : static_cast<double>(PyLong_AsLong(item));
-    double want = interop::PatternValue(c.dtype, c.seed, static_cast<uint64_t>(i));
-    LIFELINE_CHECK(got == want, Where() + "value oracle: " + what + " element " + std::to_string(i) + " reads " +
-                                    std::to_string(got) + ", the producer wrote " + std::to_string(want) + " (" +
-                                    std::string(interop::DTypeName(c.dtype)) + ", seed " +
-                                    std::to_string(c.seed) + ")");
+    double re = 0, im = 0;
+    if (PyComplex_Check(item)) {
+      re = PyComplex_RealAsDouble(item);
+      im = PyComplex_ImagAsDouble(item);
+    } else {
+      re = PyFloat_Check(item) ? PyFloat_AS_DOUBLE(item) : static_cast<double>(PyLong_AsLong(item));
+    }
+    const double want_re = interop::PatternValue(c.dtype, c.seed, static_cast<uint64_t>(i));
+    const double want_im = interop::PatternImag(c.dtype, c.seed, static_cast<uint64_t>(i));
+    LIFELINE_CHECK(re == want_re && im == want_im,
+                   Where() + "value oracle: " + what + " element " + std::to_string(i) + " reads " +
+                       ValueText(re, im, complex) + ", the producer wrote " + ValueText(want_re, want_im, complex) +
+                       " (" + std::string(interop::DTypeName(c.dtype)) + ", seed " + std::to_string(c.seed) + ")");
   }
 }
 
@@ -124,7 +141,9 @@ void Executor::CheckAccounting(const std::string& when) {
       case NodeKind::kArray: {
         PyObject* target = PyWeakref_GetObject(array_refs_[node.array_id].get());
         bool real = target != Py_None;
-        auto name = [&] { return std::string(peer_.rules().object_name) + " #" + std::to_string(node.array_id); };
+        auto name = [&] {
+          return std::string(peers_[node.peer]->rules().object_name) + " #" + std::to_string(node.array_id);
+        };
         LIFELINE_CHECK_OK(programs::At(
             when, oracles::CheckHeldExactly(name, alive[n], real, [&] { return " (" + Holders(target) + ")"; })));
         break;
@@ -147,21 +166,22 @@ void Executor::CheckAccounting(const std::string& when) {
 Ref Executor::Call(const Op& op) {
   auto src = [&](SlotKind k) { return Slot(k, op.src).get(); };
   switch (op.kind) {
-    case OpKind::kCreateTensor:
+    case OpKind::kCreateTensor: return subject_.Create(op.dtype, op.shape, op.layout, op.seed, op.readonly, op.flavor);
     case OpKind::kCreateArray:
-      return OwnerOf(DestKind(op.kind)).Create(op.dtype, op.shape, op.layout, op.seed, op.readonly);
-    case OpKind::kExportTensor:
-    case OpKind::kExportArray: return OwnerOf(SourceKind(op.kind)).Export(src(SourceKind(op.kind)));
+      return peers_[op.peer]->Create(op.dtype, op.shape, op.layout, op.seed, op.readonly, op.flavor);
+    case OpKind::kExportTensor: return subject_.Export(src(SlotKind::kTensor), 0);
+    case OpKind::kExportArray: return OwnerOf(SlotKind::kArray, op.src).Export(src(SlotKind::kArray), op.via);
     case OpKind::kImportCapsule: return subject_.ImportCapsule(src(SlotKind::kCapsule));
     case OpKind::kImportFromTensor:
     case OpKind::kImportFromArray: return subject_.ImportFrom(src(SourceKind(op.kind)), op.contiguous);
-    case OpKind::kNumpyFromTensor: return peer_.Import(src(SlotKind::kTensor));
-    case OpKind::kNumpyFromCapsule: return peer_.ImportCapsule(src(SlotKind::kCapsule));
+    case OpKind::kPeerFromTensor: return peers_[op.peer]->Import(src(SlotKind::kTensor));
+    case OpKind::kPeerFromCapsule: return peers_[op.peer]->ImportCapsule(src(SlotKind::kCapsule));
+    case OpKind::kPeerFromArray: return peers_[op.peer]->Import(src(SlotKind::kArray));
     case OpKind::kViewBuffer: return subject_.ViewBuffer(src(SlotKind::kView));
     case OpKind::kMalformed: return subject_.ImportMalformed(op.malformed, src(SlotKind::kTensor));
     case OpKind::kRead: {
       const Content& c = model_.node(model_.Slot(op.slot_kind, op.src)).content;
-      CheckValues(OwnerOf(op.slot_kind).Values(src(op.slot_kind)), c, Describe(op).substr(5));
+      CheckValues(OwnerOf(op.slot_kind, op.src).Values(src(op.slot_kind)), c, Describe(op).substr(5));
       return Ref();
     }
     case OpKind::kDrop: Slot(op.slot_kind, op.src).reset(); return Ref();
@@ -197,7 +217,7 @@ void Executor::Step(const Op& op) {
   }
   // A new view or array is used at once, as a caller would: its memory must hold the producer's values.
   if (dst == SlotKind::kView || dst == SlotKind::kArray) {
-    CheckValues(OwnerOf(dst).Values(result.get()), model_.node(model_.Slot(dst, op.dst)).content,
+    CheckValues(OwnerOf(dst, op.dst).Values(result.get()), model_.node(model_.Slot(dst, op.dst)).content,
                 "the new " + std::string(dst == SlotKind::kView ? "view" : "array"));
   }
 }
@@ -231,9 +251,15 @@ void Executor::Run() {
 
 }  // namespace
 
-void Execute(const Program& program, const Subject& subject, const Peer& peer) {
+void Execute(const Program& program, const Subject& subject, const std::vector<const Peer*>& peers) {
   programs::MaybePrintProgram(program);
-  Executor(program, subject, peer).Run();
+  Executor(program, subject, peers).Run();
+}
+
+Peers RulesOf(const std::vector<const Peer*>& peers) {
+  Peers rules;
+  for (const Peer* p : peers) rules.push_back(&p->rules());
+  return rules;
 }
 
 }  // namespace lifeline::capsule

@@ -4,6 +4,7 @@
 
 #include <fuzzer/FuzzedDataProvider.h>
 
+#include "core/guards.h"
 #include "harness/programs/capsule/model.h"
 #include "harness/programs/common/decode.h"
 #include "harness/programs/common/describe.h"
@@ -19,10 +20,37 @@ constexpr const char* kSlotPrefix = "tacvb";  // tensor, array, capsule, view, b
 constexpr const char* kOpNames[] = {
     "create-tensor", "create-array", "export-tensor", "export-array", "import-capsule",
     "import-from-tensor", "import-from-array", "numpy-from-tensor", "numpy-from-capsule", "view-buffer",
-    "read", "drop", "make-cycle", "collect", "malformed"};
+    "read", "drop", "make-cycle", "collect", "malformed", "numpy-from-array"};
+constexpr std::string_view kFlavorNames[] = {"plain", "conj", "neg", "requires-grad"};
 
 uint8_t PickSlot(FuzzedDataProvider& fdp, const std::vector<int>& from) {
   return static_cast<uint8_t>(programs::PickFrom(fdp, from));
+}
+
+std::vector<DType> DTypesOf(uint32_t set) {
+  std::vector<DType> out;
+  for (int d = 0; d <= static_cast<int>(DType::kMaxValue); ++d)
+    if (HasDType(set, static_cast<DType>(d))) out.push_back(static_cast<DType>(d));
+  return out;
+}
+
+// The flavor a peer's tensor can have: conjugation only means something for complex, negation for signed
+// numbers, grad for floating types; anything else is plain.
+Flavor Applicable(Flavor f, DType d) {
+  const bool complex = d == DType::kComplex64;
+  const bool floating = complex || d == DType::kFloat32 || d == DType::kFloat16 || d == DType::kBFloat16;
+  switch (f) {
+    case Flavor::kConj: return complex ? f : Flavor::kPlain;
+    case Flavor::kNeg: return floating || d == DType::kInt8 ? f : Flavor::kPlain;
+    case Flavor::kRequiresGrad: return floating ? f : Flavor::kPlain;
+    case Flavor::kPlain: break;
+  }
+  return Flavor::kPlain;
+}
+
+bool ActsAsPeer(OpKind k) {
+  return k == OpKind::kCreateArray || k == OpKind::kPeerFromTensor || k == OpKind::kPeerFromCapsule ||
+         k == OpKind::kPeerFromArray;
 }
 
 }  // namespace
@@ -30,9 +58,10 @@ uint8_t PickSlot(FuzzedDataProvider& fdp, const std::vector<int>& from) {
 SlotKind SourceKind(OpKind k) {
   switch (k) {
     case OpKind::kExportArray:
-    case OpKind::kImportFromArray: return SlotKind::kArray;
+    case OpKind::kImportFromArray:
+    case OpKind::kPeerFromArray: return SlotKind::kArray;
     case OpKind::kImportCapsule:
-    case OpKind::kNumpyFromCapsule: return SlotKind::kCapsule;
+    case OpKind::kPeerFromCapsule: return SlotKind::kCapsule;
     case OpKind::kViewBuffer:
     case OpKind::kMakeCycle: return SlotKind::kView;
     default: return SlotKind::kTensor;
@@ -43,8 +72,9 @@ SlotKind DestKind(OpKind k) {
   switch (k) {
     case OpKind::kCreateTensor: return SlotKind::kTensor;
     case OpKind::kCreateArray:
-    case OpKind::kNumpyFromTensor:
-    case OpKind::kNumpyFromCapsule: return SlotKind::kArray;
+    case OpKind::kPeerFromTensor:
+    case OpKind::kPeerFromCapsule:
+    case OpKind::kPeerFromArray: return SlotKind::kArray;
     case OpKind::kExportTensor:
     case OpKind::kExportArray: return SlotKind::kCapsule;
     case OpKind::kViewBuffer: return SlotKind::kBuffer;
@@ -58,20 +88,98 @@ bool HasDest(OpKind k) {
 
 bool HasSource(OpKind k) { return k != OpKind::kCreateTensor && k != OpKind::kCreateArray && k != OpKind::kCollect; }
 
-Program Decode(const uint8_t* data, size_t size, const PeerRules& peer) {
+Program Decode(const uint8_t* data, size_t size, const Peers& peers) {
+  LIFELINE_PRECONDITION(!peers.empty() && peers.size() < 256, "capsule programs need one to 255 peers");
   FuzzedDataProvider fdp(data, size);
-  Model m(peer);
+  Model m(peers);
+  // One peer: no peer operand, no names (interop_capsule_lifecycle's format).
+  auto pick_peer = [&](Op& op) {
+    if (peers.size() < 2) return;
+    op.peer = static_cast<uint8_t>(programs::Pick(fdp, peers.size()));
+    op.party = peers[op.peer]->name;
+  };
+  auto owner = [&](const Op& op) -> const PeerRules& {
+    return *peers[m.node(m.Slot(SlotKind::kArray, op.src)).peer];
+  };
   // Collect is always legal.
   return programs::DecodeOps<Op>(fdp, kMaxOps, m, [&](Op& op) {
     switch (op.kind) {
       case OpKind::kCreateTensor:
       case OpKind::kCreateArray: {
-        op.dtype = static_cast<DType>(fdp.ConsumeIntegralInRange<int>(0, static_cast<int>(DType::kMaxValue)));
+        if (op.kind == OpKind::kCreateTensor) {
+          op.dtype = static_cast<DType>(
+              fdp.ConsumeIntegralInRange<int>(0, static_cast<int>(interop::kMaxStandinDType)));
+        } else {
+          pick_peer(op);
+          op.dtype = programs::PickFrom(fdp, DTypesOf(peers[op.peer]->creates));
+        }
         int ndim = fdp.ConsumeIntegralInRange<int>(0, interop::kMaxProducerNdim);
         for (int d = 0; d < ndim; ++d) op.shape.push_back(fdp.ConsumeIntegralInRange<int64_t>(0, kMaxDim));
         op.layout = static_cast<Layout>(fdp.ConsumeIntegralInRange<int>(0, static_cast<int>(Layout::kMaxValue)));
         op.seed = fdp.ConsumeIntegral<uint8_t>();
         op.readonly = fdp.ConsumeBool();
+        if (op.kind == OpKind::kCreateArray) {
+          const PeerRules r = *peers[op.peer];
+          if (!r.read_only_arrays) op.readonly = false;
+          // Guard torch-dlpack-refused-export-leaks: a torch tensor whose export torch refuses for its
+          // dtype (bool) is leaked with its storage by the refusal (repro/torch-dlpack-refused-export-leaks).
+          // The first peer makes that array instead.
+          if (!HasDType(r.exports, op.dtype) && r.leaks_refused_exports &&
+              GuardHolds(Guard::kTorchDlpackRefusedExportLeaks,
+                         [] { return "an array torch cannot export is made by the first peer"; })) {
+            op.peer = 0;
+            op.party = peers[0]->name;
+          }
+          if (peers[op.peer]->flavors) {
+            op.flavor = Applicable(
+                static_cast<Flavor>(fdp.ConsumeIntegralInRange<int>(0, static_cast<int>(Flavor::kMaxValue))), op.dtype);
+            // Guard torch-dlpack-neg-bit-ignored: a negated view is exported as its memory, which holds
+            // the negatives (repro/torch-dlpack-neg-bit-ignored). Made plain instead.
+            if (op.flavor == Flavor::kNeg &&
+                GuardHolds(Guard::kTorchDlpackNegBitIgnored, [] { return "a negated view is made plain"; }))
+              op.flavor = Flavor::kPlain;
+          }
+        }
+        break;
+      }
+      case OpKind::kExportArray: {
+        op.src = PickSlot(fdp, m.Filled(SlotKind::kArray));
+        if (owner(op).export_ways > 1) op.via = static_cast<uint8_t>(programs::Pick(fdp, owner(op).export_ways));
+        // Guard torch-to-dlpack-conj-bit-ignored: to_dlpack exports a conjugate view's memory, which holds
+        // the conjugates (repro/torch-to-dlpack-conj-bit-ignored). Exported through __dlpack__ instead.
+        if (op.via != 0 && m.node(m.Slot(SlotKind::kArray, op.src)).flavor == Flavor::kConj &&
+            GuardHolds(Guard::kTorchToDlpackConjBitIgnored, [] { return "a conjugate view exports via __dlpack__"; }))
+          op.via = 0;
+        break;
+      }
+      case OpKind::kImportFromArray:
+        op.src = PickSlot(fdp, m.Filled(SlotKind::kArray));
+        if (owner(op).contiguous_copies) op.contiguous = fdp.ConsumeBool();
+        break;
+      case OpKind::kPeerFromTensor:
+      case OpKind::kPeerFromCapsule:
+      case OpKind::kPeerFromArray: {
+        op.src = PickSlot(fdp, m.Filled(SourceKind(op.kind)));
+        pick_peer(op);
+        // Guard torch-from-dlpack-byte-offset-ignored: torch's from_dlpack reads from DLTensor.data and
+        // drops byte_offset (repro/torch-from-dlpack-byte-offset-ignored). The first peer imports instead.
+        const Node& source = m.node(m.Slot(SourceKind(op.kind), op.src));
+        const Content c = op.kind == OpKind::kPeerFromArray ? m.ExportedContent(source) : source.content;
+        if (!peers[op.peer]->reads_byte_offset && c.byte_offset && c.numel > 0 &&
+            GuardHolds(Guard::kTorchFromDlpackByteOffsetIgnored,
+                       [] { return "an export with a byte_offset is imported by the first peer"; })) {
+          op.peer = 0;
+          op.party = peers[0]->name;
+        }
+        // Guard torch-from-dlpack-empty-leaks: torch's from_dlpack of an export with NULL data (torch's own
+        // exports without elements) never runs its deleter (repro/torch-from-dlpack-empty-leaks). The
+        // first peer imports instead.
+        if (peers[op.peer]->leaks_empty_imports && c.null_data &&
+            GuardHolds(Guard::kTorchFromDlpackEmptyLeaks,
+                       [] { return "an export with NULL data is imported by the first peer"; })) {
+          op.peer = 0;
+          op.party = peers[0]->name;
+        }
         break;
       }
       case OpKind::kRead:
@@ -110,9 +218,17 @@ Program Decode(const uint8_t* data, size_t size, const PeerRules& peer) {
   });
 }
 
+std::string_view FlavorName(Flavor f) { return kFlavorNames[static_cast<int>(f)]; }
+
 std::string Describe(const Op& op) {
   auto slot = [](SlotKind k, int i) { return std::string(1, kSlotPrefix[static_cast<int>(k)]) + std::to_string(i); };
   std::string s = programs::NameOf(kOpNames, op.kind);
+  if (op.party && ActsAsPeer(op.kind)) {  // several peers: "torch-from-capsule", "create-array (torch)"
+    if (op.kind == OpKind::kCreateArray)
+      s += std::string(" (") + op.party + ")";
+    else
+      s = op.party + s.substr(s.find('-'));
+  }
   switch (op.kind) {
     case OpKind::kCreateTensor:
     case OpKind::kCreateArray: {
@@ -120,6 +236,7 @@ std::string Describe(const Op& op) {
       for (size_t i = 0; i < op.shape.size(); ++i) s += (i ? "," : "") + std::to_string(op.shape[i]);
       s += "] " + std::string(interop::LayoutName(op.layout)) + " seed=" + std::to_string(op.seed);
       if (op.readonly) s += " readonly";
+      if (op.flavor != Flavor::kPlain) s += " " + std::string(FlavorName(op.flavor));
       break;
     }
     case OpKind::kRead:
@@ -130,7 +247,8 @@ std::string Describe(const Op& op) {
     case OpKind::kCollect: break;
     default:
       s += " " + slot(SourceKind(op.kind), op.src);
-      if (op.kind == OpKind::kImportFromTensor && op.contiguous) s += " contiguous";
+      if (op.contiguous) s += " contiguous";
+      if (op.via != 0) s += " via to_dlpack";
       break;
   }
   if (HasDest(op.kind)) s += " -> " + slot(DestKind(op.kind), op.dst);

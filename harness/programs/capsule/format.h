@@ -3,11 +3,14 @@
 // garbage cycles and the collector, and malformed capsules. Each op is legal in the lifetime model's
 // state where it appears (model.h) and carries the model's prediction: the Python exception it raises.
 //
-// The two parties (party.h): the subject, this layer's producer (`tensor` slots) and IREE-shaped
-// consumer (`view` and `buffer` slots), where the documented bugs live; and a peer library, producer
-// and consumer at once (`array` slots; the ops named `*-array` and `numpy-from-*`): NumPy in
-// interop_capsule_lifecycle. Which ops a peer refuses is part of its rules (PeerRules), so the decoder
-// takes them: the same bytes decode to the same ops, predicted for that peer.
+// The parties (party.h): the subject, this layer's producer (`tensor` slots) and IREE-shaped consumer
+// (`view` and `buffer` slots), where the documented bugs live; and one or more peer libraries, each a
+// producer and consumer at once (`array` slots; the ops named `*-array` and `<peer>-from-*`): NumPy in
+// interop_capsule_lifecycle, NumPy and PyTorch in torch_capsule_lifecycle. Which ops a peer refuses is
+// part of its rules (PeerRules), so the decoder takes them: the same bytes decode to the same ops,
+// predicted for those peers. With one peer the decoder reads no peer operand and the trace names no peer
+// (interop_capsule_lifecycle's format is unchanged by the second peer); with several, every op a peer
+// performs names it ("torch-from-capsule c0 -> a1").
 //
 // This decoder is a file format: tests/capsule/decoder_test.cc pins bytes to ops (CapsuleDecoderGolden).
 #pragma once
@@ -15,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "layers/interop/dlpack_producer.h"
@@ -39,15 +43,27 @@ enum class OpKind : uint8_t {
   kImportCapsule,     // import_capsule(capsule) -> view slot; a consumed capsule is refused
   kImportFromTensor,  // import_from(tensor, contiguous) -> view slot: the Python-side wrapper
   kImportFromArray,   // import_from(array) -> view slot
-  kNumpyFromTensor,   // the peer's from_dlpack(tensor) -> array slot (bool is refused by NumPy 1.24)
-  kNumpyFromCapsule,  // the peer's from_dlpack of a capsule -> array slot
+  kPeerFromTensor,    // a peer's from_dlpack(tensor) -> array slot (bool is refused by NumPy 1.24)
+  kPeerFromCapsule,   // a peer's from_dlpack of a capsule -> array slot
   kViewBuffer,        // view.buffer() -> buffer slot: a second owner of the imported buffer
   kRead,              // read every element of a tensor, array or view (value oracle)
   kDrop,              // drop one slot's reference
   kMakeCycle,         // move a view into a self-referencing list: only the collector frees it
   kCollect,           // gc.collect()
   kMalformed,         // import a deliberately broken export of a tensor (refused, except null-deleter)
-  kMaxValue = kMalformed,
+  kPeerFromArray,     // a peer's from_dlpack(array) of any peer's array, its own included (several peers only)
+  kMaxValue = kPeerFromArray,
+};
+
+// How a peer's array presents its values (peers whose rules have `flavors`: PyTorch's lazy views). The
+// logical values are always the producer pattern; what differs is what sits in memory and what the
+// tensor asks its consumers to do with it.
+enum class Flavor : uint8_t {
+  kPlain,
+  kConj,          // a lazily conjugated complex view: memory holds the conjugates, the conjugate bit is set
+  kNeg,           // a lazily negated view (torch._neg_view): memory holds the negatives, the negative bit set
+  kRequiresGrad,  // a floating tensor that requires grad
+  kMaxValue = kRequiresGrad,
 };
 
 enum class SlotKind : uint8_t { kTensor, kArray, kCapsule, kView, kBuffer, kMaxValue = kBuffer };
@@ -65,25 +81,53 @@ struct Op {
   uint8_t src = 0;                  // the slot read from
   uint8_t dst = 0;                  // the slot written to
   interop::Malformed malformed = interop::Malformed::kWrongName;
+  uint8_t peer = 0;                 // kCreateArray, kPeerFrom*: the peer that acts (index into the peers)
+  Flavor flavor = Flavor::kPlain;   // kCreateArray by a peer with flavors
+  uint8_t via = 0;                  // kExportArray: 0 obj.__dlpack__(), 1 the peer's module function
+  const char* party = nullptr;      // the acting peer's name, set only in programs with several peers
   // The model's prediction: the Python exception type the op raises, or "" for success.
   std::string expect_error;
 };
 
 using Program = std::vector<Op>;
 
-// What the lifetime model knows of the peer: which requests it refuses, and with which exception.
+// What the lifetime model knows of a peer: which requests it refuses, and with which exception. Dtypes
+// are sets of interop::DType bits (DTypeBit).
 struct PeerRules {
+  const char* name;                  // "numpy": names its ops in programs with several peers
   const char* object_name;           // how oracle messages name its objects: "NumPy array"
+  uint32_t creates;                  // the dtypes its arrays are made in (the decoder picks among them)
   const char* export_refusal;        // the exception __dlpack__ raises when the peer cannot export
-  bool exports_bool;                 // ... a bool array
-  bool exports_read_only;            // ... a read-only array
+  uint32_t exports;                  // ... the dtypes it exports
+  bool exports_read_only;            // ... whether it exports a read-only array
   bool imports_read_only;            // the arrays its from_dlpack makes are read-only
   const char* import_refusal;        // the exception its from_dlpack raises for a dtype it cannot take
-  bool imports_bool;
+  uint32_t imports;                  // ... the dtypes it takes
   const char* used_capsule_refusal;  // the exception its from_dlpack raises for a consumed capsule
+  bool read_only_arrays = true;      // it makes read-only arrays on request (the create op's flag)
+  bool flavors = false;              // its arrays come in Flavors (PyTorch)
+  int export_ways = 1;               // 2: a module function exports too (torch.utils.dlpack.to_dlpack)
+  bool contiguous_copies = false;    // import_from(array, contiguous) asks it for array.contiguous()
+  // Its from_dlpack reads DLTensor.byte_offset. False for PyTorch 1.13: the finding
+  // torch-from-dlpack-byte-offset-ignored, whose guard (format.cc) hands such an import to the first peer.
+  bool reads_byte_offset = true;
+  // Refusing to export a dtype leaks the array (PyTorch 1.13: the finding
+  // torch-dlpack-refused-export-leaks; its guard has the first peer make such arrays).
+  bool leaks_refused_exports = false;
+  // Its from_dlpack of an export with NULL data never runs the export's deleter (PyTorch 1.13: the
+  // finding torch-from-dlpack-empty-leaks; its guard hands such an import to the first peer).
+  bool leaks_empty_imports = false;
+  // Its exports of arrays without elements carry DLTensor.data == NULL (PyTorch).
+  bool exports_null_when_empty = false;
 };
 
-Program Decode(const uint8_t* data, size_t size, const PeerRules& peer);
+constexpr uint32_t DTypeBit(interop::DType d) { return 1u << static_cast<int>(d); }
+constexpr bool HasDType(uint32_t set, interop::DType d) { return (set & DTypeBit(d)) != 0; }
+
+using Peers = std::vector<const PeerRules*>;
+
+Program Decode(const uint8_t* data, size_t size, const Peers& peers);
+inline Program Decode(const uint8_t* data, size_t size, const PeerRules& peer) { return Decode(data, size, Peers{&peer}); }
 
 // The slot kinds an op reads from and writes to (ops with one fixed kind of each).
 SlotKind SourceKind(OpKind kind);
@@ -92,6 +136,7 @@ bool HasSource(OpKind kind);
 bool HasDest(OpKind kind);
 
 // One line per op, e.g. `import-from-tensor t1 contiguous -> v0`.
+std::string_view FlavorName(Flavor f);
 std::string Describe(const Op& op);
 // "#i <op>" per op.
 std::string Describe(const Program& program);

@@ -24,6 +24,27 @@ bool ProducerContiguous(DType dtype, const std::vector<int64_t>& shape, Layout l
   return placed.ok() && placed->desc.contiguous() && placed->desc.offset == 0;
 }
 
+// PyTorch's is_contiguous() of `layout` (every party places its layouts as this layer's producer does):
+// from the last axis, every extent above 1 has the C-order stride; no elements is contiguous.
+bool COrder(DType dtype, const std::vector<int64_t>& shape, Layout layout) {
+  auto placed = interop::PlaceTensor(dtype, shape, layout);
+  LIFELINE_PRECONDITION(placed.ok(), "the decoder made an invalid shape: " + placed.status().message());
+  const interop::TensorDesc& d = placed->desc;
+  if (d.numel() == 0) return true;
+  int64_t expected = 1;
+  for (int i = d.ndim - 1; i >= 0; --i) {
+    if (d.shape[i] == 1) continue;
+    if (d.strides[i] != expected) return false;
+    expected *= d.shape[i];
+  }
+  return true;
+}
+
+Content MadeContent(const Op& op) {
+  return {op.dtype, op.seed, Numel(op.shape), COrder(op.dtype, op.shape, op.layout),
+          op.kind == OpKind::kCreateTensor && op.layout == Layout::kOffset};
+}
+
 }  // namespace
 
 int64_t StorageBytes(DType dtype, const std::vector<int64_t>& shape, Layout layout) {
@@ -32,7 +53,7 @@ int64_t StorageBytes(DType dtype, const std::vector<int64_t>& shape, Layout layo
   return placed->storage_elements * static_cast<int64_t>(interop::ItemSize(dtype));
 }
 
-Model::Model(const PeerRules& peer) : peer_(peer) {
+Model::Model(const Peers& peers) : peers_(peers) {
   for (auto& row : slots_)
     for (int& s : row) s = -1;
 }
@@ -62,10 +83,12 @@ int Model::AddStorage(int64_t bytes, Content c) {
   return Add(std::move(n));
 }
 
-int Model::AddArray(Content c, std::vector<int> refs, bool exportable) {
+int Model::AddArray(int peer, Content c, std::vector<int> refs, bool readonly, Flavor flavor) {
   Node n{NodeKind::kArray, c, std::move(refs)};
   n.array_id = next_array_id_++;
-  n.exportable = exportable;
+  n.peer = peer;
+  n.readonly = readonly;
+  n.flavor = flavor;
   return Add(std::move(n));
 }
 
@@ -82,8 +105,21 @@ int Model::Consume(int capsule) {
   return target;
 }
 
-bool Model::PeerExports(DType dtype, bool readonly) const {
-  return (dtype != DType::kBool || peer_.exports_bool) && (!readonly || peer_.exports_read_only);
+std::string Model::ExportRefusal(const Node& a, int via) const {
+  const PeerRules& r = *peers_[a.peer];
+  if (!HasDType(r.exports, a.content.dtype) || (a.readonly && !r.exports_read_only)) return r.export_refusal;
+  // A conjugate view's memory holds the conjugates: exported as it is, a consumer reads wrong values. The
+  // DLPack protocol has no conjugate bit, so a producer must resolve it or refuse (PyTorch's __dlpack__
+  // refuses). Every way of exporting is held to that: a way that exports the raw memory is a finding.
+  if (a.flavor == Flavor::kConj) return r.export_refusal;
+  // The array API's __dlpack__ may refuse a tensor that requires grad (PyTorch's does); to_dlpack exports
+  // its data, which is valid.
+  if (a.flavor == Flavor::kRequiresGrad && via == 0) return r.export_refusal;
+  return "";
+}
+
+bool Model::CopiedForImport(const Node& a, bool contiguous) const {
+  return contiguous && peers_[a.peer]->contiguous_copies && !a.content.c_order;
 }
 
 bool Model::AnyFilled(SlotKind k) const {
@@ -105,8 +141,9 @@ bool Model::Legal(OpKind k) const {
     case OpKind::kImportFromTensor:
     case OpKind::kMalformed: return has(SlotKind::kTensor) && room(SlotKind::kView);
     case OpKind::kImportFromArray: return has(SlotKind::kArray) && room(SlotKind::kView);
-    case OpKind::kNumpyFromTensor: return has(SlotKind::kTensor) && room(SlotKind::kArray);
-    case OpKind::kNumpyFromCapsule: return has(SlotKind::kCapsule) && room(SlotKind::kArray);
+    case OpKind::kPeerFromTensor: return has(SlotKind::kTensor) && room(SlotKind::kArray);
+    case OpKind::kPeerFromCapsule: return has(SlotKind::kCapsule) && room(SlotKind::kArray);
+    case OpKind::kPeerFromArray: return peers_.size() > 1 && has(SlotKind::kArray) && room(SlotKind::kArray);
     case OpKind::kViewBuffer: return has(SlotKind::kView) && room(SlotKind::kBuffer);
     case OpKind::kRead: return has(SlotKind::kTensor) || has(SlotKind::kArray) || has(SlotKind::kView);
     case OpKind::kDrop:
@@ -121,17 +158,32 @@ bool Model::Legal(OpKind k) const {
 
 std::string Model::Predict(const Op& op) const {
   auto src = [&](SlotKind k) -> const Node& { return nodes_[Slot(k, op.src)]; };
+  // This layer's consumer reads its four dtypes only.
+  auto subject_refusal = [](const Content& c) { return c.dtype > interop::kMaxStandinDType ? "BufferError" : ""; };
+  const PeerRules& peer = *peers_[op.peer];
+  auto peer_refusal = [&](const Content& c) { return HasDType(peer.imports, c.dtype) ? "" : peer.import_refusal; };
   switch (op.kind) {
-    case OpKind::kExportArray:
-    case OpKind::kImportFromArray:  // import_from asks the array for __dlpack__ first
-      return src(SlotKind::kArray).exportable ? "" : peer_.export_refusal;
-    case OpKind::kImportCapsule: return src(SlotKind::kCapsule).consumed ? "BufferError" : "";
-    case OpKind::kNumpyFromTensor:
-      return src(SlotKind::kTensor).content.dtype == DType::kBool && !peer_.imports_bool ? peer_.import_refusal : "";
-    case OpKind::kNumpyFromCapsule: {
+    case OpKind::kExportArray: return ExportRefusal(src(SlotKind::kArray), op.via);
+    case OpKind::kImportFromArray: {  // import_from asks the array (or its contiguous copy) for __dlpack__ first
+      Node exported = src(SlotKind::kArray);
+      if (CopiedForImport(exported, op.contiguous) && exported.flavor != Flavor::kRequiresGrad)
+        exported.flavor = Flavor::kPlain;  // the copy has the logical values in memory
+      std::string refusal = ExportRefusal(exported, 0);
+      return refusal.empty() ? subject_refusal(exported.content) : refusal;
+    }
+    case OpKind::kImportCapsule: {
       const Node& c = src(SlotKind::kCapsule);
-      if (c.consumed) return peer_.used_capsule_refusal;
-      return c.content.dtype == DType::kBool && !peer_.imports_bool ? peer_.import_refusal : "";
+      return c.consumed ? "BufferError" : subject_refusal(c.content);
+    }
+    case OpKind::kPeerFromTensor: return peer_refusal(src(SlotKind::kTensor).content);
+    case OpKind::kPeerFromCapsule: {
+      const Node& c = src(SlotKind::kCapsule);
+      return c.consumed ? peer.used_capsule_refusal : peer_refusal(c.content);
+    }
+    case OpKind::kPeerFromArray: {  // from_dlpack asks the array for __dlpack__ first
+      const Node& a = src(SlotKind::kArray);
+      std::string refusal = ExportRefusal(a, 0);
+      return refusal.empty() ? peer_refusal(a.content) : refusal;
     }
     case OpKind::kMalformed: {
       const Node& t = src(SlotKind::kTensor);
@@ -149,7 +201,7 @@ void Model::Apply(const Op& op, const std::string& error) {
   auto src = [&](SlotKind k) { return Slot(k, op.src); };
   switch (op.kind) {
     case OpKind::kCreateTensor: {
-      Content c{op.dtype, op.seed, Numel(op.shape)};
+      Content c = MadeContent(op);
       int storage = AddStorage(StorageBytes(op.dtype, op.shape, op.layout), c);
       Node t{NodeKind::kTensor, c, {storage}};
       t.contiguous = ProducerContiguous(op.dtype, op.shape, op.layout);
@@ -158,15 +210,14 @@ void Model::Apply(const Op& op, const std::string& error) {
       break;
     }
     case OpKind::kCreateArray:
-      MutableSlot(SlotKind::kArray, op.dst) =
-          AddArray({op.dtype, op.seed, Numel(op.shape)}, {}, PeerExports(op.dtype, op.readonly));
+      MutableSlot(SlotKind::kArray, op.dst) = AddArray(op.peer, MadeContent(op), {}, op.readonly, op.flavor);
       break;
     case OpKind::kExportTensor:
     case OpKind::kExportArray: {
       const Node& owner = nodes_[src(SourceKind(op.kind))];
       // A tensor's export holds its storage; an array's holds the array.
       int held = op.kind == OpKind::kExportTensor ? owner.refs[0] : src(SlotKind::kArray);
-      int e = Add({NodeKind::kExport, owner.content, {held}});
+      int e = Add({NodeKind::kExport, op.kind == OpKind::kExportTensor ? owner.content : ExportedContent(owner), {held}});
       MutableSlot(SlotKind::kCapsule, op.dst) = Add({NodeKind::kCapsule, nodes_[e].content, {e}});
       break;
     }
@@ -181,21 +232,33 @@ void Model::Apply(const Op& op, const std::string& error) {
     }
     case OpKind::kImportFromArray: {
       int a = src(SlotKind::kArray);
-      AddImport(Add({NodeKind::kExport, nodes_[a].content, {a}}), op.dst);
+      Content c = nodes_[a].content;
+      int held = a;
+      if (CopiedForImport(nodes_[a], op.contiguous)) {  // a temporary copy that only the import keeps
+        c.c_order = true;
+        held = Add({NodeKind::kCopy, c});
+      }
+      AddImport(Add({NodeKind::kExport, c, {held}}), op.dst);
       break;
     }
-    case OpKind::kNumpyFromTensor: {
+    case OpKind::kPeerFromTensor: {
       const Node& t = nodes_[src(SlotKind::kTensor)];
       Content c = t.content;
       int e = Add({NodeKind::kExport, c, {t.refs[0]}});
-      MutableSlot(SlotKind::kArray, op.dst) = AddArray(c, {e}, PeerExports(c.dtype, peer_.imports_read_only));
+      MutableSlot(SlotKind::kArray, op.dst) = AddImportedArray(op.peer, c, e);
       break;
     }
-    case OpKind::kNumpyFromCapsule: {
+    case OpKind::kPeerFromCapsule: {
       const Content content = nodes_[src(SlotKind::kCapsule)].content;
       int target = Consume(src(SlotKind::kCapsule));
-      MutableSlot(SlotKind::kArray, op.dst) =
-          AddArray(content, {target}, PeerExports(content.dtype, peer_.imports_read_only));
+      MutableSlot(SlotKind::kArray, op.dst) = AddImportedArray(op.peer, content, target);
+      break;
+    }
+    case OpKind::kPeerFromArray: {
+      int a = src(SlotKind::kArray);
+      const Content c = ExportedContent(nodes_[a]);
+      int e = Add({NodeKind::kExport, c, {a}});
+      MutableSlot(SlotKind::kArray, op.dst) = AddImportedArray(op.peer, c, e);
       break;
     }
     case OpKind::kViewBuffer: {

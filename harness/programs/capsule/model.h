@@ -22,9 +22,20 @@ struct Content {
   interop::DType dtype = interop::DType::kFloat32;
   uint32_t seed = 0;
   int64_t numel = 0;
+  // Its strides are C order for every extent above 1, or it has no elements: PyTorch's is_contiguous(),
+  // which ignores a storage offset (this layer's producer also wants no offset: Node::contiguous).
+  bool c_order = true;
+  // Its exports carry a nonzero DLTensor.byte_offset: this layer's producer's offset layout (NumPy and
+  // PyTorch fold an offset into DLTensor.data instead).
+  bool byte_offset = false;
+  // Its exports carry DLTensor.data == NULL: PyTorch exports every tensor without elements so
+  // (its data_ptr() is NULL then).
+  bool null_data = false;
 };
 
-enum class NodeKind : uint8_t { kStorage, kTensor, kExport, kArray, kCapsule, kBuffer, kHandle, kView };
+// kCopy: a peer's temporary copy made inside an import (import_from(array, contiguous)), held only by the
+// export; unobserved (no slot, no ledger, no weak reference) but kept in the graph for what it holds.
+enum class NodeKind : uint8_t { kStorage, kTensor, kExport, kArray, kCapsule, kBuffer, kHandle, kView, kCopy };
 
 struct Node {
   NodeKind kind;
@@ -35,13 +46,15 @@ struct Node {
   int array_id = -1;          // kArray: the executor's weak reference to it, by creation order
   bool contiguous = false;    // kTensor: contiguous() returns the tensor itself
   std::vector<int64_t> shape; // kTensor
-  bool exportable = false;    // kArray: the peer exports it
+  int peer = 0;               // kArray: the peer it belongs to
+  bool readonly = false;      // kArray
+  Flavor flavor = Flavor::kPlain;  // kArray
   bool consumed = false;      // kCapsule
 };
 
 class Model {
  public:
-  explicit Model(const PeerRules& peer);
+  explicit Model(const Peers& peers);
 
   // The node in `kind`'s slot `i`, or -1.
   int Slot(SlotKind kind, int i) const { return slots_[static_cast<int>(kind)][i]; }
@@ -51,6 +64,12 @@ class Model {
   const Node& node(int n) const { return nodes_[n]; }
   size_t size() const { return nodes_.size(); }
   bool Legal(OpKind kind) const;
+  // What an export of array node `a` carries.
+  Content ExportedContent(const Node& a) const {
+    Content c = a.content;
+    c.null_data = peers_[a.peer]->exports_null_when_empty && c.numel == 0;
+    return c;
+  }
 
   // The exception `op` (operands decoded) must raise now, or "".
   std::string Predict(const Op& op) const;
@@ -66,16 +85,27 @@ class Model {
  private:
   int Add(Node n);
   int AddStorage(int64_t bytes, Content c);
-  int AddArray(Content c, std::vector<int> refs, bool exportable);
+  // A peer's array: made by it (readonly, flavor as asked) or imported (its rules say if read-only).
+  int AddArray(int peer, Content c, std::vector<int> refs, bool readonly, Flavor flavor);
+  int AddImportedArray(int peer, Content c, int held) {
+    // NumPy makes a writable array of its own for NULL data (nothing to protect).
+    const bool readonly = peers_[peer]->imports_read_only && !c.null_data;
+    c.byte_offset = false;  // a peer's own exports fold the offset into the data pointer
+    c.null_data = false;    // ... and its own rules say when they are NULL (ExportedContent)
+    return AddArray(peer, c, {held}, readonly, Flavor::kPlain);
+  }
+  // The exception array node `a`'s own peer raises when asked to export it (`via` as in Op), or "".
+  std::string ExportRefusal(const Node& a, int via) const;
+  // What import_from(array, contiguous) exports: the array itself, or the peer's contiguous copy of it.
+  bool CopiedForImport(const Node& a, bool contiguous) const;
   // A consumer takes over capsule node `capsule`: it is consumed and holds nothing; returns the export
   // it held.
   int Consume(int capsule);
   // An import: buffer -> `target` export, view -> buffer, into view slot `dst`.
   void AddImport(int target, int dst);
   int& MutableSlot(SlotKind kind, int i) { return slots_[static_cast<int>(kind)][i]; }
-  bool PeerExports(interop::DType dtype, bool readonly) const;
 
-  const PeerRules& peer_;
+  const Peers peers_;
   std::vector<Node> nodes_;
   int slots_[static_cast<int>(SlotKind::kMaxValue) + 1][kMaxSlots];
   std::vector<int> cycles_;  // views held only by garbage cycles

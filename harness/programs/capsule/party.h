@@ -6,6 +6,8 @@
 //                                            turbine-capsule-rename-back)
 //   Peer     a DLPack library on the other side, producer and consumer at once:
 //              upstream/numpy_peer.cc        NumPy 1.24 (numpy.from_dlpack, ndarray.__dlpack__)
+//              upstream/torch_peer.cc        PyTorch 1.13 (torch.from_dlpack, Tensor.__dlpack__,
+//                                            torch.utils.dlpack.to_dlpack)
 // A peer is one new file: its operations below and its PeerRules (format.h), which the decoder and the
 // lifetime model use to predict what it refuses.
 //
@@ -27,11 +29,13 @@ class Producer {
  public:
   virtual ~Producer() = default;
   // An object holding the producer pattern (PatternValue(dtype, seed, i) at logical element i) in
-  // `layout`; read-only when `readonly`.
+  // `layout`; read-only when `readonly`; presenting its values as `flavor` says (parties without flavors
+  // are only asked for kPlain).
   virtual py::Ref Create(interop::DType dtype, const std::vector<int64_t>& shape, interop::Layout layout,
-                         uint8_t seed, bool readonly) const = 0;
-  // obj.__dlpack__(): a "dltensor" capsule.
-  virtual py::Ref Export(PyObject* obj) const = 0;
+                         uint8_t seed, bool readonly, Flavor flavor) const = 0;
+  // A "dltensor" capsule: obj.__dlpack__() for `via` 0, the party's module function for 1 (only parties
+  // whose rules have export_ways 2 are asked for it).
+  virtual py::Ref Export(PyObject* obj, int via) const = 0;
   // The logical elements of one of its objects (or of what it imported), in C order, as a list.
   virtual py::Ref Values(PyObject* obj) const = 0;
 };

@@ -19,10 +19,10 @@ Ref Module(const char* name) {
 class LifelineSubject final : public Subject {
  public:
   Ref Create(interop::DType dtype, const std::vector<int64_t>& shape, interop::Layout layout, uint8_t seed,
-             bool readonly) const override {
+             bool readonly, Flavor) const override {
     return CallCreate(tensor_type_, dtype, shape, layout, seed, readonly);
   }
-  Ref Export(PyObject* obj) const override { return CallMethod(obj, "__dlpack__"); }
+  Ref Export(PyObject* obj, int) const override { return CallMethod(obj, "__dlpack__"); }
   Ref Values(PyObject* obj) const override { return CallMethod(obj, "values"); }
 
   Ref ImportCapsule(PyObject* capsule) const override { return Call(import_capsule_, {capsule}); }

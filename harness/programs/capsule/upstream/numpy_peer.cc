@@ -30,10 +30,10 @@ class NumpyPeer final : public Peer {
  public:
   const PeerRules& rules() const override { return NumpyRules(); }
   Ref Create(interop::DType dtype, const std::vector<int64_t>& shape, interop::Layout layout, uint8_t seed,
-             bool readonly) const override {
+             bool readonly, Flavor) const override {
     return CallCreate(make_array_, dtype, shape, layout, seed, readonly);
   }
-  Ref Export(PyObject* obj) const override { return CallMethod(obj, "__dlpack__"); }
+  Ref Export(PyObject* obj, int) const override { return CallMethod(obj, "__dlpack__"); }
   Ref Values(PyObject* obj) const override { return Call(values_, {obj}); }
   Ref Import(PyObject* producer) const override { return Call(from_dlpack_, {producer}); }
   Ref ImportCapsule(PyObject* capsule) const override {
@@ -53,14 +53,20 @@ class NumpyPeer final : public Peer {
 }  // namespace
 
 const PeerRules& NumpyRules() {
+  using interop::DType;
+  constexpr uint32_t kMade = DTypeBit(DType::kFloat32) | DTypeBit(DType::kFloat16) | DTypeBit(DType::kInt8) |
+                             DTypeBit(DType::kBool);
+  constexpr uint32_t kAll = (DTypeBit(DType::kMaxValue) << 1) - 1;
   static const PeerRules rules{
+      /*name=*/"numpy",
       /*object_name=*/"NumPy array",
+      /*creates=*/kMade,  // the subject's four dtypes (NumPy also has uint8 and complex64; PyTorch makes those)
       /*export_refusal=*/"BufferError",
-      /*exports_bool=*/false,
+      /*exports=*/kAll & ~DTypeBit(DType::kBool),
       /*exports_read_only=*/false,
       /*imports_read_only=*/true,
-      /*import_refusal=*/"RuntimeError",
-      /*imports_bool=*/false,
+      /*import_refusal=*/"RuntimeError",  // "Unsupported dtype in DLTensor."
+      /*imports=*/kAll & ~DTypeBit(DType::kBool) & ~DTypeBit(DType::kBFloat16),
       /*used_capsule_refusal=*/"ValueError",
   };
   return rules;

@@ -10,8 +10,8 @@
 namespace lifeline::capsule {
 
 // What NumPy 1.24 refuses: bool and read-only arrays do not export (BufferError), from_dlpack refuses
-// bool (RuntimeError "Unsupported dtype") and a consumed capsule (ValueError from PyCapsule_GetPointer),
-// and the arrays it makes are read-only.
+// bool and bfloat16 (RuntimeError "Unsupported dtype") and a consumed capsule (ValueError from
+// PyCapsule_GetPointer), and the arrays it makes are read-only.
 const PeerRules& NumpyRules();
 
 // Starts the interpreter on first use.

@@ -1,0 +1,72 @@
+// The capsule decoder with two peers (NumPy and PyTorch, torch_capsule_lifecycle): a pinned program, and
+// what a second peer changes. Only the peers' rules are used: no interpreter, no torch. If the golden test
+// fails after a deliberate decoder change, corpus/torch_capsule_lifecycle/ and the torch reproducers in
+// repro/ now mean something else: regenerate them in the same change.
+#include <gtest/gtest.h>
+
+#include "harness/programs/capsule/format.h"
+#include "harness/programs/capsule/upstream/numpy_peer.h"
+#include "harness/programs/capsule/upstream/torch_peer.h"
+
+namespace lifeline::capsule {
+namespace {
+
+// FuzzedDataProvider takes integers from the back of the input.
+constexpr uint8_t kTorchProgram[] = {0xe8, 0xdd, 0xcb, 0x81, 0x69, 0xea, 0xe3, 0x0b, 0xbb,
+                                     0xde, 0x8e, 0x69, 0xa3, 0xf7, 0xe8, 0xf4, 0xd1, 0x3d};
+constexpr char kTorchProgramText[] =
+    "#0 create-array (torch) complex64[2,3] transposed seed=142 requires-grad -> a0\n"
+    "#1 import-from-array a0 contiguous -> v0  (raises RuntimeError)\n"
+    "#2 export-array a0 via to_dlpack -> c0\n"
+    "#3 torch-from-array a0 -> a1  (raises RuntimeError)\n"
+    "#4 create-array (numpy) float32[] contiguous seed=0 -> a1\n";
+
+Peers NumpyAndTorch() { return {&NumpyRules(), &TorchRules()}; }
+
+TEST(TorchCapsuleDecoderGolden, FixedInputDecodesToThePinnedProgram) {
+  EXPECT_EQ(Describe(Decode(kTorchProgram, sizeof(kTorchProgram), NumpyAndTorch())), kTorchProgramText);
+}
+
+// The predictions above are torch's own rules: __dlpack__ (which import_from and from_dlpack call) refuses
+// a tensor that requires grad, to_dlpack exports it. The copy .contiguous() makes still requires grad.
+TEST(TorchCapsuleDecoder, RequiresGradIsRefusedByDunderDlpackOnly) {
+  Program p = Decode(kTorchProgram, sizeof(kTorchProgram), NumpyAndTorch());
+  ASSERT_GE(p.size(), 4u);
+  EXPECT_EQ(p[1].expect_error, "RuntimeError");
+  EXPECT_EQ(p[2].via, 1);
+  EXPECT_EQ(p[2].expect_error, "");
+  EXPECT_EQ(p[3].expect_error, "RuntimeError");
+}
+
+// With one peer the decoder reads no peer operand and names no party: the same bytes decode as they did
+// before PyTorch was a peer (interop_capsule_lifecycle's corpus keeps its meaning).
+TEST(TorchCapsuleDecoder, OnePeerProgramsNameNoParty) {
+  for (const Op& op : Decode(kTorchProgram, sizeof(kTorchProgram), NumpyRules())) {
+    SCOPED_TRACE(Describe(op));
+    EXPECT_EQ(op.party, nullptr);
+    EXPECT_EQ(op.peer, 0);
+    EXPECT_EQ(op.flavor, Flavor::kPlain);
+    EXPECT_EQ(op.via, 0);
+    EXPECT_NE(op.kind, OpKind::kPeerFromArray);
+  }
+}
+
+// Every op a peer performs in a two-peer program names that peer.
+TEST(TorchCapsuleDecoder, TwoPeerProgramsNameTheActingPeer) {
+  std::vector<uint8_t> bytes(4096);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 37 + (i >> 3));
+  int named = 0;
+  for (const Op& op : Decode(bytes.data(), bytes.size(), NumpyAndTorch())) {
+    const bool peer_op = op.kind == OpKind::kCreateArray || op.kind == OpKind::kPeerFromTensor ||
+                         op.kind == OpKind::kPeerFromCapsule || op.kind == OpKind::kPeerFromArray;
+    if (!peer_op) continue;
+    SCOPED_TRACE(Describe(op));
+    ASSERT_NE(op.party, nullptr);
+    EXPECT_STREQ(op.party, NumpyAndTorch()[op.peer]->name);
+    ++named;
+  }
+  EXPECT_GT(named, 0);
+}
+
+}  // namespace
+}  // namespace lifeline::capsule

@@ -121,10 +121,15 @@ endif()
 # PyTorch (python3-torch), the third DLPack party of torch_capsule_lifecycle, in the same lanes. It is a
 # prebuilt library the target loads at run time, so only its presence is checked here; without it the
 # target's tests are registered as skipped with this reason (LIFELINE_TORCH_SKIP_REASON).
+# -DLIFELINE_WITHOUT_TORCH=ON configures as a machine without it (tests/cli/test_configure.py does).
+option(LIFELINE_WITHOUT_TORCH "configure as if python3-torch were not installed" OFF)
 set(LIFELINE_TORCH OFF)
 set(LIFELINE_TORCH_SKIP_REASON "")
 if(LIFELINE_PYTHON)
-  execute_process(COMMAND ${Python3_EXECUTABLE} -c "import torch" RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_QUIET)
+  set(_rc 1)
+  if(NOT LIFELINE_WITHOUT_TORCH)
+    execute_process(COMMAND ${Python3_EXECUTABLE} -c "import torch" RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_QUIET)
+  endif()
   if(_rc EQUAL 0)
     set(LIFELINE_TORCH ON)
   else()

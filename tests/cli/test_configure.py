@@ -174,3 +174,31 @@ class ConfigureWithMalformedBugJson(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+@unittest.skipUnless(shutil.which("cmake") and shutil.which("ctest") and shutil.which("ninja"), "needs cmake and ninja")
+class ConfigureWithoutTorch(unittest.TestCase):
+    """Without PyTorch the torch target's tests are registered and run as skipped, with the reason: never passed,
+    never missing."""
+
+    def test_torch_tests_are_skipped_with_the_reason(self):
+        tmp = Path(tempfile.mkdtemp(prefix="lifeline-configure-"))
+        try:
+            build = tmp / "build"
+            cfg = subprocess.run(["cmake", "--preset", "asan", "-B", str(build), "-DLIFELINE_WITHOUT_TORCH=ON"],
+                                 cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            self.assertEqual(cfg.returncode, 0, cfg.stdout)
+            names = registered_tests(build)
+            torch_tests = [n for n in names if ("torch" in n or ".upstream." in n and "turbine" in n)
+                           and not n.endswith(".bug-json")]
+            self.assertIn("corpus.torch_capsule_lifecycle", torch_tests)
+            self.assertIn("repro.torch-dlpack-neg-bit-ignored.asan.pinned", torch_tests)
+            self.assertIn("repro.turbine-capsule-rename-back.upstream.asan.reintroduced", torch_tests)
+            run = subprocess.run(["ctest", "--test-dir", str(build), "-R", "torch|turbine-capsule-rename-back\\.upstream",
+                                  "-V"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            skipped = re.findall(r"\*\*\*Skipped", run.stdout)
+            self.assertEqual(len(skipped), len(torch_tests), run.stdout)
+            self.assertIn("cannot import torch: python3-torch is not installed", run.stdout)
+            self.assertNotIn("Passed", "\n".join(l for l in run.stdout.splitlines() if "Test #" in l and "bug-json" not in l))
+        finally:
+            shutil.rmtree(tmp)

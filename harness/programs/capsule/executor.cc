@@ -177,6 +177,10 @@ Ref Executor::Call(const Op& op) {
     case OpKind::kPeerFromTensor: return peers_[op.peer]->Import(src(SlotKind::kTensor));
     case OpKind::kPeerFromCapsule: return peers_[op.peer]->ImportCapsule(src(SlotKind::kCapsule));
     case OpKind::kPeerFromArray: return peers_[op.peer]->Import(src(SlotKind::kArray));
+    case OpKind::kPeerMalformed: {
+      Ref capsule = subject_.MakeMalformed(op.malformed, src(SlotKind::kTensor));
+      return peers_[op.peer]->ImportCapsule(capsule.get());  // the capsule dies here, refused or not
+    }
     case OpKind::kViewBuffer: return subject_.ViewBuffer(src(SlotKind::kView));
     case OpKind::kMalformed: return subject_.ImportMalformed(op.malformed, src(SlotKind::kTensor));
     case OpKind::kRead: {

@@ -20,7 +20,7 @@ constexpr const char* kSlotPrefix = "tacvb";  // tensor, array, capsule, view, b
 constexpr const char* kOpNames[] = {
     "create-tensor", "create-array", "export-tensor", "export-array", "import-capsule",
     "import-from-tensor", "import-from-array", "numpy-from-tensor", "numpy-from-capsule", "view-buffer",
-    "read", "drop", "make-cycle", "collect", "malformed", "numpy-from-array"};
+    "read", "drop", "make-cycle", "collect", "malformed", "numpy-from-array", "numpy-malformed"};
 constexpr std::string_view kFlavorNames[] = {"plain", "conj", "neg", "requires-grad"};
 
 uint8_t PickSlot(FuzzedDataProvider& fdp, const std::vector<int>& from) {
@@ -50,8 +50,15 @@ Flavor Applicable(Flavor f, DType d) {
 
 bool ActsAsPeer(OpKind k) {
   return k == OpKind::kCreateArray || k == OpKind::kPeerFromTensor || k == OpKind::kPeerFromCapsule ||
-         k == OpKind::kPeerFromArray;
+         k == OpKind::kPeerFromArray || k == OpKind::kPeerMalformed;
 }
+
+// The broken exports a peer is handed: what any consumer can and must check (DLPack's Python
+// specification), and the NULL deleter it must accept. A NULL data pointer, a negative or huge ndim, a NULL
+// shape, negative extents and an overflowing size break the producer's side of the ABI, which a consumer
+// cannot be asked to survive; this layer's consumer refuses them anyway (kMalformed).
+const std::vector<Malformed> kPeerMalformedKinds = {Malformed::kWrongName, Malformed::kUsedName, Malformed::kDevice,
+                                                    Malformed::kDType, Malformed::kNullDeleter};
 
 }  // namespace
 
@@ -74,7 +81,8 @@ SlotKind DestKind(OpKind k) {
     case OpKind::kCreateArray:
     case OpKind::kPeerFromTensor:
     case OpKind::kPeerFromCapsule:
-    case OpKind::kPeerFromArray: return SlotKind::kArray;
+    case OpKind::kPeerFromArray:
+    case OpKind::kPeerMalformed: return SlotKind::kArray;
     case OpKind::kExportTensor:
     case OpKind::kExportArray: return SlotKind::kCapsule;
     case OpKind::kViewBuffer: return SlotKind::kBuffer;
@@ -158,9 +166,11 @@ Program Decode(const uint8_t* data, size_t size, const Peers& peers) {
         break;
       case OpKind::kPeerFromTensor:
       case OpKind::kPeerFromCapsule:
-      case OpKind::kPeerFromArray: {
+      case OpKind::kPeerFromArray:
+      case OpKind::kPeerMalformed: {
         op.src = PickSlot(fdp, m.Filled(SourceKind(op.kind)));
         pick_peer(op);
+        if (op.kind == OpKind::kPeerMalformed) op.malformed = programs::PickFrom(fdp, kPeerMalformedKinds);
         // Guard torch-from-dlpack-byte-offset-ignored: torch's from_dlpack reads from DLTensor.data and
         // drops byte_offset (repro/torch-from-dlpack-byte-offset-ignored). The first peer imports instead.
         const Node& source = m.node(m.Slot(SourceKind(op.kind), op.src));
@@ -242,6 +252,7 @@ std::string Describe(const Op& op) {
     case OpKind::kRead:
     case OpKind::kDrop: s += " " + slot(op.slot_kind, op.src); break;
     case OpKind::kMalformed:
+    case OpKind::kPeerMalformed:
       s += " " + std::string(interop::MalformedName(op.malformed)) + " of " + slot(SlotKind::kTensor, op.src);
       break;
     case OpKind::kCollect: break;

@@ -52,7 +52,9 @@ enum class OpKind : uint8_t {
   kCollect,           // gc.collect()
   kMalformed,         // import a deliberately broken export of a tensor (refused, except null-deleter)
   kPeerFromArray,     // a peer's from_dlpack(array) of any peer's array, its own included (several peers only)
-  kMaxValue = kPeerFromArray,
+  kPeerMalformed,     // a peer's from_dlpack of a broken export of a tensor: the kinds a consumer can check
+                      // (name, device, dtype) and a NULL deleter (several peers only)
+  kMaxValue = kPeerMalformed,
 };
 
 // How a peer's array presents its values (peers whose rules have `flavors`: PyTorch's lazy views). The
@@ -103,7 +105,9 @@ struct PeerRules {
   bool imports_read_only;            // the arrays its from_dlpack makes are read-only
   const char* import_refusal;        // the exception its from_dlpack raises for a dtype it cannot take
   uint32_t imports;                  // ... the dtypes it takes
-  const char* used_capsule_refusal;  // the exception its from_dlpack raises for a consumed capsule
+  const char* used_capsule_refusal;  // the exception its from_dlpack raises for a consumed capsule (or one
+                                     // named otherwise than "dltensor")
+  const char* device_refusal;        // ... for a device it does not import (kDLCUDA)
   bool read_only_arrays = true;      // it makes read-only arrays on request (the create op's flag)
   bool flavors = false;              // its arrays come in Flavors (PyTorch)
   int export_ways = 1;               // 2: a module function exports too (torch.utils.dlpack.to_dlpack)

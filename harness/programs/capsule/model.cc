@@ -144,6 +144,7 @@ bool Model::Legal(OpKind k) const {
     case OpKind::kPeerFromTensor: return has(SlotKind::kTensor) && room(SlotKind::kArray);
     case OpKind::kPeerFromCapsule: return has(SlotKind::kCapsule) && room(SlotKind::kArray);
     case OpKind::kPeerFromArray: return peers_.size() > 1 && has(SlotKind::kArray) && room(SlotKind::kArray);
+    case OpKind::kPeerMalformed: return peers_.size() > 1 && has(SlotKind::kTensor) && room(SlotKind::kArray);
     case OpKind::kViewBuffer: return has(SlotKind::kView) && room(SlotKind::kBuffer);
     case OpKind::kRead: return has(SlotKind::kTensor) || has(SlotKind::kArray) || has(SlotKind::kView);
     case OpKind::kDrop:
@@ -180,6 +181,15 @@ std::string Model::Predict(const Op& op) const {
       const Node& c = src(SlotKind::kCapsule);
       return c.consumed ? peer.used_capsule_refusal : peer_refusal(c.content);
     }
+    case OpKind::kPeerMalformed:
+      switch (op.malformed) {
+        case Malformed::kWrongName:
+        case Malformed::kUsedName: return peer.used_capsule_refusal;
+        case Malformed::kDevice: return peer.device_refusal;
+        case Malformed::kDType: return peer.import_refusal;
+        case Malformed::kNullDeleter: return peer_refusal(src(SlotKind::kTensor).content);
+        default: return "?";  // the decoder hands peers no other kind
+      }
     case OpKind::kPeerFromArray: {  // from_dlpack asks the array for __dlpack__ first
       const Node& a = src(SlotKind::kArray);
       std::string refusal = ExportRefusal(a, 0);
@@ -197,6 +207,13 @@ std::string Model::Predict(const Op& op) const {
 }
 
 void Model::Apply(const Op& op, const std::string& error) {
+  if (op.kind == OpKind::kPeerMalformed && op.malformed == Malformed::kNullDeleter && !error.empty()) {
+    // The producer parks a NULL-deleter export when it makes it (nobody else could release it), so a
+    // refused one stays alive until the ledger reset too.
+    const Node& t = nodes_[Slot(SlotKind::kTensor, op.src)];
+    parked_.push_back(Add({NodeKind::kExport, t.content, {t.refs[0]}}));
+    return;
+  }
   if (!error.empty()) return;  // a refused request changes nothing
   auto src = [&](SlotKind k) { return Slot(k, op.src); };
   switch (op.kind) {
@@ -252,6 +269,13 @@ void Model::Apply(const Op& op, const std::string& error) {
       const Content content = nodes_[src(SlotKind::kCapsule)].content;
       int target = Consume(src(SlotKind::kCapsule));
       MutableSlot(SlotKind::kArray, op.dst) = AddImportedArray(op.peer, content, target);
+      break;
+    }
+    case OpKind::kPeerMalformed: {  // only the NULL-deleter export is accepted: parked until the ledger reset
+      const Node& t = nodes_[src(SlotKind::kTensor)];
+      int e = Add({NodeKind::kExport, t.content, {t.refs[0]}});
+      parked_.push_back(e);
+      MutableSlot(SlotKind::kArray, op.dst) = AddImportedArray(op.peer, nodes_[e].content, e);
       break;
     }
     case OpKind::kPeerFromArray: {

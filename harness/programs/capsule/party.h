@@ -59,6 +59,8 @@ class Subject : public Producer {
   virtual py::Ref ViewBuffer(PyObject* view) const = 0;
   // Imports a deliberately broken export of `tensor`; the capsule is gone when this returns.
   virtual py::Ref ImportMalformed(interop::Malformed kind, PyObject* tensor) const = 0;
+  // The broken export itself, for a peer to import (a new capsule; never null).
+  virtual py::Ref MakeMalformed(interop::Malformed kind, PyObject* tensor) const = 0;
 
   // ---- what the accounting oracle observes ----
   struct Ledger {

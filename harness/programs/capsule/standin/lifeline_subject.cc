@@ -31,10 +31,14 @@ class LifelineSubject final : public Subject {
     return Call(import_from_, {source, c.get()});
   }
   Ref ViewBuffer(PyObject* view) const override { return CallMethod(view, "buffer"); }
-  Ref ImportMalformed(interop::Malformed kind, PyObject* tensor) const override {
+  Ref MakeMalformed(interop::Malformed kind, PyObject* tensor) const override {
     Ref k = Str(interop::MalformedName(kind));
     Ref capsule = Call(malformed_, {k.get(), tensor});
     LIFELINE_PRECONDITION(capsule, "malformed_capsule failed: " + py::TakeError());
+    return capsule;
+  }
+  Ref ImportMalformed(interop::Malformed kind, PyObject* tensor) const override {
+    Ref capsule = MakeMalformed(kind, tensor);
     return Call(import_capsule_, {capsule.get()});  // a refused capsule must release its export itself
   }
 

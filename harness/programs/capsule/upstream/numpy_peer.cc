@@ -68,6 +68,7 @@ const PeerRules& NumpyRules() {
       /*import_refusal=*/"RuntimeError",  // "Unsupported dtype in DLTensor."
       /*imports=*/kAll & ~DTypeBit(DType::kBool) & ~DTypeBit(DType::kBFloat16),
       /*used_capsule_refusal=*/"ValueError",
+      /*device_refusal=*/"RuntimeError",  // "Unsupported device in DLTensor."
   };
   return rules;
 }

@@ -56,6 +56,7 @@ const PeerRules& TorchRules() {
       /*import_refusal=*/"RuntimeError",
       /*imports=*/kAll & ~DTypeBit(DType::kBool),
       /*used_capsule_refusal=*/"RuntimeError",
+      /*device_refusal=*/"RuntimeError",
       /*read_only_arrays=*/false,
       /*flavors=*/true,
       /*export_ways=*/2,

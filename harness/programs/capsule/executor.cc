@@ -112,10 +112,16 @@ void Executor::CheckValues(const Ref& list, const Content& c, const std::string&
     }
     const double want_re = interop::PatternValue(c.dtype, c.seed, static_cast<uint64_t>(i));
     const double want_im = interop::PatternImag(c.dtype, c.seed, static_cast<uint64_t>(i));
-    LIFELINE_CHECK(re == want_re && im == want_im,
-                   Where() + "value oracle: " + what + " element " + std::to_string(i) + " reads " +
-                       ValueText(re, im, complex) + ", the producer wrote " + ValueText(want_re, want_im, complex) +
-                       " (" + std::string(interop::DTypeName(c.dtype)) + ", seed " + std::to_string(c.seed) + ")");
+    if (re == want_re && im == want_im) continue;
+    // What the wrong value is, when it is a sign flip of the right one: a lazy negation or conjugation that
+    // was lost on the way (PyTorch's negative and conjugate bits).
+    std::string hint;
+    if (re == -want_re && im == -want_im) hint = "; it is the negation of what the producer wrote";
+    if (complex && re == want_re && im == -want_im) hint = "; it is the conjugate of what the producer wrote";
+    LIFELINE_CHECK(false, Where() + "value oracle: " + what + " element " + std::to_string(i) + " reads " +
+                              ValueText(re, im, complex) + ", the producer wrote " +
+                              ValueText(want_re, want_im, complex) + " (" + std::string(interop::DTypeName(c.dtype)) +
+                              ", seed " + std::to_string(c.seed) + ")" + hint);
   }
 }
 

@@ -127,12 +127,12 @@ Program Decode(const uint8_t* data, size_t size, const Peers& peers) {
         op.seed = fdp.ConsumeIntegral<uint8_t>();
         op.readonly = fdp.ConsumeBool();
         if (op.kind == OpKind::kCreateArray) {
-          const PeerRules r = *peers[op.peer];
+          const PeerRules& r = *peers[op.peer];  // the peer asked for; the guard below may hand the array on
           if (!r.read_only_arrays) op.readonly = false;
           // Guard torch-dlpack-refused-export-leaks: a torch tensor whose export torch refuses for its
           // dtype (bool) is leaked with its storage by the refusal (repro/torch-dlpack-refused-export-leaks).
           // The first peer makes that array instead.
-          if (!HasDType(r.exports, op.dtype) && r.leaks_refused_exports &&
+          if (!HasDType(r.exports, op.dtype) && r.leaks_refused_exports && HasDType(peers[0]->creates, op.dtype) &&
               GuardHolds(Guard::kTorchDlpackRefusedExportLeaks,
                          [] { return "an array torch cannot export is made by the first peer"; })) {
             op.peer = 0;

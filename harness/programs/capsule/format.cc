@@ -27,11 +27,11 @@ uint8_t PickSlot(FuzzedDataProvider& fdp, const std::vector<int>& from) {
   return static_cast<uint8_t>(programs::PickFrom(fdp, from));
 }
 
-std::vector<DType> DTypesOf(uint32_t set) {
-  std::vector<DType> out;
-  for (int d = 0; d <= static_cast<int>(DType::kMaxValue); ++d)
-    if (HasDType(set, static_cast<DType>(d))) out.push_back(static_cast<DType>(d));
-  return out;
+// One dtype of `set` (non-empty), the k-th set bit for a k picked in [0, popcount): no allocation per op.
+DType PickDType(FuzzedDataProvider& fdp, uint32_t set) {
+  size_t k = programs::Pick(fdp, static_cast<size_t>(__builtin_popcount(set)));
+  for (int d = 0;; ++d)
+    if (HasDType(set, static_cast<DType>(d)) && k-- == 0) return static_cast<DType>(d);
 }
 
 // The flavor a peer's tensor can have: conjugation only means something for complex, negation for signed
@@ -106,6 +106,11 @@ Program Decode(const uint8_t* data, size_t size, const Peers& peers) {
     op.peer = static_cast<uint8_t>(programs::Pick(fdp, peers.size()));
     op.party = peers[op.peer]->name;
   };
+  // A guard hands an op to the first peer instead.
+  auto hand_to_first_peer = [&](Op& op) {
+    op.peer = 0;
+    op.party = peers[0]->name;
+  };
   auto owner = [&](const Op& op) -> const PeerRules& {
     return *peers[m.node(m.Slot(SlotKind::kArray, op.src)).peer];
   };
@@ -119,7 +124,7 @@ Program Decode(const uint8_t* data, size_t size, const Peers& peers) {
               fdp.ConsumeIntegralInRange<int>(0, static_cast<int>(interop::kMaxStandinDType)));
         } else {
           pick_peer(op);
-          op.dtype = programs::PickFrom(fdp, DTypesOf(peers[op.peer]->creates));
+          op.dtype = PickDType(fdp, peers[op.peer]->creates);
         }
         int ndim = fdp.ConsumeIntegralInRange<int>(0, interop::kMaxProducerNdim);
         for (int d = 0; d < ndim; ++d) op.shape.push_back(fdp.ConsumeIntegralInRange<int64_t>(0, kMaxDim));
@@ -135,8 +140,7 @@ Program Decode(const uint8_t* data, size_t size, const Peers& peers) {
           if (!HasDType(r.exports, op.dtype) && r.leaks_refused_exports && HasDType(peers[0]->creates, op.dtype) &&
               GuardHolds(Guard::kTorchDlpackRefusedExportLeaks,
                          [] { return "an array torch cannot export is made by the first peer"; })) {
-            op.peer = 0;
-            op.party = peers[0]->name;
+            hand_to_first_peer(op);
           }
           if (peers[op.peer]->flavors) {
             op.flavor = Applicable(
@@ -178,8 +182,7 @@ Program Decode(const uint8_t* data, size_t size, const Peers& peers) {
         if (!peers[op.peer]->reads_byte_offset && c.byte_offset && c.numel > 0 &&
             GuardHolds(Guard::kTorchFromDlpackByteOffsetIgnored,
                        [] { return "an export with a byte_offset is imported by the first peer"; })) {
-          op.peer = 0;
-          op.party = peers[0]->name;
+          hand_to_first_peer(op);
         }
         // Guard torch-from-dlpack-empty-leaks: torch's from_dlpack of an export with NULL data (torch's own
         // exports without elements) never runs its deleter (repro/torch-from-dlpack-empty-leaks). The
@@ -187,8 +190,7 @@ Program Decode(const uint8_t* data, size_t size, const Peers& peers) {
         if (peers[op.peer]->leaks_empty_imports && c.null_data &&
             GuardHolds(Guard::kTorchFromDlpackEmptyLeaks,
                        [] { return "an export with NULL data is imported by the first peer"; })) {
-          op.peer = 0;
-          op.party = peers[0]->name;
+          hand_to_first_peer(op);
         }
         break;
       }

@@ -15,7 +15,7 @@
 #
 # Sets LIFELINE_GGML (ON when built) and LIFELINE_GGML_SKIP_REASON (why not, in a lane that wants it).
 
-set(LIFELINE_GGML_LANES asan fuzz tsan)
+set(LIFELINE_GGML_LANES asan fuzz tsan coverage)
 set(LIFELINE_GGML_SOURCE_DIR "" CACHE PATH
     "ggml source tree to fuzz (default: build/upstream/llama.cpp/ggml from scripts/fetch-ggml.sh)")
 set(LIFELINE_GGML OFF)
@@ -97,7 +97,7 @@ endif()
 # build/upstream/ggml-vulkan (shared by every lane; see its CMakeLists.txt for why). The three host sources are
 # compiled here with the lane's flags, like ggml-base and ggml-cpu; the SPIR-V arrays are linked as they are.
 # Sets LIFELINE_GGML_VULKAN.
-set(LIFELINE_GGML_VULKAN_LANES asan fuzz tsan)
+set(LIFELINE_GGML_VULKAN_LANES asan fuzz tsan coverage)
 set(LIFELINE_GGML_VULKAN OFF)
 if(LIFELINE_GGML AND LIFELINE_VULKAN AND LIFELINE_LANE IN_LIST LIFELINE_GGML_VULKAN_LANES AND
    NOT LIFELINE_ENGINE STREQUAL "external")
@@ -164,6 +164,16 @@ function(lifeline_add_upstream_skip name)
            ${Python3_EXECUTABLE} -c "import sys; print('SKIPPED: ' + sys.argv[1]); sys.exit(77)"
            "${reason}")
   set_tests_properties(${name} PROPERTIES LABELS "upstream" SKIP_RETURN_CODE 77)
+endfunction()
+
+# corpus.<target> and, when the target has a regression corpus, regression.<target>, registered as skipped
+# with `reason` (default: why upstream ggml is missing) for a target this lane cannot build.
+function(lifeline_add_corpus_skips target)
+  lifeline_add_upstream_skip(corpus.${target} ${ARGN})
+  lifeline_regression_corpus(${target} regression)
+  if(regression)
+    lifeline_add_upstream_skip(regression.${target} ${ARGN})
+  endif()
 endfunction()
 
 # The documented bug `id`, forward-ported into upstream: executable <target> in build/<lane>/upstream-variants/<id>/,

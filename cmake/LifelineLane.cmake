@@ -3,7 +3,7 @@
 # requirements of the interface target `lifeline_lane`, which every project target links. Nothing here
 # touches the global CMAKE_<LANG>_FLAGS.
 #
-#   LIFELINE_LANE      name of the lane (asan, tsan, lsan, valgrind, fuzz); selects test environments
+#   LIFELINE_LANE      name of the lane (asan, tsan, lsan, valgrind, fuzz, coverage); selects test environments
 #   LIFELINE_SANITIZE  list of: address undefined thread leak
 #   LIFELINE_ENGINE    replay (harness/replay_main.cc) | libfuzzer (-fsanitize=fuzzer, clang only)
 #                      | external (OSS-Fuzz/ClusterFuzzLite/AFL++ build contract, .clusterfuzzlite/build.sh:
@@ -12,12 +12,16 @@
 #   LIFELINE_FUZZING_ENGINE  external only: what fuzz targets link, as a command line ($LIB_FUZZING_ENGINE:
 #                      -fsanitize=fuzzer, or a path such as /usr/lib/afl/libAFLDriver.a)
 #   LIFELINE_VALGRIND  ON: client requests compiled in, tests run under memcheck
+#   LIFELINE_COVERAGE  ON: clang source-based coverage (-fprofile-instr-generate -fcoverage-mapping) in every
+#                      object the lane compiles, upstream ggml included; the coverage lane builds the fuzz
+#                      targets only (with the replay driver), for `lifeline coverage`
 
-set(LIFELINE_LANE "" CACHE STRING "lane name: asan, tsan, lsan, valgrind, fuzz")
+set(LIFELINE_LANE "" CACHE STRING "lane name: asan, tsan, lsan, valgrind, fuzz, coverage")
 set(LIFELINE_SANITIZE "" CACHE STRING "sanitizers: any of address undefined thread leak")
 set(LIFELINE_ENGINE "replay" CACHE STRING "fuzzing engine linked into targets: replay, libfuzzer or external")
 set(LIFELINE_FUZZING_ENGINE "" CACHE STRING "external engine: link command line of fuzz targets ($LIB_FUZZING_ENGINE)")
 option(LIFELINE_VALGRIND "compile valgrind client requests in and run tests under memcheck" OFF)
+option(LIFELINE_COVERAGE "clang source-based coverage instrumentation (the coverage lane)" OFF)
 
 if(NOT LIFELINE_LANE)
   message(FATAL_ERROR "LIFELINE_LANE is not set: configure with a preset, e.g. `cmake --preset asan`")
@@ -35,6 +39,10 @@ if("thread" IN_LIST LIFELINE_SANITIZE AND ("address" IN_LIST LIFELINE_SANITIZE O
 endif()
 if(LIFELINE_VALGRIND AND LIFELINE_SANITIZE)
   message(FATAL_ERROR "LIFELINE_VALGRIND: valgrind cannot run sanitizer builds; clear LIFELINE_SANITIZE")
+endif()
+if(LIFELINE_COVERAGE AND (LIFELINE_SANITIZE OR LIFELINE_VALGRIND OR NOT LIFELINE_ENGINE STREQUAL "replay"))
+  message(FATAL_ERROR "LIFELINE_COVERAGE: the coverage lane replays inputs without sanitizers or valgrind "
+                      "(LIFELINE_ENGINE=replay, LIFELINE_SANITIZE empty, LIFELINE_VALGRIND off)")
 endif()
 if(NOT LIFELINE_ENGINE MATCHES "^(replay|libfuzzer|external)$")
   message(FATAL_ERROR "LIFELINE_ENGINE: '${LIFELINE_ENGINE}' is not one of replay, libfuzzer, external")
@@ -65,7 +73,7 @@ endif()
 if(LIFELINE_ENGINE STREQUAL "libfuzzer" AND NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
   message(FATAL_ERROR "LIFELINE_ENGINE=libfuzzer needs clang (found ${CMAKE_CXX_COMPILER_ID})")
 endif()
-if(LIFELINE_SANITIZE AND NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+if((LIFELINE_SANITIZE OR LIFELINE_COVERAGE) AND NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
   message(FATAL_ERROR "the sanitizer lanes are built with clang (found ${CMAKE_CXX_COMPILER_ID})")
 endif()
 
@@ -99,6 +107,12 @@ if(LIFELINE_ENGINE STREQUAL "libfuzzer")
   # Coverage instrumentation everywhere; the engine itself is linked into fuzz targets only.
   target_compile_options(lifeline_lane INTERFACE -fsanitize=fuzzer-no-link)
 endif()
+if(LIFELINE_COVERAGE)
+  # Source-based coverage: each process writes LLVM_PROFILE_FILE when it exits normally (the replay driver
+  # returns from main); `lifeline coverage` merges the profiles with llvm-profdata and reports with llvm-cov.
+  target_compile_options(lifeline_lane INTERFACE -fprofile-instr-generate -fcoverage-mapping)
+  target_link_options(lifeline_lane INTERFACE -fprofile-instr-generate)
+endif()
 if(LIFELINE_VALGRIND)
   # valgrind 3.19's debuginfo reader gives up on clang-14's DWARF 5 (forms strx1/addrx); DWARF 4 it reads.
   target_compile_options(lifeline_lane INTERFACE -gdwarf-4)
@@ -112,7 +126,7 @@ endif()
 # asan and fuzz (ASan+UBSan), lsan (leaks and the ledger). Not tsan: CPython and NumPy are not
 # TSan-instrumented, and the capsule paths run on one thread under the GIL. Not valgrind: the programs
 # are all Python calls, and memcheck over the interpreter start-up alone costs seconds per run.
-set(LIFELINE_PYTHON_LANES asan lsan fuzz)
+set(LIFELINE_PYTHON_LANES asan lsan fuzz coverage)
 if(LIFELINE_LANE IN_LIST LIFELINE_PYTHON_LANES OR LIFELINE_ENGINE STREQUAL "external")
   set(LIFELINE_PYTHON ON)
 else()
@@ -142,7 +156,7 @@ endif()
 # Built where its oracles run: asan and fuzz (ASan+UBSan; the encoder bugs), tsan (multi-threaded
 # encoding), lsan (the never-released descriptor). Not valgrind: lavapipe JIT-compiles every pipeline
 # through LLVM, which memcheck runs at a crawl, and the lane's tools add nothing the others lack here.
-set(LIFELINE_VULKAN_LANES asan tsan lsan fuzz)
+set(LIFELINE_VULKAN_LANES asan tsan lsan fuzz coverage)
 if(LIFELINE_LANE IN_LIST LIFELINE_VULKAN_LANES OR LIFELINE_ENGINE STREQUAL "external")
   set(LIFELINE_VULKAN ON)
 else()

@@ -33,8 +33,10 @@ def ensure_upstream() -> None:
               "skipped and ggml_graph_topology not built", flush=True)
 
 
-def configure_and_build(lane: str) -> bool:
+def configure_and_build(lane: str, targets: list | None = None) -> bool:
+    """Configures the lane's preset and builds it: everything, or only `targets` (CMake target names)."""
     if run(["cmake", "--preset", lane], cwd=ROOT, stdout=subprocess.DEVNULL) != 0:
         print(f"lifeline: configuring lane {lane} failed; rerun `cmake --preset {lane}` to see why")
         return False
-    return run(["cmake", "--build", "--preset", lane, "-j", str(os.cpu_count() or 2)], cwd=ROOT) == 0
+    only = ["--target", *targets] if targets else []
+    return run(["cmake", "--build", "--preset", lane, "-j", str(os.cpu_count() or 2), *only], cwd=ROOT) == 0

@@ -7,7 +7,11 @@
                                                     replay x3, classify, dedup, match known bugs
   lifeline promote CRASH --id ID [--target T]       minimize and write repro/<ID>/ with its bug.json
   lifeline report --triage FILE --format json|sarif|markdown [--output FILE]
-  lifeline corpus merge TARGET DIR...               merge new inputs into corpus/<TARGET>/ (-merge=1)
+  lifeline corpus merge TARGET DIR... [--into seeds|regression]
+                                                    merge new inputs into corpus/<TARGET>/ or
+                                                    corpus/regression/<TARGET>/ (-merge=1)
+  lifeline coverage [TARGET...] [--corpus DIR...] [--inputs seeds,regression,repro] [--gaps] [--out DIR]
+                                                    replay in the coverage lane; HTML report, per-file table
   lifeline list                                     targets, lanes, bug ids, reproducers
   lifeline classify FILE...                         crash type + state of saved reports (JSON)
   lifeline repro-check --repro-dir D --lane L --mode fixed|reintroduced|pinned|guarded [--variant upstream] --binary B
@@ -24,7 +28,7 @@
   lifeline libfuzzer-flags TARGET                   internal: targets/TARGET.options as libFuzzer flags, one per
                                                     line (the fuzz-smoke tests run it; see lifeline/options.py)
 
-Bad arguments give a one-line error and exit status 2. One module per verb: ctest.py (test), fuzz.py,
+Bad arguments give a one-line error and exit status 2. One module per verb: ctest.py (test), fuzz.py, coverage.py,
 triage.py, promote.py (promote, corpus merge), report.py, inventory.py (list), classify.py (classify,
 expect-crash), repro.py (repro-check), plan.py (repro-plan), export.py (export, export-plan, export-check).
 """
@@ -32,7 +36,7 @@ from __future__ import annotations
 
 import sys
 
-from . import classify, ctest, export, fuzz, inventory, options, plan, promote, report, repro, triage
+from . import classify, coverage, ctest, export, fuzz, inventory, options, plan, promote, report, repro, triage
 from .bugs import known_bug_ids
 from .paths import LANES, ROOT
 from .usage import Parser, UsageError
@@ -40,7 +44,8 @@ from .usage import Parser, UsageError
 COMMANDS = {"test": ctest.cmd_test, "fuzz": fuzz.cmd_fuzz, "list": inventory.cmd_list,
             "classify": classify.cmd_classify, "repro-check": repro.cmd_repro_check,
             "expect-crash": classify.cmd_expect_crash, "triage": triage.cmd_triage, "promote": promote.cmd_promote,
-            "report": report.cmd_report, "corpus": promote.cmd_corpus, "export": export.cmd_export}
+            "report": report.cmd_report, "corpus": promote.cmd_corpus, "export": export.cmd_export,
+            "coverage": coverage.cmd_coverage}
 
 
 def _repro_plan_parser() -> Parser:
@@ -98,6 +103,17 @@ def main(argv: list[str]) -> int:
     co.add_argument("action")
     co.add_argument("target")
     co.add_argument("dirs", nargs="+")
+    co.add_argument("--into", choices=("seeds", "regression"), default="seeds",
+                    help="merge into corpus/<target>/ (seeds, default) or corpus/regression/<target>/")
+    cv = sub.add_parser("coverage", help="replay inputs in the coverage lane; HTML report and per-file table")
+    cv.add_argument("targets", nargs="*", metavar="TARGET", help="default: every target the coverage lane builds")
+    cv.add_argument("--corpus", action="append", metavar="DIR",
+                    help="more inputs: a working corpus (one target) or a `lifeline fuzz --out` folder; repeatable")
+    cv.add_argument("--inputs", help="the project's input sets to replay, comma-separated: seeds, regression, "
+                    "repro (default: all three)")
+    cv.add_argument("--out", help="where to write (default coverage-out/)")
+    cv.add_argument("--gaps", action="store_true", help="list the functions and branches nothing reached, per file")
+    cv.add_argument("--no-build", action="store_true", help="use the coverage lane as built")
     sub.add_parser("list", help="targets, lanes, bug ids, reproducers")
     c = sub.add_parser("classify", help="crash type and state of saved reports")
     c.add_argument("files", nargs="+")
@@ -131,8 +147,8 @@ def main(argv: list[str]) -> int:
         args = p.parse_args(argv)
         args.launcher = launcher
         if args.command is None:
-            raise UsageError("lifeline: a command is required (test, fuzz, triage, promote, report, corpus, list, "
-                             "classify, repro-check, export)")
+            raise UsageError("lifeline: a command is required (test, fuzz, coverage, triage, promote, report, corpus, "
+                             "list, classify, repro-check, export)")
         if getattr(args, "reintroduce", None) and args.reintroduce not in known_bug_ids():
             raise UsageError(f"lifeline {args.command}: unknown bug id '{args.reintroduce}'; see `lifeline list`")
         return COMMANDS[args.command](args)

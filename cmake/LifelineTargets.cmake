@@ -3,7 +3,8 @@
 #
 #   lifeline_add_executable(name SOURCES ... LIBS ...)   any project executable (sanitizer defaults, launcher)
 #   lifeline_add_gtest(name SOURCES ... LIBS ... LABELS ...)
-#   lifeline_add_fuzz_target(name LIBS ... LABELS ...)   targets/<name>.cc + corpus.<name> (+ fuzz-smoke.<name>)
+#   lifeline_add_fuzz_target(name LIBS ... LABELS ...)   targets/<name>.cc + corpus.<name>, regression.<name>
+#                                                       (+ fuzz-smoke.<name>)
 #   lifeline_register_reproducers()                     one test pair per repro/<id>/ and lane; call last
 
 include(GoogleTest)
@@ -73,7 +74,8 @@ endfunction()
 
 # A fuzz target: targets/<name>.cc linked with libFuzzer (fuzz lane), the replay driver (other lanes) or
 # ${LIFELINE_FUZZING_ENGINE} (external engine; built only, nothing registered).
-# Registers corpus.<name> (replays corpus/<name>/ in every lane) and, in the fuzz lane, fuzz-smoke.<name>
+# Registers corpus.<name> (replays corpus/<name>/ in every lane), regression.<name> (corpus/regression/<name>/,
+# when there is one) and, in the fuzz lane, fuzz-smoke.<name>
 # (a bounded run with a fixed seed from the seed corpus into a scratch corpus; any crash fails it).
 function(lifeline_add_fuzz_target name)
   cmake_parse_arguments(ARG "" "SMOKE_RUNS" "LIBS;LABELS" ${ARGN})
@@ -116,6 +118,31 @@ function(lifeline_add_fuzz_target name)
     add_test(NAME corpus.${name} COMMAND ${name} ${corpus})
   endif()
   set_tests_properties(corpus.${name} PROPERTIES LABELS "corpus;${ARG_LABELS}")
+  # regression.<name>: the coverage-merged regression corpus beside the seeds (corpus/regression/<name>/,
+  # `lifeline corpus merge --into regression`), replayed the same way in every lane that builds the target.
+  lifeline_regression_corpus(${name} regression)
+  if(regression)
+    if(LIFELINE_ENGINE STREQUAL "libfuzzer")
+      add_test(NAME regression.${name} COMMAND ${name} -runs=0 -artifact_prefix=${CMAKE_BINARY_DIR}/artifacts/ ${regression})
+    else()
+      add_test(NAME regression.${name} COMMAND ${name} ${regression})
+    endif()
+    set_tests_properties(regression.${name} PROPERTIES LABELS "corpus;regression;${ARG_LABELS}" TIMEOUT 600)
+  endif()
+endfunction()
+
+# corpus/regression/<name>/ in `out_var` when it holds inputs, else "". Adding or removing a file there
+# re-runs configuration, so a new regression corpus is registered without a CMake edit.
+function(lifeline_regression_corpus name out_var)
+  set(dir ${PROJECT_SOURCE_DIR}/corpus/regression/${name})
+  set(${out_var} "" PARENT_SCOPE)
+  if(IS_DIRECTORY ${dir})
+    set_property(DIRECTORY ${PROJECT_SOURCE_DIR} APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${dir})
+    file(GLOB inputs ${dir}/*)
+    if(inputs)
+      set(${out_var} ${dir} PARENT_SCOPE)
+    endif()
+  endif()
 endfunction()
 
 # repro/<id>/bug.json lists, per input, the lanes in which the bug must be caught and the signature it

@@ -154,7 +154,10 @@ def cmd_corpus(args) -> int:
     binary = ROOT / "build" / "fuzz" / "targets" / args.target
     if not binary.is_file():
         raise UsageError(f"lifeline corpus: {binary} is not built; run `cmake --build --preset fuzz`")
-    seeds = ROOT / "corpus" / args.target
+    # --into seeds: corpus/<target>/, the seeds (time-to-exposure is measured from them, so nothing merged there
+    # may expose a documented bug on its own); --into regression: corpus/regression/<target>/, the
+    # coverage-merged regression corpus that ctest replays in every lane.
+    seeds = ROOT / "corpus" / args.target if args.into == "seeds" else ROOT / "corpus" / "regression" / args.target
     try:
         seeds.mkdir(parents=True, exist_ok=True)
     except OSError as e:

@@ -3,6 +3,7 @@
 #
 #   scripts/install-deps.sh           install what is missing (needs root when something is)
 #   scripts/install-deps.sh --check   only report; exit 1 if something is missing
+#   scripts/install-deps.sh --bench   also what only bench/ needs (BENCH_PACKAGES); combines with --check
 #
 # Every package the project builds or runs with is listed here and nowhere else. What is already
 # installed is skipped without touching the network; what is missing is named before it is installed.
@@ -41,12 +42,19 @@ if ! command -v npm >/dev/null 2>&1; then
   PACKAGES+=(npm)
 fi
 
+# Only for benchmarks, not for building or testing: `--bench` adds them.
+BENCH_PACKAGES=(
+  chromium           # bench/coverage.py --picture: renders a page of the coverage report headless
+)
+
 check_only=0
-case "${1:-}" in
-  --check) check_only=1 ;;
-  "") ;;
-  *) echo "install-deps.sh: unknown argument '$1' (expected --check or nothing)" >&2; exit 2 ;;
-esac
+for arg in "$@"; do
+  case "$arg" in
+    --check) check_only=1 ;;
+    --bench) PACKAGES+=("${BENCH_PACKAGES[@]}") ;;
+    *) echo "install-deps.sh: unknown argument '$arg' (expected --check, --bench or nothing)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <deque>
 #include <iterator>
+#include <tuple>
+#include <utility>
 
 #include "core/bugs.h"
 #include "core/check.h"
@@ -409,6 +411,24 @@ Status GraphAllocator::AllocGraph(const Graph& graph) {
   if (std::any_of(graph.leafs.begin(), graph.leafs.end(), [](const Tensor* l) { return l->is_view(); })) {
     for (const Tensor* n : graph.nodes) is_node[n] = true;
   }
+  // A refused placement (a view whose source has no memory, found part-way through) leaves every tensor
+  // of the graph as it was: ggml_gallocr_alloc_graph is all or nothing, it returns false only before it
+  // touches a tensor (pinned ggml-alloc.c:1053-1067; its init_tensor loops follow, 1076-1095). Without the
+  // rollback, the leafs placed before the refusal keep their addresses, and a later graph's view of one
+  // of them is placed on bytes that no successful placement gave out or filled.
+  std::vector<std::pair<void*, const void*>> before;
+  before.reserve(graph.leafs.size() + graph.nodes.size());
+  for (const Tensor* t : graph.leafs) before.emplace_back(t->data, t->owner);
+  for (const Tensor* t : graph.nodes) before.emplace_back(t->data, t->owner);
+  auto refused = [&](Status s) {
+    size_t j = 0;
+    for (Tensor* t : graph.leafs) std::tie(t->data, t->owner) = before[j++];
+    for (Tensor* t : graph.nodes) std::tie(t->data, t->owner) = before[j++];
+    for (Buffer& b : buffers_) {  // what this call made addressable is dead again
+      if (b.block) san::MarkDead(b.block.get(), b.size);
+    }
+    return s;
+  };
   std::vector<size_t> deferred;
   for (size_t i = 0; i < graph.leafs.size(); ++i) {
     const Tensor* leaf = graph.leafs[i];
@@ -416,13 +436,13 @@ Status GraphAllocator::AllocGraph(const Graph& graph) {
       deferred.push_back(i);
       continue;
     }
-    LIFELINE_RETURN_IF_ERROR(InitTensor(graph.leafs[i], plan_->leafs[i], "leaf"));
+    if (Status s = InitTensor(graph.leafs[i], plan_->leafs[i], "leaf"); !s.ok()) return refused(s);
   }
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    LIFELINE_RETURN_IF_ERROR(InitTensor(graph.nodes[i], plan_->nodes[i], "node"));
+    if (Status s = InitTensor(graph.nodes[i], plan_->nodes[i], "node"); !s.ok()) return refused(s);
   }
   for (size_t i : deferred) {
-    LIFELINE_RETURN_IF_ERROR(InitTensor(graph.leafs[i], plan_->leafs[i], "leaf"));
+    if (Status s = InitTensor(graph.leafs[i], plan_->leafs[i], "leaf"); !s.ok()) return refused(s);
   }
   return Status::Ok();
 }

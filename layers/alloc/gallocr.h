@@ -58,7 +58,9 @@ class GraphAllocator {
                  const std::vector<int>& leaf_buffer_ids = {});
   // Places every tensor of `graph` this allocator owns at its planned offset. If the graph differs from
   // the reserved one (its structure, sizes, or which leafs hold data), it is re-planned first with every
-  // tensor in buffer 0 when there is one buffer; with several buffers that is an error.
+  // tensor in buffer 0 when there is one buffer; with several buffers that is an error. A view whose
+  // source has no memory is refused (FailedPrecondition); a refused AllocGraph leaves every tensor's
+  // data and owner as they were (as ggml's alloc_graph, which fails only before placing anything).
   Status AllocGraph(const Graph& graph);
 
   size_t buffer_count() const { return buffers_.size(); }

@@ -1,7 +1,7 @@
 // Re-planning by the gallocr-style GraphAllocator of layers/alloc/gallocr.h, one buffer: an unchanged
 // graph keeps its plan; a rewired edge, a leaf that lost or gained its own memory, or a grown graph is
 // planned again and placed correctly; a view of a tensor another allocator reserved but never placed is
-// refused until that allocator places it.
+// refused until that allocator places it, and a refused placement leaves no tensor placed.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -197,6 +197,36 @@ TEST(GraphAllocator, ViewOfReservedButNeverAllocatedTensorIsFailedPrecondition) 
   ASSERT_TRUE(IsOk(alloc_a->AllocGraph(ga)));
   ASSERT_TRUE(IsOk(alloc_b->AllocGraph(gb)));
   EXPECT_EQ(v->data, y->data);
+}
+
+// Found by fuzzing alloc_graph_topology (fixed code): a refused AllocGraph had already placed the leafs
+// before the refused view, and kept them placed, so a view of one of them in a later graph was placed on
+// bytes that no placement filled (the model predicted FailedPrecondition; the layer returned OK). A
+// refused AllocGraph leaves every tensor as it was, as ggml_gallocr_alloc_graph fails only before it
+// touches one.
+TEST(GraphAllocator, RefusedAllocGraphLeavesNoTensorPlaced) {
+  Context ctx;
+  Tensor* y = F32(ctx, {4}, "y");  // another graph's tensor, never placed
+  Tensor* x = F32(ctx, {4}, "x");
+  Tensor* v = Named(Must(ctx.ViewTensor(y)), "v");
+  Tensor* s = Named(Must(ctx.Binary(Op::kAdd, x, v, false)), "s");
+  s->output = true;
+  Graph ga = Must(BuildGraph({s}));
+  ASSERT_EQ(ga.leafs.size(), 2u);
+  ASSERT_EQ(ga.leafs[0], x);  // placed before the refused view
+  auto alloc_a = MakeAllocator();
+  EXPECT_TRUE(HasStatus(alloc_a->AllocGraph(ga), StatusCode::kFailedPrecondition, "view v of y"));
+  EXPECT_EQ(x->data, nullptr);
+  EXPECT_EQ(x->owner, nullptr);
+  EXPECT_EQ(s->data, nullptr);
+
+  // A later graph, on another allocator, viewing x: x has no memory, so it is refused too.
+  Tensor* w = Named(Must(ctx.ViewTensor(x)), "w");
+  Tensor* z = Named(Must(ctx.Unary(Op::kNeg, w, 0.0f, false)), "z");
+  Graph gb = Must(BuildGraph({z}));
+  auto alloc_b = MakeAllocator();
+  EXPECT_TRUE(HasStatus(alloc_b->AllocGraph(gb), StatusCode::kFailedPrecondition, "view w of x"));
+  EXPECT_EQ(w->data, nullptr);
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "harness/programs/graph/standin/layer_adapter.h"
 #include "tests/graph/pinned_program.h"
 
@@ -40,6 +42,47 @@ constexpr uint8_t kToggledLeafViews[] = {
 
 TEST(GraphExecutorRegression, ViewsOfAToggledLeafLoseTheirAddress) {
   Execute(Decode(kToggledLeafViews, sizeof(kToggledLeafViews)), *MakeLayerAdapter());
+}
+
+// Found by 10 minutes of fuzzing the fixed code (status oracle: "alloc+compute g3 with allocator 1 ->
+// FAILED_PRECONDITION returned OK"): an alloc+compute refused because a leaf view's source was never placed
+// had already placed the graph's earlier leafs and left them placed, so a later graph's view of one of them
+// was placed on it. The model's rule (a tensor has memory once its graph was placed, and a refused
+// placement places nothing) is ggml's: the layer's AllocGraph now leaves every tensor as it was on refusal.
+TEST(GraphExecutorRegression, RefusedPlacementLeavesItsLeafsWithoutMemory) {
+  std::unique_ptr<AllocatorAdapter> a = MakeLayerAdapter();
+  AllocatorSpec one_buffer;
+  one_buffer.buffers = {alloc::BufferSpec{}};
+  ASSERT_TRUE(a->CreateAllocator(0, one_buffer).ok());
+  ASSERT_TRUE(a->CreateAllocator(1, one_buffer).ok());
+  auto leaf = [] { return TensorSpec{}; };  // f32 [1,1]
+  auto view_of = [](int g, int t) {
+    TensorSpec v;
+    v.external_graph = g;
+    v.external_tensor = t;
+    return v;
+  };
+  TensorSpec out = leaf();
+  out.output = true;
+  ASSERT_TRUE(a->AddTensor(0, out).ok());  // g0.t0: never placed
+  TensorSpec add;
+  add.op = alloc::Op::kAdd;
+  add.src[0] = 0;
+  add.src[1] = 1;
+  add.output = true;
+  ASSERT_TRUE(a->AddTensor(1, out).ok());             // g1.t0: placed before the view below
+  ASSERT_TRUE(a->AddTensor(1, view_of(0, 0)).ok());  // g1.t1: views g0.t0, which has no memory
+  ASSERT_TRUE(a->AddTensor(1, add).ok());             // g1.t2 = t0 + t1
+  EXPECT_EQ(a->AllocAndCompute(0, 1).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(a->Reserve(0, 1).code(), StatusCode::kOk);  // planning places nothing either
+  TensorSpec neg;
+  neg.op = alloc::Op::kNeg;
+  neg.src[0] = 0;
+  neg.output = true;
+  ASSERT_TRUE(a->AddTensor(2, view_of(1, 0)).ok());  // g2.t0: views g1.t0, which was never placed
+  ASSERT_TRUE(a->AddTensor(2, neg).ok());
+  EXPECT_EQ(a->AllocAndCompute(1, 2).code(), StatusCode::kFailedPrecondition);
+  a->Teardown();
 }
 
 }  // namespace

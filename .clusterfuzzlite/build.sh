@@ -8,7 +8,7 @@
 #
 # Into $OUT, per fuzz target <t>:
 #   <t>                    the fuzzer
-#   <t>_seed_corpus.zip    corpus/<t>/ (flat)
+#   <t>_seed_corpus.zip    corpus/<t>/ and corpus/regression/<t>/ (flat)
 #   <t>.dict               corpus/<t>.dict, when there is one
 #   <t>.options            [libfuzzer] defaults (timeout; detect_leaks = 0 for interop_capsule_lifecycle), then
 #                          the target's own settings from targets/<t>.options
@@ -80,6 +80,12 @@ for t in "${targets[@]}"; do
   rm -f "$OUT/${t}_seed_corpus.zip"
   if [ -d "$PROJECT/corpus/$t" ]; then
     (cd "$PROJECT/corpus/$t" && zip -q -j "$OUT/${t}_seed_corpus.zip" ./*)
+  fi
+  # The regression corpus goes in too: the infrastructure's fuzzing starts from everything the project has
+  # reached (time-to-exposure, measured from the seeds alone, is a local benchmark). Files are named by their
+  # content, so one in both folders is the same entry.
+  if [ -d "$PROJECT/corpus/regression/$t" ]; then
+    (cd "$PROJECT/corpus/regression/$t" && zip -q -j "$OUT/${t}_seed_corpus.zip" ./*)
   fi
   if [ -f "$PROJECT/corpus/$t.dict" ]; then
     cp "$PROJECT/corpus/$t.dict" "$OUT/$t.dict"

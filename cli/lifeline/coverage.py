@@ -246,7 +246,7 @@ def _demangle(tools: dict, names: list[str]) -> dict[str, str]:
 
 
 def gaps(tools: dict, profdata: Path, binaries: list[Path]) -> dict[str, dict]:
-    """file -> {"unentered": [(line, name)], "partial": [(covered regions, regions, line, name)],
+    """file -> {"unentered": [(line, name, regions)], "partial": [(covered regions, regions, line, name)],
     "branches": [(line, col, "never true"|"never false")]}, for the code under test. A function in several
     binaries (or instantiations) counts as entered when any entered it; regions and branch directions
     likewise merge by their source position."""
@@ -279,7 +279,7 @@ def gaps(tools: dict, profdata: Path, binaries: list[Path]) -> dict[str, dict]:
         g = out.setdefault(fname, {"unentered": set(), "partial": set(), "branches": set()})
         name = names.get(mangled, mangled)
         if rec["count"] == 0:
-            g["unentered"].add((rec["line"], name))
+            g["unentered"].add((rec["line"], name, len(rec["regions"])))
             continue
         regions = rec["regions"]
         run = sum(1 for c in regions.values() if c > 0)
@@ -307,7 +307,7 @@ def gaps_lines(g: dict[str, dict], limit: int | None) -> list[str]:
         lines.append(f"### {f}")
         if e["unentered"]:
             lines.append(f"- {len(e['unentered'])} functions never entered:")
-            lines += cut(e["unentered"], lambda u: f"  - line {u[0]}: `{u[1]}`")
+            lines += cut(e["unentered"], lambda u: f"  - line {u[0]}: `{u[1]}` ({u[2]} regions)")
         if e["partial"]:
             lines.append(f"- {len(e['partial'])} functions entered but not run through (regions run / regions):")
             lines += cut(e["partial"], lambda p: f"  - line {p[2]}: `{p[3]}` {p[0]}/{p[1]}")

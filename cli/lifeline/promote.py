@@ -171,7 +171,10 @@ def cmd_corpus(args) -> int:
         crashed = links.dir / "crashed"
         crashed.mkdir()
         dirs = [links.path(d, f"in{i}") for i, d in enumerate(args.dirs)]
-        rc = run([links.path(binary, args.target), "-merge=1", f"-artifact_prefix={crashed}/",
+        # The regression corpus keeps an input only for an edge nothing before it reached (-use_counters=0: hit
+        # counts are not features), so it stays small enough for every lane to replay, valgrind's included.
+        edges_only = ["-use_counters=0"] if args.into == "regression" else []
+        rc = run([links.path(binary, args.target), "-merge=1", *edges_only, f"-artifact_prefix={crashed}/",
                   links.path(seeds, "corpus"), *dirs], env=links.env(dict(os.environ)))
         n_crashed = sum(1 for _ in crashed.iterdir())
     added = sorted(p.name for p in seeds.iterdir() if p.name not in before)

@@ -135,7 +135,7 @@ class CoverageOfAScratchTarget(unittest.TestCase):
         self.assertTrue((self.out / "html" / "index.html").is_file())
         self.assertTrue(any(self.out.rglob("fake.cc.html")))
         gaps = (self.out / "gaps.md").read_text()
-        self.assertIn("- 1 functions never entered:\n  - line 14: `fake::NeverEntered(int)`\n"
+        self.assertIn("- 1 functions never entered:\n  - line 14: `fake::NeverEntered(int)` (1 regions)\n"
                       "- 1 functions entered but not run through (regions run / regions):\n"
                       "  - line 5: `fake::Reached(unsigned char const*, unsigned long)` ", gaps)
         self.assertIn("  - line 8:9 never true\n", gaps)     # data[i] == 'x'

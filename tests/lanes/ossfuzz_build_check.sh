@@ -51,9 +51,12 @@ for t in "$@"; do
   seeds=$work/replay/$t/seeds
   mkdir -p "$seeds"
   unzip -q "$zip" -d "$seeds" || { fail "$t" "cannot unzip $zip"; continue; }
-  want=$(find "$project/corpus/$t" -maxdepth 1 -type f | wc -l)
+  # The seeds and the regression corpus, by file name (content-named: a file in both is one entry).
+  dirs=("$project/corpus/$t")
+  [ -d "$project/corpus/regression/$t" ] && dirs+=("$project/corpus/regression/$t")
+  want=$(find "${dirs[@]}" -maxdepth 1 -type f -printf '%f\n' | sort -u | wc -l)
   got=$(find "$seeds" -type f | wc -l)
-  [ "$want" = "$got" ] || fail "$t" "$zip holds $got files, corpus/$t/ has $want (zip must be flat)"
+  [ "$want" = "$got" ] || fail "$t" "$zip holds $got files, corpus/$t/ and corpus/regression/$t/ have $want (zip must be flat)"
   # The [libfuzzer] section of <t>.options as flags, as ClusterFuzz passes them.
   opts=()
   if [ -f "$out/$t.options" ]; then

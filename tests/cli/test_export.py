@@ -117,6 +117,15 @@ class Export(unittest.TestCase):
         self.assertIn(" -o 'first input'\n", report)
         self.assertIn(f"wrote {out / 'report.md'}", stdout)
 
+    def test_the_run_line_shows_the_reproducers_own_variables(self):
+        from lifeline import export, repro
+        rep = repro.Reproducer(Path("in"), {}, {"LIFELINE_GGML_POOL_COMPUTES": "32767", "UBSAN_OPTIONS": "suppressions="})
+        shown = export.shown_env(rep)
+        self.assertTrue(shown.startswith("ASAN_OPTIONS="), shown)
+        self.assertTrue(shown.endswith(" LIFELINE_GGML_POOL_COMPUTES=32767"), shown)
+        self.assertEqual(shown.count("UBSAN_OPTIONS="), 1, "its UBSan options are appended to run_env's")
+        self.assertIn(":suppressions= ", shown)
+
     def test_the_stack_comes_from_the_built_export_when_it_is_the_same_file(self):
         built = self.root / "build" / "asan" / "exports" / "ggml-fake-finding"
         self.install(built / "oracle-only", program(ASSERT_OWN))
@@ -255,6 +264,19 @@ class RealExport(unittest.TestCase):
             self.assertIn("# ggml_gallocr_alloc_graph keeps a plan", (out / "report.md").read_text())
         finally:
             shutil.rmtree(out.parent)
+
+    def test_threadpool_finding_exports_the_harness_pools_and_their_computes(self):
+        out = Path(tempfile.mkdtemp())
+        try:
+            rc, text = run([ROOT / "lifeline", "export", "ggml-cpu-threadpool-graph-count-shift", "--out", out])
+            self.assertEqual(rc, 0, text)
+            c = (out / "pool-32768th-compute.c").read_text()
+            self.assertIn("    set_threads(2);\n    compute(b);", c)
+            self.assertIn('getenv("LIFELINE_GGML_POOL_COMPUTES")', c)
+            self.assertIn("    teardown();\n    free_pools();", c)
+            self.assertIn(" LIFELINE_GGML_POOL_COMPUTES=32767 ./pool-32768th-compute\n", (out / "report.md").read_text())
+        finally:
+            shutil.rmtree(out)
 
 
 if __name__ == "__main__":

@@ -96,6 +96,25 @@ TEST(GgmlExport, AllocAndComputeBecomesPlaceFillComputeCheck) {
   EXPECT_FALSE(Has(c, "static void reserve(")) << "helpers no step calls are left out";
 }
 
+TEST(GgmlExport, ThreadsAboveOneComputeOnAKeptPoolPerCountAsTheHarnessDoes) {
+  Program p = TwoAllocators();
+  p.allocators[1].cpu_threads = 2;
+  p.steps = {Leaf(0, 4), Neg(0, 0), Seal(0, 1), Alloc(0, 1), Alloc(0, 0)};
+  const std::string c = Export(p);
+  EXPECT_TRUE(Has(c, "    fill_leafs(b);\n    set_threads(2);\n    compute(b);\n"));
+  EXPECT_TRUE(Has(c, "    fill_leafs(b);\n    set_threads(1);\n    compute(b);\n")) << "back to 1 for allocator 0";
+  EXPECT_TRUE(Has(c, "pools[n] = ggml_threadpool_new(&params);"));
+  EXPECT_TRUE(Has(c, "ggml_backend_cpu_set_threadpool(cpu, n > 1 ? pools[n] : NULL);"));
+  EXPECT_TRUE(Has(c, "getenv(\"LIFELINE_GGML_POOL_COMPUTES\")")) << "the harness's knob: a pool's earlier computes";
+  EXPECT_TRUE(Has(c, "    teardown();\n    free_pools();\n"));
+  EXPECT_TRUE(Has(c, "#define MAX_THREADS 4 "));
+
+  p.allocators[1].cpu_threads = 1;
+  const std::string one = Export(p);
+  EXPECT_FALSE(Has(one, "set_threads(")) << "one thread everywhere: setup()'s, and no pool";
+  EXPECT_FALSE(Has(one, "pools["));
+}
+
 TEST(GgmlExport, StepsPredictedToFailAreCommentsOnly) {
   Program p = TwoAllocators();
   p.steps = {Leaf(0, 4), Neg(0, 0), Seal(0, 1), Alloc(0, 1, StatusCode::kFailedPrecondition)};

@@ -41,6 +41,7 @@ constexpr const char kPrelude[] = R"C(#include <assert.h>
 #define MAX_TENSORS @MAX_TENSORS@   /* per graph */
 #define GRAPH_SIZE @GRAPH_SIZE@     /* ggml graph capacity: the tensors and ggml_cpy's destinations */
 #define N_BUFFER_IDS @N_BUFFER_IDS@ /* entries of the node and leaf buffer id arrays for ggml_gallocr_reserve_n */
+#define MAX_THREADS @MAX_THREADS@   /* the CPU backend's threads: 1 to MAX_THREADS */
 
 static ggml_backend_t cpu;
 static ggml_gallocr_t galloc[2];
@@ -193,6 +194,53 @@ static void check_same_outputs(int k, const struct build * b, struct build * (*b
     assert(outputs_equal && "the outputs differ from those of the same graph placed by a fresh gallocr");
 }
 
+@BEGIN threads@
+/* The CPU backend's threads, as lifeline's harness sets them: above 1, a ggml thread pool of that many
+   threads (poll 0: the workers sleep between computes), one per count, made on first use and kept to the end,
+   as llama.cpp keeps its pools. With LIFELINE_GGML_POOL_COMPUTES=<n> in the environment, a pool first computes
+   a one-node graph n times when it is made: the graphs a long-lived process has computed on its pool. */
+static struct ggml_threadpool * pools[MAX_THREADS + 1];
+
+static void age_pool(int n, long computes) {
+    struct ggml_init_params params = {
+        /*.mem_size   =*/ ggml_tensor_overhead() * 2 + ggml_graph_overhead_custom(1, false) + 256,
+        /*.mem_buffer =*/ NULL,
+        /*.no_alloc   =*/ false, /* the tensors' bytes in the context */
+    };
+    struct ggml_context * ctx = ggml_init(params);
+    struct ggml_tensor * x;
+    struct ggml_cgraph * graph;
+    if (ctx == NULL) unexpected("ggml_init failed");
+    x = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 4);
+    memset(x->data, 0, ggml_nbytes(x));
+    graph = ggml_new_graph_custom(ctx, 1, false);
+    ggml_build_forward_expand(graph, ggml_scale(ctx, x, 0.5f));
+    fprintf(stderr, "repro: the %d-thread pool first computes a one-node graph %ld times\n", n, computes);
+    for (long i = 0; i < computes; ++i) {
+        if (ggml_backend_graph_compute(cpu, graph) != GGML_STATUS_SUCCESS) unexpected("computing the one-node graph failed");
+    }
+    ggml_free(ctx);
+}
+
+static void set_threads(int n) {
+    const char * computes = getenv("LIFELINE_GGML_POOL_COMPUTES");
+    int made = 0;
+    if (n > 1 && pools[n] == NULL) {
+        struct ggml_threadpool_params params = ggml_threadpool_params_default(n);
+        params.poll = 0;
+        pools[n] = ggml_threadpool_new(&params);
+        if (pools[n] == NULL) unexpected("ggml_threadpool_new failed");
+        made = 1;
+    }
+    ggml_backend_cpu_set_threadpool(cpu, n > 1 ? pools[n] : NULL);
+    ggml_backend_cpu_set_n_threads(cpu, n);
+    if (made && computes != NULL && *computes != '\0') age_pool(n, atol(computes));
+}
+
+static void free_pools(void) {
+    for (int n = 0; n <= MAX_THREADS; ++n) ggml_threadpool_free(pools[n]);
+}
+@END@
 static void setup(void) {
     cpu = ggml_backend_cpu_init();
     if (cpu == NULL) unexpected("ggml_backend_cpu_init failed");
@@ -285,11 +333,13 @@ class Exporter {
                                        std::to_string(kMaxTensorsPerGraph)),
                                "@GRAPH_SIZE@", std::to_string(kGraphSize)),
                        "@N_BUFFER_IDS@", std::to_string(kMaxBufferIds));
+    out = Replace(std::move(out), "@MAX_THREADS@", std::to_string(kMaxCpuThreads));
     for (const std::string& f : functions_) out += "\n" + f;
     out += "\nint main(void) {\n    struct build * b;\n\n    setup();\n";
     out += main_body;
-    out += "\n    teardown();\n"
-           "    printf(\"repro: the program ran to its end: no assert, abort or sanitizer report\\n\");\n"
+    out += "\n    teardown();\n";
+    if (used_.count("threads")) out += "    free_pools();\n";
+    out += "    printf(\"repro: the program ran to its end: no assert, abort or sanitizer report\\n\");\n"
            "    return 0;\n}\n";
     return out;
   }
@@ -404,7 +454,8 @@ class Exporter {
         c += "    fill_leafs(b);\n";
         if (p_.allocators[s.allocator].cpu_threads != threads_) {  // the program's threads for this allocator
           threads_ = p_.allocators[s.allocator].cpu_threads;
-          c += "    ggml_backend_cpu_set_n_threads(cpu, " + std::to_string(threads_) + ");\n";
+          c += "    set_threads(" + std::to_string(threads_) + ");\n";
+          used_.insert("threads");
         }
         c += "    compute(b);\n";
         c += "    check_same_outputs(" + k + ", b, " + fn + ");\n";

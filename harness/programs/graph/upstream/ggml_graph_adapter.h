@@ -31,7 +31,9 @@ inline constexpr size_t kGraphSize = 4 * kMaxTensorsPerGraph + 16;  // program t
 // ggml's CPU backend, once per process; ggml's log and abort hooks installed with it.
 ggml_backend_t Cpu();
 // The CPU backend's threads for the computes that follow (1..kMaxCpuThreads): above 1, a ggml thread pool of that
-// many threads (ggml's own, not OpenMP), one per count, kept for the process.
+// many threads (ggml's own, not OpenMP), one per count, kept for the process; with guard
+// ggml-cpu-threadpool-graph-count-shift on, replaced by a fresh one after 16,384 computes (ggml_host.cc).
+// LIFELINE_GGML_POOL_COMPUTES=<n>: each pool first computes a one-node graph n times when it is made.
 void SetCpuThreads(int n);
 
 // A host buffer type with the program's alignment: blocks of this file, counted, NaN-filled.

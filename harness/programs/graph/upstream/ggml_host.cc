@@ -1,6 +1,9 @@
 // The host side both upstream graph adapters share (ggml_graph_adapter.h): host buffer types with the
-// program's alignments, ggml's CPU backend with the harness's log and abort hooks, the sizing graph.
+// program's alignments, ggml's CPU backend with the harness's log and abort hooks and its thread pools, the
+// sizing graph.
 #include <algorithm>
+#include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +13,7 @@
 
 #include "ggml-cpu.h"
 #include "core/check.h"
+#include "core/guards.h"
 #include "core/upstream_hooks.h"
 #include "harness/programs/common/describe.h"
 #include "harness/programs/graph/upstream/ggml_graph_adapter.h"
@@ -102,6 +106,100 @@ void Log(ggml_log_level level, const char* text, void*) {
   if (last >= GGML_LOG_LEVEL_WARN || programs::TraceRequested()) std::fputs(text, stderr);
 }
 
+// ---- the CPU backend's thread pools -------------------------------------------------------------------
+//
+// One ggml thread pool per thread count, made on first use and kept for the process, as llama.cpp keeps its
+// pools: without one ggml starts and joins n - 1 threads for every compute, which under ASan (a fake stack per
+// thread) cost the fuzz lane about 10x its exec/s. poll = 0: between computes the workers sleep on the pool's
+// condition variable instead of spinning on a core the next input needs.
+//
+// Guard ggml-cpu-threadpool-graph-count-shift: ggml_graph_compute_kickoff (ggml-cpu.c) keeps a pool's count of
+// computed graphs in the bits above GGML_THREADPOOL_N_THREADS_BITS (16) of an int, `((n_graph + 1) << 16) |
+// n_threads`, so a pool's 32,768th compute shifts 32768 into the sign bit: undefined behaviour, which UBSan
+// reports and which ended every fuzzing process after a few thousand inputs. Every compute the CPU backend runs
+// for the harness (the adapters', the fresh-allocator oracle's, a scheduler's CPU splits: all on Cpu()) passes
+// through CountedCompute, which counts them per pool; with the guard on, a pool that has computed kPoolRenewAt
+// graphs is replaced by a fresh one (its count starts at 0 again) before the next compute. Unguarded, the pools
+// live for the process, as before.
+constexpr uint32_t kPoolRenewAt = 16384;  // half of 32,768; in the fuzz lane 7 renewals in 10,917 inputs
+
+struct CpuPool {
+  ggml_threadpool_t pool = nullptr;
+  uint32_t computes = 0;  // graphs computed on it: what ggml keeps in n_graph >> 16
+};
+CpuPool g_pools[kMaxCpuThreads + 1];
+int g_threads = 1;                                                  // as SetCpuThreads set it last
+ggml_status (*g_ggml_cpu_compute)(ggml_backend_t, ggml_cgraph*) = nullptr;  // ggml's own graph_compute
+
+ggml_threadpool_t NewPool(int n) {
+  ggml_threadpool_params params = ggml_threadpool_params_default(n);
+  params.poll = 0;
+  ggml_threadpool_t pool = ggml_threadpool_new(&params);
+  LIFELINE_CHECK(pool != nullptr, "ggml_threadpool_new(" + std::to_string(n) + " threads) failed");
+  return pool;
+}
+
+ggml_status CountedCompute(ggml_backend_t backend, ggml_cgraph* graph) {
+  CpuPool& p = g_pools[g_threads];
+  if (p.pool != nullptr) {  // 1 thread: no pool, ggml makes (and frees) one for this compute alone
+    if (p.computes >= kPoolRenewAt && GuardHolds(Guard::kGgmlCpuThreadpoolGraphCountShift, [&] {
+          return "the " + std::to_string(g_threads) + "-thread pool has computed " + std::to_string(p.computes) +
+                 " graphs; ggml_graph_compute_kickoff's `(n_graph + 1) << 16` overflows an int at 32,768: a fresh "
+                 "pool takes its place";
+        })) {
+      ggml_threadpool_t old = p.pool;
+      p.pool = NewPool(g_threads);
+      p.computes = 0;
+      ggml_backend_cpu_set_threadpool(backend, p.pool);  // pauses the old pool, which is then free to go
+      ggml_threadpool_free(old);
+    }
+    ++p.computes;
+  }
+  return g_ggml_cpu_compute(backend, graph);
+}
+
+// LIFELINE_GGML_POOL_COMPUTES=<n> (0 to 1000000, default 0): each thread pool the harness makes first computes
+// a one-node graph (scale of 4 floats) n times on the CPU backend, as the graphs a long-lived process (a
+// server decoding token after token) has computed on its pool before; those computes count like any other
+// (CountedCompute). repro/ggml-cpu-threadpool-graph-count-shift/ runs with 32767, so that the program's first
+// compute on a pool is its 32,768th. A value that is not such a count exits 2.
+uint32_t PoolComputesFromEnvironment() {
+  static const uint32_t n = [] {
+    constexpr unsigned long kMax = 1000000;
+    const char* text = std::getenv("LIFELINE_GGML_POOL_COMPUTES");
+    if (text == nullptr || *text == '\0') return uint32_t{0};
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long v = std::strtoul(text, &end, 10);
+    if (*text < '0' || *text > '9' || *end != '\0' || errno != 0 || v > kMax) {
+      std::fprintf(stderr, "lifeline: LIFELINE_GGML_POOL_COMPUTES='%s' is not a count of computes (0 to %lu)\n",
+                   text, kMax);
+      std::fflush(stderr);
+      std::_Exit(2);
+    }
+    return static_cast<uint32_t>(v);
+  }();
+  return n;
+}
+
+void AgePool(uint32_t computes) {
+  ggml_init_params params{};
+  params.mem_size = ggml_tensor_overhead() * 2 + ggml_graph_overhead_custom(1, false) + 256;
+  params.no_alloc = false;  // the tensors' bytes in the context: no backend buffer
+  ggml_context* ctx = ggml_init(params);
+  LIFELINE_CHECK(ctx != nullptr, "ggml_init failed");
+  ggml_tensor* x = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 4);
+  std::memset(x->data, 0, ggml_nbytes(x));
+  ggml_cgraph* graph = ggml_new_graph_custom(ctx, 1, false);
+  ggml_build_forward_expand(graph, ggml_scale(ctx, x, 0.5f));
+  for (uint32_t i = 0; i < computes; ++i) {
+    ggml_status st = ggml_backend_graph_compute(Cpu(), graph);
+    LIFELINE_CHECK(st == GGML_STATUS_SUCCESS, "LIFELINE_GGML_POOL_COMPUTES: compute " + std::to_string(i + 1) +
+                                                  " returned " + ggml_status_to_string(st));
+  }
+  ggml_free(ctx);
+}
+
 }  // namespace
 
 void ForgetGallocrLog() { g_logged_needs_realloc = false; }
@@ -114,6 +212,12 @@ ggml_backend_t Cpu() {
     ggml_backend_t b = ggml_backend_cpu_init();
     LIFELINE_CHECK(b != nullptr, "ggml_backend_cpu_init failed");
     ggml_backend_cpu_set_n_threads(b, 1);  // until a compute sets its allocator's (SetCpuThreads)
+    // Every compute on this backend (ggml_backend_graph_compute, a scheduler's splits) calls iface.graph_compute:
+    // counted per thread pool (CountedCompute) on its way to ggml's own.
+    g_ggml_cpu_compute = b->iface.graph_compute;
+    LIFELINE_CHECK(g_ggml_cpu_compute != nullptr, "ggml's CPU backend has no graph_compute");
+    b->iface.graph_compute = CountedCompute;
+    (void)PoolComputesFromEnvironment();  // a bad LIFELINE_GGML_POOL_COMPUTES exits 2 before anything computes
     return b;
   }();
   return cpu;
@@ -122,19 +226,13 @@ ggml_backend_t Cpu() {
 void SetCpuThreads(int n) {
   LIFELINE_CHECK(n >= 1 && n <= kMaxCpuThreads, "cpu threads " + std::to_string(n) + " out of 1.." +
                                                     std::to_string(kMaxCpuThreads));
-  // One ggml thread pool per count, made on first use and kept for the process, as llama.cpp keeps its pools:
-  // without one ggml starts and joins n - 1 threads for every compute, which under ASan (a fake stack per
-  // thread) cost the fuzz lane about 10x its exec/s. poll = 0: between computes the workers sleep on the pool's
-  // condition variable instead of spinning on a core the next input needs.
-  static ggml_threadpool_t pools[kMaxCpuThreads + 1] = {};
-  if (n > 1 && pools[n] == nullptr) {
-    ggml_threadpool_params params = ggml_threadpool_params_default(n);
-    params.poll = 0;
-    pools[n] = ggml_threadpool_new(&params);
-    LIFELINE_CHECK(pools[n] != nullptr, "ggml_threadpool_new(" + std::to_string(n) + " threads) failed");
-  }
-  ggml_backend_cpu_set_threadpool(Cpu(), n > 1 ? pools[n] : nullptr);
+  // The pools and why they are kept, and guard ggml-cpu-threadpool-graph-count-shift: above CountedCompute.
+  const bool made = n > 1 && g_pools[n].pool == nullptr;
+  if (made) g_pools[n] = CpuPool{NewPool(n), 0};
+  ggml_backend_cpu_set_threadpool(Cpu(), n > 1 ? g_pools[n].pool : nullptr);
   ggml_backend_cpu_set_n_threads(Cpu(), n);
+  g_threads = n;
+  if (made) AgePool(PoolComputesFromEnvironment());
 }
 
 const std::vector<ggml_backend_buffer_t>& HostBuffers() { return g_live; }

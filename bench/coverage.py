@@ -126,6 +126,15 @@ def _row_line(row: str) -> int:
     return int(row[i + 7:j])
 
 
+def _executed(log: Path) -> str:
+    """", N inputs executed" from a `lifeline fuzz` job's fuzz.log (libFuzzer's final stats), or ""."""
+    try:
+        lines = [l for l in log.read_text(errors="replace").splitlines() if l.startswith("stat::number_of_executed_units:")]
+    except OSError:
+        return ""
+    return f", {int(lines[-1].split()[-1]):,} inputs executed" if lines else ""
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("targets", nargs="*", help="default: every target the coverage lane builds")
@@ -156,7 +165,7 @@ def main() -> int:
             lifeline(["fuzz", t, "--time", str(a.fuzz_seconds), "--no-build", "--out", str(fuzz_dir)], f"fuzzing {t}")
             fuzz_note[t] = f"fuzzed here for {a.fuzz_seconds} s ({time.monotonic() - start:.0f} s wall)"
         else:
-            fuzz_note[t] = f"reused {fuzz_dir / t / 'corpus'}"
+            fuzz_note[t] = f"reused {fuzz_dir / t / 'corpus'}" + _executed(fuzz_dir / t / "fuzz.log")
         corpus = fuzz_dir / t / "corpus"
         if corpus.is_dir() and any(corpus.iterdir()):
             cols["seeds + fuzz"] = measure(t, work / t / "seeds+fuzz", ["--inputs", "seeds", "--corpus", str(corpus)])

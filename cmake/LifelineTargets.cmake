@@ -136,6 +136,10 @@ endfunction()
 function(lifeline_regression_corpus name out_var)
   set(dir ${PROJECT_SOURCE_DIR}/corpus/regression/${name})
   set(${out_var} "" PARENT_SCOPE)
+  if(IS_DIRECTORY ${PROJECT_SOURCE_DIR}/corpus/regression)  # a target's folder made there: configure again
+    set_property(DIRECTORY ${PROJECT_SOURCE_DIR} APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+                 ${PROJECT_SOURCE_DIR}/corpus/regression)
+  endif()
   if(IS_DIRECTORY ${dir})
     set_property(DIRECTORY ${PROJECT_SOURCE_DIR} APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${dir})
     file(GLOB inputs ${dir}/*)

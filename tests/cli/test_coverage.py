@@ -21,6 +21,7 @@ int Reached(const unsigned char* data, size_t size) {
     else sum += 1;
   }
   if (size > 0 && data[0] == '!') abort();  // the crashing input
+  if (size > 0 && data[0] == '#') exit(3);  // an input that fails without dying: its process writes a profile
   return sum;
 }
 int NeverEntered(int v) { return v * 3; }
@@ -127,7 +128,7 @@ class CoverageOfAScratchTarget(unittest.TestCase):
         self.assertEqual(s["functions"], {"covered": 1, "count": 2})
         self.assertGreater(s["lines"]["covered"], 0)
         self.assertLess(s["lines"]["covered"], s["lines"]["count"])
-        self.assertEqual(s["branches"]["count"], 8)  # for, if, the two conditions of &&, each both ways
+        self.assertEqual(s["branches"]["count"], 12)  # for, if, the two conditions of each &&, each both ways
         files = json.loads((self.out / "summary.json").read_text())["targets"]["fake_cov"]["files"]
         self.assertNotIn("targets/fake_cov.cc", files)      # the target's glue is not code under test
         self.assertNotIn("harness/replay_main.cc", files)   # nor the replay driver
@@ -135,7 +136,7 @@ class CoverageOfAScratchTarget(unittest.TestCase):
         self.assertTrue((self.out / "html" / "index.html").is_file())
         self.assertTrue(any(self.out.rglob("fake.cc.html")))
         gaps = (self.out / "gaps.md").read_text()
-        self.assertIn("- 1 functions never entered:\n  - line 14: `fake::NeverEntered(int)` (1 regions)\n"
+        self.assertIn("- 1 functions never entered:\n  - line 15: `fake::NeverEntered(int)` (1 regions)\n"
                       "- 1 functions entered but not run through (regions run / regions):\n"
                       "  - line 5: `fake::Reached(unsigned char const*, unsigned long)` ", gaps)
         self.assertIn("  - line 8:9 never true\n", gaps)     # data[i] == 'x'
@@ -167,6 +168,25 @@ class CoverageOfAScratchTarget(unittest.TestCase):
         # (line 11's '!' is still never true).
         self.assertNotIn("line 8:", branches)
         self.assertIn("line 11:19 never true", branches)
+
+    def test_an_input_that_exits_is_not_counted_either(self):
+        extra = self.tmp / "extra"
+        extra.mkdir()
+        (extra / "exits").write_text("#exit")
+        (extra / "x").write_text("xx")
+        rc, out = self.coverage("--corpus", extra, "--gaps")
+        self.assertEqual(rc, 1, out)
+        self.assertIn(f"{extra / 'exits'} fails on the fixed code", out)
+        branches = (self.out / "gaps.md").read_text().split("branch directions never taken")[1]
+        self.assertNotIn("line 8:", branches)
+        self.assertIn("line 12:19 never true", branches)  # the '#' input's process wrote a profile: dropped
+        # Every input counted once: the seeds' 3 + 5 bytes and the x input's 2, not the batch's again.
+        export = subprocess.run(["llvm-cov-14", "export", "-summary-only=false",
+                                 f"-instr-profile={self.out / 'coverage.profdata'}",
+                                 str(self.root / "build" / "coverage" / "targets" / "fake_cov")],
+                                stdout=subprocess.PIPE, text=True, check=True).stdout
+        reached = [f for f in json.loads(export)["data"][0]["functions"] if f["name"].endswith("Reached" + "EPKhm")]
+        self.assertEqual([f["count"] for f in reached], [3])  # called once per input: a, b, x
 
     def test_no_inputs_at_all(self):
         rc, out = self.coverage("--inputs", "regression")

@@ -8,7 +8,8 @@
 // its corpus and reproducers run here unchanged; ggml's side is harness/programs/graph/upstream/
 // ggml_adapter.h, one implementation of the graph executor's AllocatorAdapter. Upstream's
 // own checks (GGML_ASSERT, and the assert()s of ggml-alloc.c, compiled in) report as crash type `assert`.
-// Out of scope: other backends, quantized types, threads inside ggml's CPU backend.
+// Each allocator computes on 1-4 of ggml's CPU threads (the program's choice), on thread pools kept for the
+// process (harness/programs/graph/upstream/ggml_host.cc). Out of scope: other backends, quantized types.
 // Replay: build/<lane>/targets/ggml_graph_topology FILE|DIR   (LIFELINE_TRACE=1 prints the program).
 #include <cstddef>
 #include <cstdint>

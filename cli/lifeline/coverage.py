@@ -104,15 +104,20 @@ def repro_inputs(target: str) -> list[tuple[Path, dict]]:
     return out
 
 
+def check_corpus_dir(d: str) -> None:
+    p = Path(d)
+    if not p.exists():
+        raise _err(f"--corpus '{d}' does not exist")
+    if not p.is_dir():
+        raise _err(f"--corpus '{d}' is not a directory")
+
+
 def corpus_dirs(dirs: list[str], targets: list[str]) -> dict[str, list[Path]]:
     """target -> the --corpus folders that are its inputs (see the module doc)."""
     out = {t: [] for t in targets}
     for d in dirs:
         p = Path(d)
-        if not p.exists():
-            raise _err(f"--corpus '{d}' does not exist")
-        if not p.is_dir():
-            raise _err(f"--corpus '{d}' is not a directory")
+        check_corpus_dir(d)
         per_target = {t: (p / t / "corpus" if (p / t / "corpus").is_dir() else p / t) for t in targets
                       if (p / t).is_dir()}
         if per_target:
@@ -353,6 +358,8 @@ def cmd_coverage(args) -> int:
             raise _err(f"--inputs: unknown input set '{s}' (known: {', '.join(INPUT_SETS)})")
     if not sets and not args.corpus:
         raise _err("--inputs names no input set and no --corpus is given: nothing to replay")
+    for d in args.corpus or []:
+        check_corpus_dir(d)  # before anything is built
     tools = find_tools()
     out = Path(args.out if args.out is not None else ROOT / "coverage-out").absolute()
     if out.exists() and not out.is_dir():

@@ -78,9 +78,13 @@ endfunction()
 # when there is one) and, in the fuzz lane, fuzz-smoke.<name>
 # (a bounded run with a fixed seed from the seed corpus into a scratch corpus; any crash fails it).
 function(lifeline_add_fuzz_target name)
-  cmake_parse_arguments(ARG "" "SMOKE_RUNS" "LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "SMOKE_RUNS;TSAN_SMOKE_RUNS" "LIBS;LABELS" ${ARGN})
   if(NOT ARG_SMOKE_RUNS)
     set(ARG_SMOKE_RUNS 20000)
+  endif()
+  # TSAN_SMOKE_RUNS: the tsan lane's run count where SMOKE_RUNS would cost that lane too much time.
+  if(ARG_TSAN_SMOKE_RUNS AND LIFELINE_LANE STREQUAL "tsan")
+    set(ARG_SMOKE_RUNS ${ARG_TSAN_SMOKE_RUNS})
   endif()
   lifeline_add_fuzz_executable(${name} ${name} ${CMAKE_BINARY_DIR}/targets LIBS ${ARG_LIBS})
   set_property(GLOBAL PROPERTY LIFELINE_TARGET_LIBS_${name} "${ARG_LIBS}")

@@ -154,39 +154,36 @@ class CoverageOfAScratchTarget(unittest.TestCase):
         self.assertGreater(self.layer()["branches"]["covered"], before)
         self.assertFalse((self.out / "gaps.md").exists())  # not asked for: no stale file from another run
 
-    def test_a_crashing_input_is_named_and_fails_the_run(self):
+    def failing_input_beside_x(self, name, data):
+        """Replays a --corpus folder of one failing input and one that takes line 8's branch, with --gaps: the run
+        must exit 1 naming the failing input; returns the gaps' list of branch directions never taken."""
         extra = self.tmp / "extra"
         extra.mkdir()
-        (extra / "boom").write_text("!boom")
+        (extra / name).write_text(data)
         (extra / "x").write_text("xx")
         rc, out = self.coverage("--corpus", extra, "--gaps")
         self.assertEqual(rc, 1, out)
-        self.assertIn(f"{extra / 'boom'} fails on the fixed code", out)
+        self.assertIn(f"{extra / name} fails on the fixed code", out)
         self.assertIn("1 input(s) failed on the fixed code and are not counted", out)
         branches = (self.out / "gaps.md").read_text().split("branch directions never taken")[1]
-        # The other input of that folder still counts (its x took line 8's branch); the crashing one does not
-        # (line 11's '!' is still never true).
-        self.assertNotIn("line 8:", branches)
-        self.assertIn("line 11:19 never true", branches)
+        self.assertNotIn("line 8:", branches)  # the other input of the folder still counts
+        return branches
+
+    def test_a_crashing_input_is_named_and_fails_the_run(self):
+        branches = self.failing_input_beside_x("boom", "!boom")
+        self.assertIn("line 11:19 never true", branches)  # the crashing input's '!' does not count
 
     def test_an_input_that_exits_is_not_counted_either(self):
-        extra = self.tmp / "extra"
-        extra.mkdir()
-        (extra / "exits").write_text("#exit")
-        (extra / "x").write_text("xx")
-        rc, out = self.coverage("--corpus", extra, "--gaps")
-        self.assertEqual(rc, 1, out)
-        self.assertIn(f"{extra / 'exits'} fails on the fixed code", out)
-        branches = (self.out / "gaps.md").read_text().split("branch directions never taken")[1]
-        self.assertNotIn("line 8:", branches)
+        branches = self.failing_input_beside_x("exits", "#exit")
         self.assertIn("line 12:19 never true", branches)  # the '#' input's process wrote a profile: dropped
-        # Every input counted once: the seeds' 3 + 5 bytes and the x input's 2, not the batch's again.
+        # Every input counted once: Reached ran for the seeds a and b and for x; the failed batch's profile
+        # (which ran the exiting input first, sorted by name) and the exiting input's own are dropped.
         export = subprocess.run(["llvm-cov-14", "export", "-summary-only=false",
                                  f"-instr-profile={self.out / 'coverage.profdata'}",
                                  str(self.root / "build" / "coverage" / "targets" / "fake_cov")],
                                 stdout=subprocess.PIPE, text=True, check=True).stdout
         reached = [f for f in json.loads(export)["data"][0]["functions"] if f["name"].endswith("Reached" + "EPKhm")]
-        self.assertEqual([f["count"] for f in reached], [3])  # called once per input: a, b, x
+        self.assertEqual([f["count"] for f in reached], [3])
 
     def test_no_inputs_at_all(self):
         rc, out = self.coverage("--inputs", "regression")

@@ -18,13 +18,12 @@ llvm-cov-14 writes, under --out (default coverage-out/):
   summary.md, .json per target, per file of the code under test: lines, functions, branches covered
   gaps.md           (--gaps) per file: the functions nothing entered, the partly run functions by how little of
                     them ran, and the branch directions never taken inside functions that ran
-An input that crashes the fixed code (its process writes no profile) is replayed alone to name it; the
-report then leaves it out and the command exits 1. Bad arguments and missing tools: one line, exit 2.
+When a set's replay fails (an input crashes the fixed code, or exits non-zero), its inputs are replayed one by
+one to name the failing ones; the report leaves those out and the command exits 1. Bad arguments and missing tools: one line, exit 2.
 """
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import time
@@ -40,10 +39,26 @@ LANE = "coverage"
 INPUT_SETS = ("seeds", "regression", "repro")
 TOOLS = {"llvm-profdata-14": "merges the raw profiles", "llvm-cov-14": "writes the reports",
          "llvm-cxxfilt-14": "demangles C++ function names"}
-UPSTREAM_DIRS = (ROOT / "build" / "upstream" / "llama.cpp" / "ggml" / "src",
-                 ROOT / "build" / "upstream" / "ggml-vulkan" / "src")  # ggml-vulkan's host sources are copied there
+# The upstream ggml sources: the fetched tree (scripts/fetch-ggml.sh) and the copies of ggml-vulkan's host sources;
+# a tree configured with -DLIFELINE_GGML_SOURCE_DIR is added from the lane's cache (upstream_dirs_of).
+UPSTREAM_DIRS = [ROOT / "build" / "upstream" / "llama.cpp" / "ggml" / "src",
+                 ROOT / "build" / "upstream" / "ggml-vulkan" / "src"]
 PROJECT_DIRS = ("layers", "harness")
 NOT_UNDER_TEST = {"harness/replay_main.cc"}  # the replay driver: it runs the inputs, nothing tests it
+
+
+def upstream_dirs_of(lane_dir: Path) -> None:
+    """Adds the ggml tree the lane was configured with (LIFELINE_GGML_SOURCE_DIR in its CMakeCache.txt) to
+    UPSTREAM_DIRS."""
+    try:
+        cache = (lane_dir / "CMakeCache.txt").read_text(errors="replace").splitlines()
+    except OSError:
+        return
+    for line in cache:
+        if line.startswith("LIFELINE_GGML_SOURCE_DIR:") and line.partition("=")[2].strip():
+            src = Path(line.partition("=")[2].strip()) / "src"
+            if src not in UPSTREAM_DIRS:
+                UPSTREAM_DIRS.append(src)
 
 
 def regression_dir(target: str) -> Path:
@@ -371,6 +386,7 @@ def cmd_coverage(args) -> int:
         if not configure_and_build(LANE, targets=args.targets or None):
             return 1
     built = fuzz_targets(lane_dir)
+    upstream_dirs_of(lane_dir)
     targets = args.targets or built
     if not targets:
         raise _err(f"no coverage binaries in {lane_dir}; build them first (drop --no-build)")

@@ -43,6 +43,7 @@ TOOLS = {"llvm-profdata-14": "merges the raw profiles", "llvm-cov-14": "writes t
 # a tree configured with -DLIFELINE_GGML_SOURCE_DIR is added from the lane's cache (upstream_dirs_of).
 UPSTREAM_DIRS = [ROOT / "build" / "upstream" / "llama.cpp" / "ggml" / "src",
                  ROOT / "build" / "upstream" / "ggml-vulkan" / "src"]
+UPSTREAM_PREFIX = "ggml/src/"  # how the upstream files are named in the tables
 PROJECT_DIRS = ("layers", "harness")
 NOT_UNDER_TEST = {"harness/replay_main.cc"}  # the replay driver: it runs the inputs, nothing tests it
 
@@ -91,7 +92,7 @@ def under_test(path: str) -> str | None:
         except ValueError:
             continue
         if p.suffix in (".c", ".cpp"):
-            return "ggml/src/" + str(rel)
+            return UPSTREAM_PREFIX + str(rel)
         return None
     try:
         rel = p.relative_to(ROOT)
@@ -217,17 +218,25 @@ def _ratio(s: dict) -> dict:
     return {"covered": s.get("covered", 0), "count": s.get("count", 0)}
 
 
-def file_summaries(tools: dict, profdata: Path, binaries: list[Path]) -> dict[str, dict]:
-    """file (as under_test names it) -> {lines, functions, branches: {covered, count}}, for the code under test."""
-    cmd = [tools["llvm-cov-14"], "export", "-summary-only", f"-instr-profile={profdata}", str(binaries[0])]
+def objects(binaries: list[Path]) -> list[str]:
+    """The binaries as llvm-cov takes several: the first, then `-object` each other."""
+    args = [str(binaries[0])]
     for b in binaries[1:]:
-        cmd += ["-object", str(b)]
+        args += ["-object", str(b)]
+    return args
+
+
+def file_summaries(tools: dict, profdata: Path, binary: Path, sources: set) -> dict[str, dict]:
+    """file (as under_test names it) -> {lines, functions, branches: {covered, count}}, for the code under test
+    in `binary`; adds the paths of those files, as the coverage mapping names them, to `sources`."""
+    cmd = [tools["llvm-cov-14"], "export", "-summary-only", f"-instr-profile={profdata}", str(binary)]
     data = json.loads(_tool_run(cmd, "llvm-cov export -summary-only", capture=True))
     out = {}
     for f in data["data"][0]["files"]:
         name = under_test(f["filename"])
         if name is None:
             continue
+        sources.add(f["filename"])
         s = f["summary"]
         out[name] = {k: _ratio(s[k]) for k in ("lines", "functions", "branches")}
     return out
@@ -243,6 +252,12 @@ def totals(files: dict[str, dict], prefix: str | None = None) -> dict:
     return t
 
 
+def groups(files: dict[str, dict]) -> dict[str, dict]:
+    """The totals of the project's files (layers/, harness/) and of the upstream ones."""
+    return {"project": totals({n: s for n, s in files.items() if not n.startswith(UPSTREAM_PREFIX)}),
+            "upstream": totals(files, UPSTREAM_PREFIX)}
+
+
 def pct(r: dict) -> str:
     return f"{100.0 * r['covered'] / r['count']:.1f}% ({r['covered']}/{r['count']})" if r["count"] else "-"
 
@@ -250,11 +265,9 @@ def pct(r: dict) -> str:
 def summary_table(per_target: dict[str, dict]) -> list[str]:
     lines = ["| target | file | lines | functions | branches |", "|---|---|---|---|---|"]
     for t, files in per_target.items():
-        for group, prefix in (("project (layers/, harness/)", None), ("upstream (every ggml/src file linked)", "ggml/src/")):
-            if prefix is None:
-                g = totals({n: s for n, s in files.items() if not n.startswith("ggml/src/")})
-            else:
-                g = totals(files, prefix)
+        g_of = groups(files)
+        for key, group in (("project", "project (layers/, harness/)"), ("upstream", "upstream (every ggml/src file linked)")):
+            g = g_of[key]
             if g["lines"]["count"]:
                 lines.append(f"| {t} | **{group}** | {pct(g['lines'])} | {pct(g['functions'])} | {pct(g['branches'])} |")
         for name in sorted(files):
@@ -277,9 +290,7 @@ def gaps(tools: dict, profdata: Path, binaries: list[Path]) -> dict[str, dict]:
     "branches": [(line, col, "never true"|"never false")]}, for the code under test. A function in several
     binaries (or instantiations) counts as entered when any entered it; regions and branch directions
     likewise merge by their source position."""
-    cmd = [tools["llvm-cov-14"], "export", "-skip-expansions", f"-instr-profile={profdata}", str(binaries[0])]
-    for b in binaries[1:]:
-        cmd += ["-object", str(b)]
+    cmd = [tools["llvm-cov-14"], "export", "-skip-expansions", f"-instr-profile={profdata}", *objects(binaries)]
     data = json.loads(_tool_run(cmd, "llvm-cov export", capture=True))
     funcs: dict[tuple[str, str], dict] = {}
     for fn in data["data"][0]["functions"]:
@@ -348,9 +359,7 @@ def gaps_lines(g: dict[str, dict], limit: int | None) -> list[str]:
 def html_report(tools: dict, profdata: Path, binaries: list[Path], sources: list[str], out: Path) -> None:
     cmd = [tools["llvm-cov-14"], "show", "-format=html", f"-output-dir={out}", f"-instr-profile={profdata}",
            "-show-branches=count", "-show-line-counts-or-regions", "-project-title=lifeline",
-           f"-Xdemangler={tools['llvm-cxxfilt-14']}", str(binaries[0])]
-    for b in binaries[1:]:
-        cmd += ["-object", str(b)]
+           f"-Xdemangler={tools['llvm-cxxfilt-14']}", *objects(binaries)]
     _tool_run(cmd + ["--", *sources], "llvm-cov show -format=html")
 
 
@@ -423,6 +432,7 @@ def cmd_coverage(args) -> int:
                        f"{', --corpus' if extra[t] else ''})")
 
     per_target: dict[str, dict] = {}
+    sources: set = set()  # the code under test's files, as the coverage mapping names them: the HTML report's
     binaries = []
     target_profiles = []
     for t in targets:
@@ -433,30 +443,22 @@ def cmd_coverage(args) -> int:
         _tool_run([tools["llvm-profdata-14"], "merge", "-sparse", "-o", str(pd), *map(str, raws)],
                   f"llvm-profdata merge ({t})")
         binary = lane_dir / "targets" / t
-        per_target[t] = file_summaries(tools, pd, [binary])
+        per_target[t] = file_summaries(tools, pd, binary, sources)
         binaries.append(binary)
         target_profiles.append(pd)
     merged = out / "coverage.profdata"
     _tool_run([tools["llvm-profdata-14"], "merge", "-sparse", "-o", str(merged), *map(str, target_profiles)],
               "llvm-profdata merge (all targets)")
 
-    # The HTML report: the sources of the code under test, as the coverage mapping names them.
-    cmd = [tools["llvm-cov-14"], "export", "-summary-only", f"-instr-profile={merged}", str(binaries[0])]
-    for b in binaries[1:]:
-        cmd += ["-object", str(b)]
-    sources = sorted(f["filename"] for f in json.loads(_tool_run(cmd, "llvm-cov export", capture=True))["data"][0]["files"]
-                     if under_test(f["filename"]))
     html = out / "html"
     _reset(html)
-    html_report(tools, merged, binaries, sources, html)
+    html_report(tools, merged, binaries, sorted(sources), html)
 
     table = summary_table(per_target)
     (out / "summary.md").write_text("\n".join(["# Coverage of the code under test", "",
                                                "Inputs replayed: " + "; ".join(f"{t}: " + ", ".join(f"{k} {v}" for k, v in n.items()) for t, n in ran.items()),
                                                ""] + table) + "\n")
-    summary = {"targets": {t: {"inputs": ran[t], "files": per_target[t],
-                               "project": totals({n: s for n, s in per_target[t].items() if not n.startswith("ggml/src/")}),
-                               "upstream": totals(per_target[t], "ggml/src/")} for t in targets},
+    summary = {"targets": {t: {"inputs": ran[t], "files": per_target[t], **groups(per_target[t])} for t in targets},
                "crashed": [{"target": t, "input": str(f)} for t, f in replayer.crashed]}
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     print("\n".join(table))

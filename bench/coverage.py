@@ -59,15 +59,13 @@ def table(results: dict) -> list[str]:
     lines = ["| target | code | " + " | ".join(f"{c}: lines / functions / branches" for c in COLUMNS) + " |",
              "|---|---|" + "---|" * len(COLUMNS)]
     for t, cols in results.items():
-        rows = [("project (layers/, harness/)", lambda c: c["project"])]
-        rows += [(f, (lambda f: lambda c: c["files"].get(f))(f)) for f in UPSTREAM_ROWS
-                 if any(f in c["files"] for c in cols.values() if c)]
-        for name, get in rows:
-            cells = []
-            for col in COLUMNS:
-                c = cols.get(col)
-                s = get(c) if c else None
-                cells.append(" / ".join(pct(s[k]) for k in ("lines", "functions", "branches")) if s else "-")
+        # Per column, the figures of each row: the project's totals, then the upstream files the target links.
+        figures = {col: ({"project (layers/, harness/)": c["project"], **c["files"]} if c else {})
+                   for col, c in ((col, cols.get(col)) for col in COLUMNS)}
+        names = ["project (layers/, harness/)"] + [f for f in UPSTREAM_ROWS if any(f in v for v in figures.values())]
+        for name in names:
+            cells = [" / ".join(pct(s[k]) for k in ("lines", "functions", "branches")) if s else "-"
+                     for s in (figures[col].get(name) for col in COLUMNS)]
             lines.append(f"| {t} | {name} | " + " | ".join(cells) + " |")
     return lines
 

@@ -104,12 +104,8 @@ function(lifeline_add_fuzz_target name)
   if(LIFELINE_LANE STREQUAL "tsan" AND NOT "threads" IN_LIST ARG_LABELS)
     set(smoke OFF)
   endif()
-  if(LIFELINE_ENGINE STREQUAL "libfuzzer")
-    # -runs=0 executes every seed once and writes nothing into the seed directory. libFuzzer refuses an
-    # artifact prefix whose directory does not exist.
-    file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/artifacts)
-    add_test(NAME corpus.${name} COMMAND ${name} -runs=0 -artifact_prefix=${CMAKE_BINARY_DIR}/artifacts/ ${corpus})
-  endif()
+  lifeline_add_replay_test(corpus.${name} ${name} ${corpus})
+  set_tests_properties(corpus.${name} PROPERTIES LABELS "corpus;${ARG_LABELS}")
   if(LIFELINE_ENGINE STREQUAL "libfuzzer" AND smoke)
     add_test(NAME fuzz-smoke.${name}
              COMMAND ${CMAKE_COMMAND} -DBINARY=$<TARGET_FILE:${name}> -DTARGET=${name} -DSEEDS=${corpus}
@@ -118,20 +114,25 @@ function(lifeline_add_fuzz_target name)
                      -DDICT=${PROJECT_SOURCE_DIR}/corpus/${name}.dict
                      -P ${PROJECT_SOURCE_DIR}/cmake/run_fuzz_smoke.cmake)
     set_tests_properties(fuzz-smoke.${name} PROPERTIES LABELS "fuzz-smoke;${ARG_LABELS}" TIMEOUT 300)
-  elseif(NOT LIFELINE_ENGINE STREQUAL "libfuzzer")
-    add_test(NAME corpus.${name} COMMAND ${name} ${corpus})
   endif()
-  set_tests_properties(corpus.${name} PROPERTIES LABELS "corpus;${ARG_LABELS}")
   # regression.<name>: the coverage-merged regression corpus beside the seeds (corpus/regression/<name>/,
   # `lifeline corpus merge --into regression`), replayed the same way in every lane that builds the target.
   lifeline_regression_corpus(${name} regression)
   if(regression)
-    if(LIFELINE_ENGINE STREQUAL "libfuzzer")
-      add_test(NAME regression.${name} COMMAND ${name} -runs=0 -artifact_prefix=${CMAKE_BINARY_DIR}/artifacts/ ${regression})
-    else()
-      add_test(NAME regression.${name} COMMAND ${name} ${regression})
-    endif()
+    lifeline_add_replay_test(regression.${name} ${name} ${regression})
     set_tests_properties(regression.${name} PROPERTIES LABELS "corpus;regression;${ARG_LABELS}" TIMEOUT 600)
+  endif()
+endfunction()
+
+# Test `test`: target `target` runs every input of `dir` once. With libFuzzer, -runs=0 executes each and writes
+# nothing into `dir` (libFuzzer refuses an artifact prefix whose directory does not exist); elsewhere the replay
+# driver runs them.
+function(lifeline_add_replay_test test target dir)
+  if(LIFELINE_ENGINE STREQUAL "libfuzzer")
+    file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/artifacts)
+    add_test(NAME ${test} COMMAND ${target} -runs=0 -artifact_prefix=${CMAKE_BINARY_DIR}/artifacts/ ${dir})
+  else()
+    add_test(NAME ${test} COMMAND ${target} ${dir})
   endif()
 endfunction()
 

@@ -29,6 +29,7 @@ PACKAGES=(
   mesa-vulkan-drivers # lavapipe: a CPU Vulkan ICD, so the runtime runs on any machine
   vulkan-validationlayers # VK_LAYER_KHRONOS_validation, the runtime's oracle
   glslc              # GLSL -> SPIR-V at build time for the runtime's compute kernels
+  spirv-headers      # spirv/unified1/spirv.hpp, which ggml-vulkan's host code includes (ggml-vulkan-types.h)
   python3-matplotlib # bench/: Kaplan-Meier survival plots of time-to-exposure
   afl++              # AFL++ (afl-clang-fast, afl-fuzz, libAFLDriver.a): scripts/build-afl.sh, a second engine
   zip                # <target>_seed_corpus.zip of the OSS-Fuzz build (.clusterfuzzlite/build.sh)

@@ -33,8 +33,9 @@ ggml_backend_t Cpu();
 // The CPU backend's threads for the computes that follow (1..kMaxCpuThreads): above 1, a ggml thread pool of that
 // many threads (ggml's own, not OpenMP), one per count, kept for the process; with guard
 // ggml-cpu-threadpool-graph-count-shift on, replaced by a fresh one after 16,384 computes (ggml_host.cc).
+// At most max(2, the CPUs this process may run on) threads run: ggml's barrier spins (ggml_host.cc, CpuThreadsToRun).
 // LIFELINE_GGML_POOL_COMPUTES=<n>: each pool first computes a one-node graph n times when it is made.
-void SetCpuThreads(int n);
+void SetCpuThreads(int requested);
 
 // A host buffer type with the program's alignment: blocks of this file, counted, NaN-filled.
 struct HostBufferType {

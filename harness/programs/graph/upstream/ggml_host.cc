@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <sched.h>
+
 #include "ggml-cpu.h"
 #include "core/check.h"
 #include "core/guards.h"
@@ -131,6 +133,34 @@ CpuPool g_pools[kMaxCpuThreads + 1];
 int g_threads = 1;                                                  // as SetCpuThreads set it last
 ggml_status (*g_ggml_cpu_compute)(ggml_backend_t, ggml_cgraph*) = nullptr;  // ggml's own graph_compute
 
+// ggml's threads wait for each other in ggml_barrier (ggml-cpu.c) by spinning, never yielding: more threads
+// than CPUs, and a thread that has arrived holds a CPU until the scheduler preempts it while the threads it
+// waits for cannot run. On a 2-CPU machine a 4-thread compute then takes milliseconds per node: 93% of the
+// ggml_graph_topology fuzz job's time was that spin (perf, 2026-11-25; 61 exec/s). llama.cpp never asks for
+// more threads than cores either. So a program's compute runs on min(its threads, the CPUs this process may
+// run on) threads, and on at least 2 when it asks for 2 or more, so that a program with a thread pool gets
+// one everywhere (repro/ggml-cpu-threadpool-graph-count-shift). The values do not depend on it (every op of
+// the programs is elementwise; each row is computed once, by whichever thread); which thread computes which
+// rows does. LIFELINE_TRACE=1 says when a compute runs on fewer threads than its program asks for.
+int AvailableCpus() {
+  static const int cpus = [] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    return sched_getaffinity(0, sizeof set, &set) == 0 ? std::max(1, CPU_COUNT(&set)) : 1;
+  }();
+  return cpus;
+}
+int CpuThreadsToRun(int requested) {
+  const int n = std::min(requested, std::max(2, AvailableCpus()));
+  static bool told[kMaxCpuThreads + 1] = {};
+  if (n != requested && !told[requested] && programs::TraceRequested()) {
+    told[requested] = true;
+    std::fprintf(stderr, "lifeline: ggml's CPU backend runs %d threads where the program asks for %d (%d CPUs "
+                         "available; ggml_host.cc, CpuThreadsToRun)\n", n, requested, AvailableCpus());
+  }
+  return n;
+}
+
 ggml_threadpool_t NewPool(int n) {
   ggml_threadpool_params params = ggml_threadpool_params_default(n);
   params.poll = 0;
@@ -223,9 +253,10 @@ ggml_backend_t Cpu() {
   return cpu;
 }
 
-void SetCpuThreads(int n) {
-  LIFELINE_CHECK(n >= 1 && n <= kMaxCpuThreads, "cpu threads " + std::to_string(n) + " out of 1.." +
-                                                    std::to_string(kMaxCpuThreads));
+void SetCpuThreads(int requested) {
+  LIFELINE_CHECK(requested >= 1 && requested <= kMaxCpuThreads, "cpu threads " + std::to_string(requested) +
+                                                                    " out of 1.." + std::to_string(kMaxCpuThreads));
+  const int n = CpuThreadsToRun(requested);  // why: above CpuThreadsToRun
   // The pools and why they are kept, and guard ggml-cpu-threadpool-graph-count-shift: above CountedCompute.
   const bool made = n > 1 && g_pools[n].pool == nullptr;
   if (made) g_pools[n] = CpuPool{NewPool(n), 0};

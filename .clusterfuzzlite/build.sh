@@ -16,7 +16,8 @@
 # with the reason printed; the rest still build.
 #
 # Optional: LIFELINE_OSSFUZZ_BUILD_DIR (CMake build folder, reused between runs), LIFELINE_OSSFUZZ_TARGETS
-# (space-separated: only these of the buildable targets; bench/throughput.py), LIFELINE_BUILD_JOBS,
+# (space-separated: only these of the buildable targets; bench/throughput.py), LIFELINE_OSSFUZZ_CMAKE_ARGS
+# (space-separated extra -D arguments of the configure; bench/throughput.py's measurement variants), LIFELINE_BUILD_JOBS,
 # LIFELINE_PYTHON (the interpreter to embed; default Debian/Ubuntu's /usr/bin/python3, which python3-numpy
 # serves, rather than OSS-Fuzz's own /usr/local/bin/python3).
 
@@ -48,6 +49,8 @@ mkdir -p "$OUT" "$BUILD"
 generator=()
 if command -v ninja >/dev/null 2>&1 && [ ! -f "$BUILD/CMakeCache.txt" ]; then generator=(-G Ninja); fi
 
+extra_cmake_args=()
+read -r -a extra_cmake_args <<< "${LIFELINE_OSSFUZZ_CMAKE_ARGS:-}"  # split on blanks, no globbing
 # Flags are passed explicitly (not only through the environment, which CMake reads on the first configure
 # only) so a reused build folder follows the current CFLAGS.
 cmake -S "$PROJECT" -B "$BUILD" "${generator[@]}" \
@@ -55,7 +58,7 @@ cmake -S "$PROJECT" -B "$BUILD" "${generator[@]}" \
   -DCMAKE_C_FLAGS="$CFLAGS" -DCMAKE_CXX_FLAGS="$CXXFLAGS" -DCMAKE_BUILD_TYPE= \
   -DPython3_EXECUTABLE="$PY" \
   -DLIFELINE_LANE=ossfuzz -DLIFELINE_ENGINE=external -DLIFELINE_SANITIZE= -DLIFELINE_VALGRIND=OFF \
-  -DLIFELINE_FUZZING_ENGINE="$LIB_FUZZING_ENGINE"
+  -DLIFELINE_FUZZING_ENGINE="$LIB_FUZZING_ENGINE" "${extra_cmake_args[@]}"
 
 while IFS= read -r line; do
   [ -n "$line" ] && echo "lifeline build.sh: skipping $line"

@@ -8,9 +8,11 @@
 Ceiling: each target and the empty target (bench/empty_target.cc, same lane, same -max_len and -seed) run in
 turns (target, empty, target, empty, ...) so machine noise hits both alike; the ratio is target/empty.
 --sanitizers also builds every target through .clusterfuzzlite/build.sh with libFuzzer and no sanitizer,
-and with each lane's sanitizer flags: asan, fuzz (ASan+UBSan, -fno-sanitize-recover=all: the fuzz lane),
-lsan, tsan (build/bench/<variant>/; --variants picks, and adds ubsan-recover), and runs each sanitizer
-build in turns with the no-sanitizer build: the overhead is exec/s(none) / exec/s(sanitizer).
+and with each lane's sanitizer flags: asan, fuzz (ASan+UBSan, -fno-sanitize-recover=all and the lane's pass
+plugin, cmake/sancov-filter/: the fuzz lane), lsan, tsan (build/bench/<variant>/; --variants picks, and adds
+ubsan-recover, fuzz-unfiltered: the fuzz lane without the plugin, fuzz-bare-harness: the fuzz lane with harness/
+built without ASan and UBSan), and runs each sanitizer build in turns with the no-sanitizer build: the overhead is
+exec/s(none) / exec/s(sanitizer).
 Every run passes the target's own libFuzzer settings (targets/<t>.options), as `lifeline fuzz` does.
 A fuzzing run that crashes ends there (libFuzzer still prints its rate); such runs are counted in the table,
 since a target that keeps finding known upstream bugs (ggml_graph_topology) is measured over short runs.
@@ -37,10 +39,14 @@ from lifeline.usage import UsageError  # noqa: E402
 BASE_FLAGS = "-O1 -fno-omit-frame-pointer -gline-tables-only -fsanitize=fuzzer-no-link"
 # The lanes' flags (cmake/LifelineLane.cmake), so each variant is what that lane runs.
 LANE_ASAN = "-fsanitize=address -fsanitize-address-use-after-return=runtime -fsanitize-address-use-after-scope"
+LANE_UBSAN = "-fsanitize=undefined -fno-sanitize-recover=all"
+# The fuzz lane's clang pass plugin (cmake/sancov-filter/), which keeps libFuzzer's comparison tracing off UBSan's
+# checks: `{SANCOV_FILTER}` in a variant's flags becomes -fpass-plugin=<the plugin, built for clang 14>.
+SANCOV_FILTER = "{sancov_filter}"
 VARIANTS = {  # name -> extra compile flags (all link -fsanitize=fuzzer plus the same sanitizers)
     "none": "",
     "asan": LANE_ASAN,
-    "fuzz": f"{LANE_ASAN} -fsanitize=undefined -fno-sanitize-recover=all",  # the fuzz lane: ASan+UBSan, fatal
+    "fuzz": f"{LANE_ASAN} {LANE_UBSAN} {SANCOV_FILTER}",  # the fuzz lane: ASan+UBSan, fatal, the plugin
     "lsan": "-fsanitize=leak",
     "tsan": "-fsanitize=thread",
 }
@@ -50,7 +56,29 @@ COMPILERS = {"tsan": ("clang-19", "clang++-19")}
 # Only on request (--variants): UBSan with recoverable checks, which no lane runs. Every check's handler then
 # returns into the code after it, and SanitizerCoverage instruments that join as one more edge per check
 # (bench/results/throughput.md: what this table showed as the fuzz lane's cost before issue 15).
-EXTRA_VARIANTS = {"ubsan-recover": f"{LANE_ASAN} -fsanitize=undefined"}
+EXTRA_VARIANTS = {"ubsan-recover": f"{LANE_ASAN} -fsanitize=undefined",
+                  # the fuzz lane's flags without the plugin: what the plugin saves
+                  "fuzz-unfiltered": f"{LANE_ASAN} {LANE_UBSAN}",
+                  # the fuzz lane's flags with harness/ compiled without ASan and UBSan (coverage kept): what the
+                  # code under test (layers/, core/, upstream) costs alone. A measurement, never a lane: the harness's
+                  # own checks (and, through shared template instantiations, some of the layers') are gone.
+                  "fuzz-bare-harness": f"{LANE_ASAN} {LANE_UBSAN} {SANCOV_FILTER}"}
+# Extra CMake arguments of a variant's build (.clusterfuzzlite/build.sh's LIFELINE_OSSFUZZ_CMAKE_ARGS).
+CMAKE_ARGS = {"fuzz-bare-harness": "-DLIFELINE_BENCH_BARE_HARNESS=ON"}
+
+
+def sancov_filter_flag() -> str:
+    """-fpass-plugin=<the fuzz lane's plugin for clang 14>, built by scripts/build-sancov-filter.sh if needed."""
+    proc = subprocess.run([str(ROOT / "scripts" / "build-sancov-filter.sh"), "clang++-14"], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True)
+    if proc.returncode != 0:
+        raise UsageError(f"the fuzz lane's pass plugin did not build:\n{proc.stderr}")
+    plugin = Path(proc.stdout.strip())
+    if any(c.isspace() for c in str(plugin)):  # CFLAGS are split on blanks: a copy under a blank-free path
+        copy = Path(tempfile.mkdtemp(prefix="sancov-filter-")) / plugin.name
+        shutil.copy(plugin, copy)
+        plugin = copy
+    return f"-fpass-plugin={plugin}"
 
 
 CRASHED = {}  # binary -> runs that ended in a crash
@@ -107,12 +135,15 @@ def alternate(a: tuple, b: tuple, seeds: Path, args, label: str, flags: list = (
 def build_variant(name: str, flags: str, targets: list) -> Path:
     out = ROOT / "build" / "bench" / name / "out"
     shutil.rmtree(out, ignore_errors=True)
+    if SANCOV_FILTER in flags:
+        flags = flags.replace(SANCOV_FILTER, sancov_filter_flag())
     cflags = f"{BASE_FLAGS} {flags}".strip()
+    link = " ".join(f for f in flags.split() if not f.startswith("-fpass-plugin="))  # a compile-only flag
     cc, cxx = COMPILERS.get(name, ("clang-14", "clang++-14"))
     env = dict(os.environ, CC=cc, CXX=cxx, CFLAGS=cflags, CXXFLAGS=cflags,
-               LIB_FUZZING_ENGINE=f"-fsanitize=fuzzer {flags}".strip(), OUT=str(out),
+               LIB_FUZZING_ENGINE=f"-fsanitize=fuzzer {link}".strip(), OUT=str(out),
                LIFELINE_OSSFUZZ_BUILD_DIR=str(ROOT / "build" / "bench" / name / "build"),
-               LIFELINE_OSSFUZZ_TARGETS=" ".join(targets))
+               LIFELINE_OSSFUZZ_TARGETS=" ".join(targets), LIFELINE_OSSFUZZ_CMAKE_ARGS=CMAKE_ARGS.get(name, ""))
     print(f"building the {name} variant ({cc}: {cflags})", flush=True)
     proc = subprocess.run([str(ROOT / ".clusterfuzzlite" / "build.sh")], env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT)
@@ -160,7 +191,11 @@ def main() -> int:
                   f"known: {', '.join(v for v in known if v != 'none')}", file=sys.stderr)
             return 2
     if args.sanitizers:
-        variants = {name: build_variant(name, known[name], targets) for name in ["none"] + chosen}
+        try:
+            variants = {name: build_variant(name, known[name], targets) for name in ["none"] + chosen}
+        except UsageError as e:
+            print(f"throughput: {e}", file=sys.stderr)
+            return 2
     try:
         settings = {t: libfuzzer_flags(t, ROOT) for t in targets}
     except UsageError as e:
@@ -205,8 +240,11 @@ def main() -> int:
         lines += ["", "slowdown = exec/s without sanitizers / exec/s with the sanitizer, both libFuzzer builds of "
                       ".clusterfuzzlite/build.sh with the lane's flags (fuzz = ASan+UBSan, -fno-sanitize-recover=all), "
                       "measured in turns with the target's own settings (targets/<t>.options); in brackets the "
-                      "sanitizer build's exec/s. The tsan variant is built with clang 19 (as the tsan lane), the "
-                      "others and the build without sanitizers with clang 14."]
+                      "sanitizer build's exec/s. The fuzz variant loads the lane's pass plugin "
+                      "(cmake/sancov-filter/: no comparison tracing of UBSan's checks); fuzz-unfiltered is the same "
+                      "without it; fuzz-bare-harness builds harness/ without ASan and UBSan (what the code under "
+                      "test costs alone; a measurement, never a lane). The tsan variant is built with clang 19 (as "
+                      "the tsan lane), the others and the build without sanitizers with clang 14."]
     (out_dir / f"{args.name}.md").write_text("\n".join(lines) + "\n")
     print("\n" + "\n".join(lines[4:]))
     return 0

@@ -15,6 +15,8 @@
 #   LIFELINE_COVERAGE  ON: clang source-based coverage (-fprofile-instr-generate -fcoverage-mapping) in every
 #                      object the lane compiles, upstream ggml included; the coverage lane builds the fuzz
 #                      targets only (with the replay driver), for `lifeline coverage`
+#   LIFELINE_SANCOV_FILTER  ON (default): with libFuzzer and UBSan (the fuzz lane), clang loads a pass plugin that
+#                      keeps comparison tracing off UBSan's checks (cmake/sancov-filter/); OFF: without it
 
 set(LIFELINE_LANE "" CACHE STRING "lane name: asan, tsan, lsan, valgrind, fuzz, coverage")
 set(LIFELINE_SANITIZE "" CACHE STRING "sanitizers: any of address undefined thread leak")
@@ -106,6 +108,27 @@ endif()
 if(LIFELINE_ENGINE STREQUAL "libfuzzer")
   # Coverage instrumentation everywhere; the engine itself is linked into fuzz targets only.
   target_compile_options(lifeline_lane INTERFACE -fsanitize=fuzzer-no-link)
+endif()
+# The fuzz lane (libFuzzer's comparison tracing over UBSan's checks): a clang pass plugin keeps the trace calls
+# off the sanitizer's own comparisons, which cost a third of the lane's time and trace nothing of the program;
+# every check stays (cmake/sancov-filter/hide_sanitizer_compares.cc). Built once per machine by
+# scripts/build-sancov-filter.sh; -DLIFELINE_SANCOV_FILTER=OFF builds the lane without it.
+option(LIFELINE_SANCOV_FILTER "fuzz lane: keep trace-cmp off UBSan's checks (a clang pass plugin)" ON)
+set(LIFELINE_SANCOV_FILTER_PLUGIN "")
+if(LIFELINE_ENGINE STREQUAL "libfuzzer" AND "undefined" IN_LIST LIFELINE_SANITIZE AND LIFELINE_SANCOV_FILTER)
+  if(NOT CMAKE_C_COMPILER_VERSION VERSION_EQUAL CMAKE_CXX_COMPILER_VERSION)
+    message(FATAL_ERROR "LIFELINE_SANCOV_FILTER: the C and C++ compilers must be the same clang (C "
+                        "${CMAKE_C_COMPILER_VERSION}, C++ ${CMAKE_CXX_COMPILER_VERSION}): one plugin is loaded by both")
+  endif()
+  execute_process(COMMAND ${PROJECT_SOURCE_DIR}/scripts/build-sancov-filter.sh ${CMAKE_CXX_COMPILER}
+                  RESULT_VARIABLE _rc OUTPUT_VARIABLE _plugin ERROR_VARIABLE _err OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT _rc EQUAL 0)
+    message(FATAL_ERROR "LIFELINE_SANCOV_FILTER: scripts/build-sancov-filter.sh failed:\n${_err}\n"
+                        "(-DLIFELINE_SANCOV_FILTER=OFF builds the lane without the plugin, with trace calls on every "
+                        "UBSan check)")
+  endif()
+  set(LIFELINE_SANCOV_FILTER_PLUGIN ${_plugin})
+  target_compile_options(lifeline_lane INTERFACE -fpass-plugin=${LIFELINE_SANCOV_FILTER_PLUGIN})
 endif()
 if(LIFELINE_COVERAGE)
   # Source-based coverage: each process writes LLVM_PROFILE_FILE when it exits normally (the replay driver

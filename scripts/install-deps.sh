@@ -18,6 +18,7 @@ PACKAGES=(
   clang-19           # the tsan lane: clang 14 and 16 TSan-instrument libFuzzer's edge counters (README, "TSan")
   libclang-rt-19-dev # ... and its TSan and libFuzzer runtimes
   llvm-14            # llvm-symbolizer-14, so sanitizer reports carry function names
+  llvm-14-dev        # LLVM 14's headers and CMake package: the fuzz lane's pass plugin (cmake/sancov-filter/)
   libgtest-dev       # GoogleTest for tests/
   valgrind           # the valgrind lane, and valgrind/memcheck.h client requests
   python3            # Debian's interpreter: the lifeline CLI and the reproducer checker

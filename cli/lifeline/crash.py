@@ -203,7 +203,8 @@ _UBSAN_KINDS = [
     (r"division by zero", "divide-by-zero"),
     (r"misaligned address", "misaligned-address"),
     # before "null pointer": "applying non-zero offset 96 to null pointer" is clang's pointer-overflow check
-    (r"pointer overflow|applying (non-zero )?offset", "pointer-overflow"),
+    # ... and "pointer index expression with base 0x... overflowed to 0x...", its wrap-around
+    (r"pointer overflow|pointer index expression|applying (non-zero )?offset", "pointer-overflow"),
     (r"null pointer", "null-pointer-use"),
     (r"out of bounds for type|index .* out of bounds", "index-out-of-bounds"),
     (r"load of value .* not a valid value for type", "invalid-enum-or-bool-load"),

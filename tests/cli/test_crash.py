@@ -36,6 +36,8 @@ EXPECTED = {
     "valgrind-definite-leak.txt": ("valgrind", "definite-leak", ["(anonymous namespace)::LeakBlock"], None),
     "lsan-direct-leak.txt": ("lsan", "direct-leak", ["(anonymous namespace)::LeakBlock"], None),
     "ubsan-signed-integer-overflow.txt": ("ubsan", "signed-integer-overflow", ["(anonymous namespace)::OverflowSigned"], None),
+    # a pointer that wraps around the address space ("pointer index expression ... overflowed")
+    "ubsan-pointer-overflow.txt": ("ubsan", "pointer-overflow", ["(anonymous namespace)::OffsetPastTheEnd"], None),
     "check-asan.txt": ("lifeline", "lifeline-check", ["(anonymous namespace)::FailCheck"], None),
     "check-tsan.txt": ("lifeline", "lifeline-check", ["(anonymous namespace)::FailCheck"], None),
     "check-valgrind.txt": ("lifeline", "lifeline-check", ["(anonymous namespace)::FailCheck"], None),

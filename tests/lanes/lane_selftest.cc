@@ -2,6 +2,7 @@
 // built in, active and fatal, and that its report parses to the expected crash type (lane.<lane>.<mode>).
 // A lane whose sanitizer silently went missing fails here rather than passing every reproducer's
 // "fixed" half. The reports these produce are also the parser's test data (tests/data/reports/).
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -55,19 +56,63 @@ __attribute__((noinline)) void RaceTwoThreads() {
   b.join();
 }
 
+// UBSan's checks whose comparisons the fuzz lane hides from libFuzzer's comparison tracing
+// (cmake/sancov-filter/): each must still report. The operands come through volatiles, so nothing folds.
+struct Pair {
+  int a;
+  int b;
+};
+volatile int g_volatile_int = 0;
+__attribute__((noinline)) int LoadMisaligned() {
+  alignas(8) char bytes[16] = {};
+  const int* p = reinterpret_cast<const int*>(bytes + 1 + g_volatile_int);
+  return *p;
+}
+__attribute__((noinline)) int LoadThroughNull() {
+  Pair* volatile p = nullptr;
+  return p->b;
+}
+__attribute__((noinline)) int OffsetPastTheEnd() {
+  char* volatile p = reinterpret_cast<char*>(~uintptr_t{0} - 8);
+  return *(p + 64 + g_volatile_int);
+}
+__attribute__((noinline)) int ShiftTooFar() {
+  volatile int by = 40;
+  return 1 << by;
+}
+__attribute__((noinline)) int IndexOutOfBounds() {
+  int table[4] = {1, 2, 3, 4};
+  volatile int i = 5;
+  return table[i];
+}
+__attribute__((noinline)) int LoadInvalidBool() {
+  volatile char byte = 5;
+  bool b;
+  char c = byte;
+  std::memcpy(&b, &c, 1);
+  return b ? 1 : 0;
+}
+
 __attribute__((noinline)) void FailCheck() { LIFELINE_CHECK(std::getenv("PATH") == nullptr, "selftest: deliberate check failure"); }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    std::fprintf(stderr, "usage: lane_selftest heap-use-after-free|stack-use-after-return|signed-overflow|leak|data-race|check\n");
+    std::fprintf(stderr, "usage: lane_selftest heap-use-after-free|stack-use-after-return|signed-overflow|misaligned|"
+                         "null-member|pointer-overflow|shift|index|bool|leak|data-race|check\n");
     return 2;
   }
   std::string mode = argv[1];
   if (mode == "heap-use-after-free") return ReadAfterFree() == 0 ? 0 : 0;
   if (mode == "stack-use-after-return") return ReadAfterReturn() == 0 ? 0 : 0;
   if (mode == "signed-overflow") return OverflowSigned(std::numeric_limits<int>::max() - (argc - 2)) > 0 ? 0 : 0;
+  if (mode == "misaligned") return LoadMisaligned();
+  if (mode == "null-member") return LoadThroughNull();
+  if (mode == "pointer-overflow") return OffsetPastTheEnd();
+  if (mode == "shift") return ShiftTooFar();
+  if (mode == "index") return IndexOutOfBounds();
+  if (mode == "bool") return LoadInvalidBool();
   if (mode == "leak") {
     LeakBlock();
     ClobberStack();

@@ -128,6 +128,11 @@ if(LIFELINE_ENGINE STREQUAL "libfuzzer" AND "undefined" IN_LIST LIFELINE_SANITIZ
                         "UBSan check)")
   endif()
   set(LIFELINE_SANCOV_FILTER_PLUGIN ${_plugin})
+  # An edited plugin source reconfigures the lane: the script then builds it under a new path, which changes the
+  # flags and recompiles what the old plugin compiled.
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+               ${PROJECT_SOURCE_DIR}/cmake/sancov-filter/hide_sanitizer_compares.cc
+               ${PROJECT_SOURCE_DIR}/cmake/sancov-filter/CMakeLists.txt)
   target_compile_options(lifeline_lane INTERFACE -fpass-plugin=${LIFELINE_SANCOV_FILTER_PLUGIN})
 endif()
 if(LIFELINE_COVERAGE)

@@ -2,6 +2,10 @@
 // LLVMFuzzerTestOneInput over checked-in inputs.
 //
 //   <target> FILE|DIR...    replay each file; a directory contributes its regular files, sorted by name
+//   <target> --program decode FILE        print the program FILE decodes to, as JSON (programs/common/codec.h)
+//   <target> --program encode JSON OUT    write to OUT the input whose program is the JSON file; exit 1 with
+//                                         the reason when the format cannot express it (what `lifeline reduce`
+//                                         runs)
 //
 // Each input gets its own heap allocation of exactly its size, so a read one byte past the end is an ASan
 // report rather than a read of the next file's bytes. Running nothing is a failure: no arguments, a path
@@ -19,6 +23,8 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "harness/programs/common/codec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) __attribute__((weak));
@@ -46,10 +52,41 @@ bool ReadFile(const fs::path& path, std::vector<char>* out, std::string* error) 
   return true;
 }
 
+// `--program decode FILE` and `--program encode JSON OUT`: the target's own decoder, both ways; nothing runs.
+int Program(int argc, char** argv) {
+  const std::string usage = std::string("usage: ") + argv[0] + " --program decode FILE | --program encode JSON OUT";
+  const std::string verb = argc > 2 ? argv[2] : "";
+  if (!(verb == "decode" && argc == 4) && !(verb == "encode" && argc == 5)) return Fail(usage);
+  if (&lifeline::programs::TargetCodec == nullptr || lifeline::programs::TargetCodec() == nullptr)
+    return Fail("this target has no program codec (LIFELINE_TARGET_CODEC in its file)");
+  const lifeline::programs::Codec& codec = *lifeline::programs::TargetCodec();
+  std::vector<char> in;
+  std::string error;
+  if (!ReadFile(argv[3], &in, &error)) return Fail(error);
+  if (verb == "decode") {
+    std::vector<uint8_t> bytes(in.begin(), in.end());
+    std::fputs(codec.Decode(bytes.data(), bytes.size()).c_str(), stdout);
+    return 0;
+  }
+  std::vector<uint8_t> out;
+  try {
+    out = codec.Encode(std::string(in.begin(), in.end()));
+  } catch (const lifeline::programs::Unencodable& e) {
+    std::fprintf(stderr, "replay: cannot encode %s: %s\n", argv[3], e.what());
+    return 1;
+  }
+  std::ofstream file(argv[4], std::ios::binary | std::ios::trunc);
+  file.write(reinterpret_cast<const char*>(out.data()), static_cast<std::streamsize>(out.size()));
+  file.close();
+  if (!file) return Fail("cannot write '" + std::string(argv[4]) + "': " + std::strerror(errno));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (LLVMFuzzerInitialize != nullptr) LLVMFuzzerInitialize(&argc, &argv);
+  if (argc >= 2 && std::string(argv[1]) == "--program") return Program(argc, argv);
   if (argc < 2) return Fail("no inputs given; usage: " + std::string(argv[0]) + " FILE|DIR...");
 
   std::vector<fs::path> inputs;

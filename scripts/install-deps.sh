@@ -20,6 +20,7 @@ PACKAGES=(
   llvm-14            # llvm-symbolizer-14, so sanitizer reports carry function names
   llvm-14-dev        # LLVM 14's headers and CMake package: the fuzz lane's pass plugin (cmake/sancov-filter/)
   libgtest-dev       # GoogleTest for tests/
+  nlohmann-json3-dev # nlohmann/json.hpp: programs as JSON, both ways (harness/programs/common/codec.h, lifeline reduce)
   valgrind           # the valgrind lane, and valgrind/memcheck.h client requests
   python3            # Debian's interpreter: the lifeline CLI and the reproducer checker
   python3-dev        # libpython3.11 headers and library: the embedded interpreter of layers/interop

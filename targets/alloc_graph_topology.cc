@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "harness/programs/graph/codec.h"
 #include "harness/programs/graph/executor.h"
 #include "harness/programs/graph/standin/layer_adapter.h"
 
@@ -23,3 +24,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   lifeline::graphs::Execute(lifeline::graphs::Decode(data, size), *lifeline::graphs::MakeLayerAdapter());
   return 0;
 }
+
+// `--program decode|encode` (harness/replay_main.cc): this target's decoder both ways, for `lifeline reduce`.
+LIFELINE_TARGET_CODEC(lifeline::graphs::MakeCodec(lifeline::graphs::AllocatorRules{}))

@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "core/guards.h"
+#include "harness/programs/graph/codec.h"
 #include "harness/programs/graph/executor.h"
 #include "harness/programs/graph/upstream/ggml_adapter.h"
 
@@ -24,3 +25,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                             *lifeline::graphs::MakeGgmlAdapter());
   return 0;
 }
+
+// `--program decode|encode` (harness/replay_main.cc): this target's decoder both ways, for `lifeline reduce`.
+LIFELINE_TARGET_CODEC(lifeline::graphs::MakeCodec(lifeline::graphs::GgmlRules()))

@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "core/guards.h"
+#include "harness/programs/graph/codec.h"
 #include "harness/programs/graph/executor.h"
 #include "harness/programs/graph/upstream/ggml_vulkan_adapter.h"
 
@@ -26,3 +27,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                             *lifeline::graphs::MakeGgmlVulkanAdapter());
   return 0;
 }
+
+// `--program decode|encode` (harness/replay_main.cc): this target's decoder both ways, for `lifeline reduce`.
+LIFELINE_TARGET_CODEC(lifeline::graphs::MakeCodec(lifeline::graphs::GgmlVulkanRules()))

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "harness/programs/capsule/codec.h"
 #include "harness/programs/capsule/detect_leaks_flag.h"
 #include "harness/programs/capsule/executor.h"
 #include "harness/programs/capsule/standin/lifeline_subject.h"
@@ -36,3 +37,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   lifeline::capsule::Execute(lifeline::capsule::Decode(data, size, numpy->rules()), *subject, *numpy);
   return 0;
 }
+
+// `--program decode|encode` (harness/replay_main.cc): this target's decoder both ways, for `lifeline reduce`.
+LIFELINE_TARGET_CODEC(lifeline::capsule::MakeCodec({&lifeline::capsule::NumpyRules()}))

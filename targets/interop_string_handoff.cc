@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "harness/programs/handoff/codec.h"
 #include "harness/programs/handoff/executor.h"
 #include "harness/programs/handoff/standin/job_api_binding.h"
 
@@ -25,3 +26,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   lifeline::handoff::Execute(lifeline::handoff::Decode(data, size), *api);
   return 0;
 }
+
+// `--program decode|encode` (harness/replay_main.cc): this target's decoder both ways, for `lifeline reduce`.
+LIFELINE_TARGET_CODEC(lifeline::handoff::MakeCodec())

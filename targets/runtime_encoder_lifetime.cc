@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "harness/programs/runtime/codec.h"
 #include "harness/programs/runtime/executor.h"
 #include "harness/programs/runtime/standin/lifeline_runtime.h"
 
@@ -27,3 +28,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   lifeline::rtprog::Execute(lifeline::rtprog::DecodeEncoder(data, size), *runtime);
   return 0;
 }
+
+// `--program decode|encode` (harness/replay_main.cc): this target's decoder both ways, for `lifeline reduce`.
+LIFELINE_TARGET_CODEC(lifeline::rtprog::MakeEncoderCodec())

@@ -26,6 +26,7 @@
 #include <cstdint>
 
 #include "core/guards.h"
+#include "harness/programs/capsule/codec.h"
 #include "harness/programs/capsule/detect_leaks_flag.h"
 #include "harness/programs/capsule/executor.h"
 #include "harness/programs/capsule/standin/lifeline_subject.h"
@@ -49,3 +50,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Execute(Decode(data, size, rules), *subject, peers);
   return 0;
 }
+
+// `--program decode|encode` (harness/replay_main.cc): this target's decoder both ways, for `lifeline reduce`.
+LIFELINE_TARGET_CODEC(lifeline::capsule::MakeCodec({&lifeline::capsule::NumpyRules(), &lifeline::capsule::TorchRules()}))

@@ -2,34 +2,43 @@
 // (model.h), which says what is legal now and predicts each op's exception.
 #include "harness/programs/capsule/format.h"
 
-#include <fuzzer/FuzzedDataProvider.h>
-
 #include "core/guards.h"
 #include "harness/programs/capsule/model.h"
 #include "harness/programs/common/decode.h"
 #include "harness/programs/common/describe.h"
 
 namespace lifeline::capsule {
+
+const char* const kOpNames[] = {
+    "create-tensor", "create-array", "export-tensor", "export-array", "import-capsule",
+    "import-from-tensor", "import-from-array", "numpy-from-tensor", "numpy-from-capsule", "view-buffer",
+    "read", "drop", "make-cycle", "collect", "malformed", "numpy-from-array", "numpy-malformed"};
+
 namespace {
 
 using interop::DType;
+using programs::Source;
+using programs::Unencodable;
 using interop::Layout;
 using interop::Malformed;
 
 constexpr const char* kSlotPrefix = "tacvb";  // tensor, array, capsule, view, buffer
-constexpr const char* kOpNames[] = {
-    "create-tensor", "create-array", "export-tensor", "export-array", "import-capsule",
-    "import-from-tensor", "import-from-array", "numpy-from-tensor", "numpy-from-capsule", "view-buffer",
-    "read", "drop", "make-cycle", "collect", "malformed", "numpy-from-array", "numpy-malformed"};
 constexpr std::string_view kFlavorNames[] = {"plain", "conj", "neg", "requires-grad"};
 
-uint8_t PickSlot(FuzzedDataProvider& fdp, const std::vector<int>& from) {
-  return static_cast<uint8_t>(programs::PickFrom(fdp, from));
+// Encoding: which slot of each kind holds the object that op i made (the id form names objects by maker).
+using Slots = programs::SlotBook[static_cast<int>(SlotKind::kMaxValue) + 1];
+
+uint8_t PickSlot(Source& src, const std::vector<int>& from, const Slots& slots, SlotKind kind, uint8_t maker) {
+  return static_cast<uint8_t>(
+      programs::PickFrom(src, from, [&] { return slots[static_cast<int>(kind)].SlotOf(maker); }));
 }
 
 // One dtype of `set` (non-empty), the k-th set bit for a k picked in [0, popcount): no allocation per op.
-DType PickDType(FuzzedDataProvider& fdp, uint32_t set) {
-  size_t k = programs::Pick(fdp, static_cast<size_t>(__builtin_popcount(set)));
+DType PickDType(Source& src, uint32_t set, DType want) {
+  size_t k = programs::Pick(src, static_cast<size_t>(__builtin_popcount(set)), [&] {
+    if (!HasDType(set, want)) throw Unencodable("a dtype this party does not make");
+    return static_cast<size_t>(__builtin_popcount(set & (DTypeBit(want) - 1)));
+  });
   for (int d = 0;; ++d)
     if (HasDType(set, static_cast<DType>(d)) && k-- == 0) return static_cast<DType>(d);
 }
@@ -96,14 +105,30 @@ bool HasDest(OpKind k) {
 
 bool HasSource(OpKind k) { return k != OpKind::kCreateTensor && k != OpKind::kCreateArray && k != OpKind::kCollect; }
 
-Program Decode(const uint8_t* data, size_t size, const Peers& peers) {
+namespace {
+
+// Which slot holds which op's object after op `i` (decoded, with the model's prediction): a request that
+// succeeds fills its destination; a drop or a move into a garbage cycle empties its source.
+void Track(const Op& op, size_t i, Slots& slots) {
+  if (!op.expect_error.empty()) return;
+  if (HasDest(op.kind)) slots[static_cast<int>(DestKind(op.kind))].Made(i, op.dst);
+  if (op.kind == OpKind::kDrop) slots[static_cast<int>(op.slot_kind)].Freed(op.src);
+  if (op.kind == OpKind::kMakeCycle) slots[static_cast<int>(SlotKind::kView)].Freed(op.src);
+}
+
+}  // namespace
+
+namespace {
+
+// Both directions: decoding when `target` is null, else encoding it (its id form) into `src`.
+Program Run(Source& src, const Peers& peers, const Program* target) {
   LIFELINE_PRECONDITION(!peers.empty() && peers.size() < 256, "capsule programs need one to 255 peers");
-  FuzzedDataProvider fdp(data, size);
   Model m(peers);
+  Slots slots;
   // One peer: no peer operand, no names (interop_capsule_lifecycle's format).
-  auto pick_peer = [&](Op& op) {
+  auto pick_peer = [&](Op& op, const Op& want) {
     if (peers.size() < 2) return;
-    op.peer = static_cast<uint8_t>(programs::Pick(fdp, peers.size()));
+    op.peer = static_cast<uint8_t>(programs::Pick(src, peers.size(), [&] { return static_cast<size_t>(want.peer); }));
     op.party = peers[op.peer]->name;
   };
   // A guard hands an op to the first peer instead.
@@ -114,23 +139,27 @@ Program Decode(const uint8_t* data, size_t size, const Peers& peers) {
   auto owner = [&](const Op& op) -> const PeerRules& {
     return *peers[m.node(m.Slot(SlotKind::kArray, op.src)).peer];
   };
+  auto pick_source = [&](SlotKind kind, const Op& want) {
+    return PickSlot(src, m.Filled(kind), slots, kind, want.src);
+  };
   // Collect is always legal.
-  return programs::DecodeOps<Op>(fdp, kMaxOps, m, [&](Op& op) {
+  return programs::DecodeOps<Op>(src, kMaxOps, m, [&](Op& op, const Op& want, size_t i) {
     switch (op.kind) {
       case OpKind::kCreateTensor:
       case OpKind::kCreateArray: {
         if (op.kind == OpKind::kCreateTensor) {
-          op.dtype = static_cast<DType>(
-              fdp.ConsumeIntegralInRange<int>(0, static_cast<int>(interop::kMaxStandinDType)));
+          op.dtype = static_cast<DType>(src.Int<int>(0, static_cast<int>(interop::kMaxStandinDType),
+                                                     [&] { return static_cast<int>(want.dtype); }));
         } else {
-          pick_peer(op);
-          op.dtype = PickDType(fdp, peers[op.peer]->creates);
+          pick_peer(op, want);
+          op.dtype = PickDType(src, peers[op.peer]->creates, want.dtype);
         }
-        int ndim = fdp.ConsumeIntegralInRange<int>(0, interop::kMaxProducerNdim);
-        for (int d = 0; d < ndim; ++d) op.shape.push_back(fdp.ConsumeIntegralInRange<int64_t>(0, kMaxDim));
-        op.layout = static_cast<Layout>(fdp.ConsumeIntegralInRange<int>(0, static_cast<int>(Layout::kMaxValue)));
-        op.seed = fdp.ConsumeIntegral<uint8_t>();
-        op.readonly = fdp.ConsumeBool();
+        int ndim = src.Int<int>(0, interop::kMaxProducerNdim, [&] { return static_cast<int>(want.shape.size()); });
+        for (int d = 0; d < ndim; ++d) op.shape.push_back(src.Int<int64_t>(0, kMaxDim, [&] { return want.shape[d]; }));
+        op.layout = static_cast<Layout>(
+            src.Int<int>(0, static_cast<int>(Layout::kMaxValue), [&] { return static_cast<int>(want.layout); }));
+        op.seed = src.Full<uint8_t>([&] { return want.seed; });
+        op.readonly = src.Bool([&] { return want.readonly; });
         if (op.kind == OpKind::kCreateArray) {
           const PeerRules& r = *peers[op.peer];  // the peer asked for; the guard below may hand the array on
           if (!r.read_only_arrays) op.readonly = false;
@@ -143,8 +172,9 @@ Program Decode(const uint8_t* data, size_t size, const Peers& peers) {
             hand_to_first_peer(op);
           }
           if (peers[op.peer]->flavors) {
-            op.flavor = Applicable(
-                static_cast<Flavor>(fdp.ConsumeIntegralInRange<int>(0, static_cast<int>(Flavor::kMaxValue))), op.dtype);
+            op.flavor = Applicable(static_cast<Flavor>(src.Int<int>(0, static_cast<int>(Flavor::kMaxValue),
+                                                                    [&] { return static_cast<int>(want.flavor); })),
+                                   op.dtype);
             // Guard torch-dlpack-neg-bit-ignored: a negated view is exported as its memory, which holds
             // the negatives (repro/torch-dlpack-neg-bit-ignored). Made plain instead.
             if (op.flavor == Flavor::kNeg &&
@@ -155,8 +185,9 @@ Program Decode(const uint8_t* data, size_t size, const Peers& peers) {
         break;
       }
       case OpKind::kExportArray: {
-        op.src = PickSlot(fdp, m.Filled(SlotKind::kArray));
-        if (owner(op).export_ways > 1) op.via = static_cast<uint8_t>(programs::Pick(fdp, owner(op).export_ways));
+        op.src = pick_source(SlotKind::kArray, want);
+        if (owner(op).export_ways > 1)
+          op.via = static_cast<uint8_t>(programs::Pick(src, owner(op).export_ways, [&] { return static_cast<size_t>(want.via); }));
         // Guard torch-to-dlpack-conj-bit-ignored: to_dlpack exports a conjugate view's memory, which holds
         // the conjugates (repro/torch-to-dlpack-conj-bit-ignored). Exported through __dlpack__ instead.
         if (op.via != 0 && m.node(m.Slot(SlotKind::kArray, op.src)).flavor == Flavor::kConj &&
@@ -165,16 +196,16 @@ Program Decode(const uint8_t* data, size_t size, const Peers& peers) {
         break;
       }
       case OpKind::kImportFromArray:
-        op.src = PickSlot(fdp, m.Filled(SlotKind::kArray));
-        if (owner(op).contiguous_copies) op.contiguous = fdp.ConsumeBool();
+        op.src = pick_source(SlotKind::kArray, want);
+        if (owner(op).contiguous_copies) op.contiguous = src.Bool([&] { return want.contiguous; });
         break;
       case OpKind::kPeerFromTensor:
       case OpKind::kPeerFromCapsule:
       case OpKind::kPeerFromArray:
       case OpKind::kPeerMalformed: {
-        op.src = PickSlot(fdp, m.Filled(SourceKind(op.kind)));
-        pick_peer(op);
-        if (op.kind == OpKind::kPeerMalformed) op.malformed = programs::PickFrom(fdp, kPeerMalformedKinds);
+        op.src = pick_source(SourceKind(op.kind), want);
+        pick_peer(op, want);
+        if (op.kind == OpKind::kPeerMalformed) op.malformed = programs::PickFrom(src, kPeerMalformedKinds, [&] { return want.malformed; });
         // Guard torch-from-dlpack-byte-offset-ignored: torch's from_dlpack reads from DLTensor.data and
         // drops byte_offset (repro/torch-from-dlpack-byte-offset-ignored). The first peer imports instead.
         const Node& source = m.node(m.Slot(SourceKind(op.kind), op.src));
@@ -202,18 +233,18 @@ Program Decode(const uint8_t* data, size_t size, const Peers& peers) {
           bool readable = k == SlotKind::kTensor || k == SlotKind::kArray || k == SlotKind::kView;
           if (m.AnyFilled(k) && (op.kind == OpKind::kDrop || readable)) kinds.push_back(k);
         }
-        op.slot_kind = programs::PickFrom(fdp, kinds);
-        op.src = PickSlot(fdp, m.Filled(op.slot_kind));
+        op.slot_kind = programs::PickFrom(src, kinds, [&] { return want.slot_kind; });
+        op.src = pick_source(op.slot_kind, want);
         break;
       }
       case OpKind::kImportFromTensor:
-        op.src = PickSlot(fdp, m.Filled(SlotKind::kTensor));
-        op.contiguous = fdp.ConsumeBool();
+        op.src = pick_source(SlotKind::kTensor, want);
+        op.contiguous = src.Bool([&] { return want.contiguous; });
         break;
       case OpKind::kMalformed: {
-        op.src = PickSlot(fdp, m.Filled(SlotKind::kTensor));
-        op.malformed =
-            static_cast<Malformed>(fdp.ConsumeIntegralInRange<int>(0, static_cast<int>(Malformed::kMaxValue)));
+        op.src = pick_source(SlotKind::kTensor, want);
+        op.malformed = static_cast<Malformed>(
+            src.Int<int>(0, static_cast<int>(Malformed::kMaxValue), [&] { return static_cast<int>(want.malformed); }));
         // The two kinds that rewrite shape entries need them to exist.
         size_t ndim = m.node(m.Slot(SlotKind::kTensor, op.src)).shape.size();
         if ((op.malformed == Malformed::kOverflow && ndim < 2) || (op.malformed == Malformed::kNegativeDim && ndim < 1))
@@ -221,13 +252,62 @@ Program Decode(const uint8_t* data, size_t size, const Peers& peers) {
         break;
       }
       default:
-        if (HasSource(op.kind)) op.src = PickSlot(fdp, m.Filled(SourceKind(op.kind)));
+        if (HasSource(op.kind)) op.src = pick_source(SourceKind(op.kind), want);
         break;
     }
     if (HasDest(op.kind)) op.dst = static_cast<uint8_t>(m.FreeSlot(DestKind(op.kind)));
     op.expect_error = m.Predict(op);
     m.Apply(op, op.expect_error);
-  });
+    if (src.encoding()) Track(op, i, slots);
+  }, target);
+}
+
+}  // namespace
+
+Program Decode(const uint8_t* data, size_t size, const Peers& peers) {
+  Source src(data, size);
+  return Run(src, peers, nullptr);
+}
+
+Program ToIds(const Program& program) {
+  Program out = program;
+  Slots slots;
+  for (size_t i = 0; i < program.size(); ++i) {
+    const Op& op = program[i];
+    const SlotKind from = op.kind == OpKind::kRead || op.kind == OpKind::kDrop ? op.slot_kind : SourceKind(op.kind);
+    if (HasSource(op.kind)) out[i].src = static_cast<uint8_t>(slots[static_cast<int>(from)].Maker(op.src));
+    if (HasDest(op.kind)) out[i].dst = static_cast<uint8_t>(i);
+    Track(op, i, slots);
+  }
+  return out;
+}
+
+bool SameOp(const Op& a, const Op& b) {
+  if (a.kind != b.kind || a.peer != b.peer) return false;
+  if (HasSource(a.kind) && a.src != b.src) return false;
+  switch (a.kind) {
+    case OpKind::kCreateTensor:
+    case OpKind::kCreateArray:
+      return a.dtype == b.dtype && a.shape == b.shape && a.layout == b.layout && a.seed == b.seed &&
+             a.readonly == b.readonly && a.flavor == b.flavor;
+    case OpKind::kExportArray: return a.via == b.via;
+    case OpKind::kImportFromArray:
+    case OpKind::kImportFromTensor: return a.contiguous == b.contiguous;
+    case OpKind::kRead:
+    case OpKind::kDrop: return a.slot_kind == b.slot_kind;
+    case OpKind::kMalformed:
+    case OpKind::kPeerMalformed: return a.malformed == b.malformed;
+    default: return true;
+  }
+}
+
+std::vector<uint8_t> Encode(const Program& target, const Peers& peers) {
+  Source src = Source::Encoder();
+  Run(src, peers, &target);
+  std::vector<uint8_t> bytes = src.Bytes();
+  programs::CheckRoundTrip(ToIds(Decode(bytes.data(), bytes.size(), peers)), target,
+                           [](const Op& a, const Op& b) { return SameOp(a, b); });
+  return bytes;
 }
 
 std::string_view FlavorName(Flavor f) { return kFlavorNames[static_cast<int>(f)]; }

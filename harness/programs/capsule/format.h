@@ -133,11 +133,26 @@ using Peers = std::vector<const PeerRules*>;
 Program Decode(const uint8_t* data, size_t size, const Peers& peers);
 inline Program Decode(const uint8_t* data, size_t size, const PeerRules& peer) { return Decode(data, size, Peers{&peer}); }
 
+// A program's id form, which the reducer edits (codec.h) and Encode takes: an op's `src` names the index of
+// the op that made the object it reads instead of its slot, and `dst` is the op's own index, so deleting
+// ops leaves the others meaning what they meant (a slot is the lowest free one of its kind, so slots move
+// when earlier objects go).
+Program ToIds(const Program& program);
+// Whether two ops in id form are the same op: every operand the bytes decide, not the predictions.
+bool SameOp(const Op& a, const Op& b);
+// Encoding: the input whose decoding for `peers`, in id form, is `target`; throws programs::Unencodable
+// naming the first op that cannot be written. The guards in force decide as they do when decoding.
+std::vector<uint8_t> Encode(const Program& target, const Peers& peers);
+
 // The slot kinds an op reads from and writes to (ops with one fixed kind of each).
 SlotKind SourceKind(OpKind kind);
 SlotKind DestKind(OpKind kind);
 bool HasSource(OpKind kind);
 bool HasDest(OpKind kind);
+
+// The ops' names as traces and a program's JSON (codec.h) write them, in OpKind order (a peer's op is
+// named "numpy-..." here; in programs with several peers a trace names the acting peer instead).
+extern const char* const kOpNames[static_cast<int>(OpKind::kMaxValue) + 1];
 
 // One line per op, e.g. `import-from-tensor t1 contiguous -> v0`.
 std::string_view FlavorName(Flavor f);

@@ -2,7 +2,8 @@
 // which says what is legal now and predicts each step's status.
 #include "harness/programs/graph/format.h"
 
-#include <fuzzer/FuzzedDataProvider.h>
+#include <map>
+#include <utility>
 
 #include "harness/programs/common/decode.h"
 #include "harness/programs/common/describe.h"
@@ -15,26 +16,54 @@ using alloc::DType;
 using alloc::Op;
 using programs::Pick;
 using programs::PickFrom;
+using programs::Source;
+using programs::Unencodable;
 
 constexpr float kParams[] = {0.5f, 2.0f, -1.0f, 0.25f};
 constexpr int64_t kMaxDim1Concat = 64;
 
-int PickInt(FuzzedDataProvider& fdp, size_t n) { return static_cast<int>(Pick(fdp, n)); }
+// Encoding: where the objects the target names by step (its id form, format.h) are now. Decoding: unused.
+struct Refs {
+  std::map<int, std::pair<int, int>> tensor;  // step that added it -> (graph, index)
+  std::map<int, int> graph;                   // step that sealed it -> graph
+
+  std::pair<int, int> Tensor(int step) const {
+    auto it = tensor.find(step);
+    if (it == tensor.end()) throw Unencodable("names tensor of step #" + std::to_string(step) + ", which adds none before it");
+    return it->second;
+  }
+  // The index of the tensor added by `step` in graph `gi`.
+  int TensorIn(int gi, int step) const {
+    auto [g, t] = Tensor(step);
+    if (g != gi) throw Unencodable("tensor of step #" + std::to_string(step) + " is in another graph");
+    return t;
+  }
+  int Graph(int step) const {
+    auto it = graph.find(step);
+    if (it == graph.end()) throw Unencodable("names the graph sealed by step #" + std::to_string(step) + ", which seals none before it");
+    return it->second;
+  }
+};
+
+int PickInt(Source& src, size_t n, int want_index) {
+  return static_cast<int>(Pick(src, n, [&] { return static_cast<size_t>(want_index); }));
+}
 
 // A byte whose bit 0 is a choice (exactly as FuzzedDataProvider::ConsumeBool reads it) and whose bits 1 and 2,
 // both set, mark the op for the CPU backend (TensorSpec::cpu; one op in four, in-place ops excepted: they
 // compute where their source's memory is). Before the mark existed these bits were read and ignored, so every
 // corpus file and reproducer keeps its meaning and gains the marks its bytes already held.
-bool ConsumeChoice(FuzzedDataProvider& fdp, bool* cpu) {
-  const uint8_t b = fdp.ConsumeIntegral<uint8_t>();
+template <typename Want>
+bool ConsumeChoice(Source& src, bool* cpu, Want&& want_choice, bool want_cpu) {
+  const uint8_t b = src.Full<uint8_t>([&] { return static_cast<uint8_t>((want_choice() ? 1 : 0) | (want_cpu ? 6 : 0)); });
   *cpu = (b & 6) == 6;
   return (b & 1) != 0;
 }
 
 // A sealed graph to mutate (the step's graph from now on), or -1 when the pick is frozen (other graphs
 // view it; it stays as it is) and the step became a Reserve of it instead.
-int PickMutable(FuzzedDataProvider& fdp, Model& m, Step& step) {
-  int gi = PickFrom(fdp, m.sealed());
+int PickMutable(Source& src, Model& m, Step& step, const Step& want, const Refs& refs) {
+  int gi = PickFrom(src, m.sealed(), [&] { return refs.Graph(want.graph); });
   if (m.g[gi].frozen) {
     m.FallBackToReserve(gi, step);
     return -1;
@@ -43,12 +72,13 @@ int PickMutable(FuzzedDataProvider& fdp, Model& m, Step& step) {
   return gi;
 }
 
-ModelTensor DecodeLeaf(FuzzedDataProvider& fdp) {
+ModelTensor DecodeLeaf(Source& src, const Step& want) {
+  const TensorSpec& w = want.tensor;
   ModelTensor mt;
-  mt.spec.type = fdp.ConsumeBool() ? DType::kF16 : DType::kF32;
-  mt.ne0 = mt.spec.ne[0] = fdp.ConsumeIntegralInRange<int64_t>(1, kMaxDim0);
-  mt.ne1 = mt.spec.ne[1] = fdp.ConsumeIntegralInRange<int64_t>(1, kMaxDim1);
-  uint8_t flags = fdp.ConsumeIntegral<uint8_t>();
+  mt.spec.type = src.Bool([&] { return w.type == DType::kF16; }) ? DType::kF16 : DType::kF32;
+  mt.ne0 = mt.spec.ne[0] = src.Int<int64_t>(1, kMaxDim0, [&] { return w.ne[0]; });
+  mt.ne1 = mt.spec.ne[1] = src.Int<int64_t>(1, kMaxDim1, [&] { return w.ne[1]; });
+  uint8_t flags = src.Full<uint8_t>([&] { return static_cast<uint8_t>((w.input ? 1 : 0) | (w.preallocated ? 6 : 0)); });
   mt.spec.input = flags & 1;
   mt.spec.preallocated = (flags & 6) == 6;  // one leaf in four brings its own memory
   mt.owned_root = !mt.spec.preallocated;
@@ -57,63 +87,69 @@ ModelTensor DecodeLeaf(FuzzedDataProvider& fdp) {
 }
 
 // A tensor of the open graph computed from earlier ones: unary, binary, copy, concat or view.
-void DecodeDerived(FuzzedDataProvider& fdp, Model& m, int open, Step& step) {
+void DecodeDerived(Source& src, Model& m, int open, Step& step, const Step& want, const Refs& refs) {
   const ModelGraph& og = m.g[open];
-  const int a = PickInt(fdp, og.t.size());
-  const ModelTensor src = og.t[a];
+  const TensorSpec& w = want.tensor;
+  const int a = PickInt(src, og.t.size(), src.encoding() ? refs.TensorIn(open, w.src[0]) : 0);
+  const ModelTensor source = og.t[a];
   switch (step.kind) {
     case StepKind::kCopy: {
-      ModelTensor mt = Derived(src, Op::kCopy, a);
-      mt.spec.type = ConsumeChoice(fdp, &mt.spec.cpu) ? DType::kF16 : DType::kF32;
+      ModelTensor mt = Derived(source, Op::kCopy, a);
+      mt.spec.type = ConsumeChoice(src, &mt.spec.cpu, [&] { return w.type == DType::kF16; }, w.cpu) ? DType::kF16 : DType::kF32;
       return m.AddTensor(open, step, mt);
     }
     case StepKind::kUnary: {
       bool cpu = false;
-      ModelTensor mt = Derived(src, ConsumeChoice(fdp, &cpu) ? Op::kScale : Op::kNeg, a);
+      ModelTensor mt = Derived(source, ConsumeChoice(src, &cpu, [&] { return w.op == Op::kScale; }, w.cpu) ? Op::kScale : Op::kNeg, a);
       mt.spec.cpu = cpu;
-      mt.spec.param = kParams[Pick(fdp, 4)];
+      mt.spec.param = kParams[Pick(src, 4, [&]() -> size_t {
+        if (w.op != Op::kScale) return 0;  // drawn for neg too, and never read
+        for (size_t i = 0; i < 4; ++i)
+          if (kParams[i] == w.param) return i;
+        throw Unencodable("scale factor " + std::to_string(w.param) + " is not one of the format's");
+      })];
       // In place only into memory the graph owns: writing into an external tensor is the caller's bug.
-      mt.spec.inplace = fdp.ConsumeBool() && src.owned_root;
+      mt.spec.inplace = src.Bool([&] { return w.inplace; }) && source.owned_root;
       mt.spec.cpu = mt.spec.cpu && !mt.spec.inplace;  // an in-place op computes where its memory is
       mt.owned_root = true;
       return m.AddTensor(open, step, mt);
     }
     case StepKind::kBinary: {
       std::vector<int> same = og.Where([&](const ModelTensor& t, int) {
-        return t.ne0 == src.ne0 && t.ne1 == src.ne1 && t.spec.type == src.spec.type;
+        return t.ne0 == source.ne0 && t.ne1 == source.ne1 && t.spec.type == source.spec.type;
       });
       bool cpu = false;
-      ModelTensor mt = Derived(src, ConsumeChoice(fdp, &cpu) ? Op::kAdd : Op::kMul, a);
+      ModelTensor mt = Derived(source, ConsumeChoice(src, &cpu, [&] { return w.op == Op::kAdd; }, w.cpu) ? Op::kAdd : Op::kMul, a);
       mt.spec.cpu = cpu;
-      mt.spec.src[1] = PickFrom(fdp, same);
-      mt.spec.inplace = fdp.ConsumeBool() && src.owned_root;
+      mt.spec.src[1] = PickFrom(src, same, [&] { return refs.TensorIn(open, w.src[1]); });
+      mt.spec.inplace = src.Bool([&] { return w.inplace; }) && source.owned_root;
       mt.spec.cpu = mt.spec.cpu && !mt.spec.inplace;  // an in-place op computes where its memory is
       return m.AddTensor(open, step, mt);
     }
     case StepKind::kConcat: {
       std::vector<int> fit = og.Where([&](const ModelTensor& t, int) {
-        return t.ne0 == src.ne0 && t.spec.type == src.spec.type && t.ne1 + src.ne1 <= kMaxDim1Concat;
+        return t.ne0 == source.ne0 && t.spec.type == source.spec.type && t.ne1 + source.ne1 <= kMaxDim1Concat;
       });
       if (fit.empty()) {  // nothing fits: a copy instead, so the step still adds a tensor
         step.kind = StepKind::kCopy;
-        return m.AddTensor(open, step, Derived(src, Op::kCopy, a));
+        return m.AddTensor(open, step, Derived(source, Op::kCopy, a));
       }
-      ModelTensor mt = Derived(src, Op::kConcat, a);
-      mt.spec.src[1] = PickFrom(fdp, fit);
-      mt.ne1 = mt.spec.ne[1] = src.ne1 + og.t[mt.spec.src[1]].ne1;
+      ModelTensor mt = Derived(source, Op::kConcat, a);
+      mt.spec.src[1] = PickFrom(src, fit, [&] { return refs.TensorIn(open, w.src[1]); });
+      mt.ne1 = mt.spec.ne[1] = source.ne1 + og.t[mt.spec.src[1]].ne1;
       return m.AddTensor(open, step, mt);
     }
     default: {  // kView
-      int64_t n = src.ne0 * src.ne1;
-      ModelTensor mt = Derived(src, Op::kReshape, a);
-      mt.owned_root = src.owned_root;
-      if (fdp.ConsumeBool()) {
+      int64_t n = source.ne0 * source.ne1;
+      ModelTensor mt = Derived(source, Op::kReshape, a);
+      mt.owned_root = source.owned_root;
+      if (src.Bool([&] { return w.op == Op::kReshape; })) {
         mt.ne0 = mt.spec.ne[0] = n;  // reshape to one dimension
         mt.ne1 = mt.spec.ne[1] = 1;
       } else {
         mt.spec.op = Op::kView;
-        int64_t k = fdp.ConsumeIntegralInRange<int64_t>(1, n);
-        mt.spec.view_offset = fdp.ConsumeIntegralInRange<int64_t>(0, n - k);
+        int64_t k = src.Int<int64_t>(1, n, [&] { return w.ne[0]; });
+        mt.spec.view_offset = src.Int<int64_t>(0, n - k, [&] { return w.view_offset; });
         mt.ne0 = mt.spec.ne[0] = k;
         mt.ne1 = mt.spec.ne[1] = 1;
       }
@@ -123,18 +159,18 @@ void DecodeDerived(FuzzedDataProvider& fdp, Model& m, int open, Step& step) {
 }
 
 // A leaf view of an output of a sealed graph (whisper's view of the conv result).
-void DecodeViewExternal(FuzzedDataProvider& fdp, Model& m, int open, Step& step) {
+void DecodeViewExternal(Source& src, Model& m, int open, Step& step, const Step& want, const Refs& refs) {
   std::vector<std::pair<int, int>> outs;
   for (int h : m.sealed()) {
     for (int t : m.g[h].Where([](const ModelTensor& x, int) { return x.spec.output; })) outs.emplace_back(h, t);
   }
-  auto [h, t] = PickFrom(fdp, outs);
+  auto [h, t] = PickFrom(src, outs, [&] { return refs.Tensor(want.tensor.external_tensor); });
   m.Freeze(h);
-  const ModelTensor& src = m.g[h].t[t];
+  const ModelTensor& source = m.g[h].t[t];
   ModelTensor mt;
-  mt.spec.type = src.spec.type;
-  mt.ne0 = mt.spec.ne[0] = src.ne0;
-  mt.ne1 = mt.spec.ne[1] = src.ne1;
+  mt.spec.type = source.spec.type;
+  mt.ne0 = mt.spec.ne[0] = source.ne0;
+  mt.ne1 = mt.spec.ne[1] = source.ne1;
   mt.spec.external_graph = h;
   mt.spec.external_tensor = t;
   mt.owned_root = false;
@@ -153,20 +189,20 @@ void DecodeSeal(Model& m, int open, Step& step) {
 }
 
 // Same counts, different edges: a node of sealed graph `gi` takes another source of its shape.
-void DecodeRewire(FuzzedDataProvider& fdp, Model& m, int gi, Step& step) {
+void DecodeRewire(Source& src, Model& m, int gi, Step& step, const Step& want, const Refs& refs) {
   ModelGraph& mg = m.g[gi];
   std::vector<int> nodes = mg.Where([](const ModelTensor& t, int) {
     return t.spec.src[0] >= 0 && t.spec.op != Op::kView && t.spec.op != Op::kReshape;
   });
   if (nodes.empty()) return m.FallBackToReserve(gi, step);  // only views: nothing to rewire
-  step.tensor_index = PickFrom(fdp, nodes);
+  step.tensor_index = PickFrom(src, nodes, [&] { return refs.TensorIn(gi, want.tensor_index); });
   ModelTensor& node = mg.t[step.tensor_index];
-  step.slot = node.spec.src[1] >= 0 ? PickInt(fdp, 2) : 0;
+  step.slot = node.spec.src[1] >= 0 ? PickInt(src, 2, want.slot) : 0;
   const ModelTensor& old = mg.t[node.spec.src[step.slot]];
   std::vector<int> same = mg.Where([&](const ModelTensor& t, int idx) {
     return idx != step.tensor_index && t.ne0 == old.ne0 && t.ne1 == old.ne1 && t.spec.type == old.spec.type;
   });
-  step.new_src = PickFrom(fdp, same);
+  step.new_src = PickFrom(src, same, [&] { return refs.TensorIn(gi, want.new_src); });
   if (node.spec.inplace && step.slot == 0) {
     step.expect = StatusCode::kInvalidArgument;  // an in-place result's first source is fixed
   } else if (mg.DependsOn(step.new_src, step.tensor_index)) {
@@ -184,10 +220,11 @@ void DecodeRewire(FuzzedDataProvider& fdp, Model& m, int gi, Step& step) {
 }
 
 // Sealed graph `gi` gains a node (the negation of one of its outputs), itself an output.
-void DecodeGrow(FuzzedDataProvider& fdp, Model& m, int gi, Step& step) {
+void DecodeGrow(Source& src, Model& m, int gi, Step& step, const Step& want, const Refs& refs) {
   ModelGraph& mg = m.g[gi];
   if (mg.t.size() >= static_cast<size_t>(kMaxTensorsPerGraph)) return m.FallBackToReserve(gi, step);  // full
-  int a = PickFrom(fdp, mg.Where([](const ModelTensor& t, int) { return t.spec.output; }));
+  int a = PickFrom(src, mg.Where([](const ModelTensor& t, int) { return t.spec.output; }),
+                   [&] { return refs.TensorIn(gi, want.tensor.src[0]); });
   ModelTensor mt = Derived(mg.t[a], Op::kNeg, a);
   mt.spec.output = true;
   m.AddTensor(gi, step, mt);
@@ -195,7 +232,7 @@ void DecodeGrow(FuzzedDataProvider& fdp, Model& m, int gi, Step& step) {
 }
 
 // A plain leaf of sealed graph `gi` gains or loses memory from outside.
-void DecodeTogglePrealloc(FuzzedDataProvider& fdp, Model& m, int gi, Step& step) {
+void DecodeTogglePrealloc(Source& src, Model& m, int gi, Step& step, const Step& want, const Refs& refs) {
   ModelGraph& mg = m.g[gi];
   // Plain leafs that no in-place op writes into, directly or through views.
   std::vector<int> leafs = mg.Where([&](const ModelTensor& t, int idx) {
@@ -212,25 +249,35 @@ void DecodeTogglePrealloc(FuzzedDataProvider& fdp, Model& m, int gi, Step& step)
     mg.t.back().spec.output = true;
     return;
   }
-  m.TogglePreallocated(gi, PickFrom(fdp, leafs), step);
+  m.TogglePreallocated(gi, PickFrom(src, leafs, [&] { return refs.TensorIn(gi, want.tensor_index); }), step);
 }
 
-}  // namespace
+int Log2(size_t v) {
+  int k = 0;
+  while ((size_t{1} << k) < v) ++k;
+  return k;
+}
 
-Program Decode(const uint8_t* data, size_t size, const AllocatorRules& rules) {
-  FuzzedDataProvider fdp(data, size);
+// Both directions: decoding when `target` is null, else encoding it (its id form) into `src`.
+Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
   Program p;
   Model m;
   m.rules = rules;
+  Refs refs;
   for (int k = 0; k < kAllocators; ++k) {
+    const AllocatorSpec* want = target ? &target->allocators[k] : nullptr;
     // One byte: bit 0 the buffer count (1 or 2), bits 1 and 2 the CPU threads (1 to 4). It reads the same byte
     // ConsumeIntegralInRange<int>(1, 2) read, and the same nothing once the bytes run out.
-    const uint8_t head = fdp.ConsumeIntegral<uint8_t>();
+    const uint8_t head = src.Full<uint8_t>([&] {
+      if (want->buffers.empty() || want->buffers.size() > 2) throw Unencodable("an allocator has 1 or 2 buffers");
+      if (want->cpu_threads < 1 || want->cpu_threads > kMaxCpuThreads) throw Unencodable("an allocator has 1 to 4 CPU threads");
+      return static_cast<uint8_t>((want->buffers.size() - 1) | ((want->cpu_threads - 1) << 1));
+    });
     const int n = 1 + (head & 1);
     p.allocators[k].cpu_threads = 1 + ((head >> 1) & 3);
     for (int b = 0; b < n; ++b) {
       alloc::BufferSpec spec;
-      spec.alignment = size_t{1} << fdp.ConsumeIntegralInRange<int>(0, kMaxAlignLog2);
+      spec.alignment = size_t{1} << src.Int<int>(0, kMaxAlignLog2, [&] { return Log2(want->buffers[b].alignment); });
       spec.max_size = size_t{1} << 22;  // never exhausted by a program (exhaustion: see tests/alloc/)
       p.allocators[k].buffers.push_back(spec);
     }
@@ -238,53 +285,170 @@ Program Decode(const uint8_t* data, size_t size, const AllocatorRules& rules) {
   }
   m.g.emplace_back();
 
-  p.steps = programs::DecodeOps<Step>(fdp, kMaxSteps, m, [&](Step& step) {
+  // Encoding: the kinds to draw. A mark of a sealed graph's tensor is what a toggle of a graph without a
+  // leaf to toggle becomes (DecodeTogglePrealloc), so it is drawn as that toggle.
+  std::vector<Step> draws;
+  if (target != nullptr) {
+    draws = target->steps;
+    for (size_t i = 0; i < draws.size(); ++i) {
+      Step& d = draws[i];
+      if (d.kind == StepKind::kMarkOutput && d.graph >= 0 && static_cast<size_t>(d.graph) < i)
+        d.kind = StepKind::kTogglePrealloc;
+    }
+  }
+  p.steps = programs::DecodeOps<Step>(src, kMaxSteps, m, [&](Step& step, const Step& want, size_t i) {
     const int open = m.open();
     switch (step.kind) {
-      case StepKind::kLeaf: m.AddTensor(open, step, DecodeLeaf(fdp)); break;
+      case StepKind::kLeaf: m.AddTensor(open, step, DecodeLeaf(src, want)); break;
       case StepKind::kUnary:
       case StepKind::kBinary:
       case StepKind::kCopy:
       case StepKind::kConcat:
-      case StepKind::kView: DecodeDerived(fdp, m, open, step); break;
-      case StepKind::kViewExternal: DecodeViewExternal(fdp, m, open, step); break;
+      case StepKind::kView: DecodeDerived(src, m, open, step, want, refs); break;
+      case StepKind::kViewExternal: DecodeViewExternal(src, m, open, step, want, refs); break;
       case StepKind::kMarkOutput:
         step.graph = open;
-        step.tensor_index = PickInt(fdp, m.g[open].t.size());
+        step.tensor_index = PickInt(src, m.g[open].t.size(), src.encoding() ? refs.TensorIn(open, want.tensor_index) : 0);
         m.g[open].t[step.tensor_index].spec.output = true;
         break;
       case StepKind::kSeal: DecodeSeal(m, open, step); break;
       case StepKind::kReserve:
       case StepKind::kAlloc: {
-        int gi = PickFrom(fdp, m.sealed());
-        int k = m.g[gi].allocator >= 0 ? m.g[gi].allocator : PickInt(fdp, kAllocators);
+        int gi = PickFrom(src, m.sealed(), [&] { return refs.Graph(want.graph); });
+        int k = m.g[gi].allocator >= 0 ? m.g[gi].allocator : PickInt(src, kAllocators, want.allocator);
         m.ReserveOrAlloc(gi, k, step);
         break;
       }
       case StepKind::kRewire:
       case StepKind::kGrow:
       case StepKind::kTogglePrealloc: {
-        const int gi = PickMutable(fdp, m, step);
+        const int gi = PickMutable(src, m, step, want, refs);
         if (gi < 0) break;
         if (step.kind == StepKind::kRewire) {
-          DecodeRewire(fdp, m, gi, step);
+          DecodeRewire(src, m, gi, step, want, refs);
         } else if (step.kind == StepKind::kGrow) {
-          DecodeGrow(fdp, m, gi, step);
+          DecodeGrow(src, m, gi, step, want, refs);
         } else {
-          DecodeTogglePrealloc(fdp, m, gi, step);
+          DecodeTogglePrealloc(src, m, gi, step, want, refs);
         }
         break;
       }
     }
-  });
+    if (!src.encoding()) return;
+    const int id = static_cast<int>(i);
+    if (AddsTensor(step.kind)) refs.tensor[id] = {step.graph, step.tensor_index};
+    if (step.kind == StepKind::kSeal) refs.graph[id] = step.graph;
+  }, target ? &draws : nullptr);
   return p;
+}
+
+}  // namespace
+
+bool AddsTensor(StepKind k) {
+  return k == StepKind::kGrow || (k >= StepKind::kLeaf && k <= StepKind::kViewExternal);
+}
+
+Program Decode(const uint8_t* data, size_t size, const AllocatorRules& rules) {
+  Source src(data, size);
+  return Run(src, rules, nullptr);
 }
 
 namespace {
 
-constexpr const char* kStepNames[] = {"leaf",   "unary",         "binary",      "copy",     "concat",
+bool SameAllocators(const Program& a, const Program& b) {
+  for (int k = 0; k < kAllocators; ++k) {
+    const AllocatorSpec& x = a.allocators[k];
+    const AllocatorSpec& y = b.allocators[k];
+    if (x.cpu_threads != y.cpu_threads || x.buffers.size() != y.buffers.size()) return false;
+    for (size_t i = 0; i < x.buffers.size(); ++i)
+      if (x.buffers[i].alignment != y.buffers[i].alignment) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Program ToIds(const Program& p) {
+  Program out = p;
+  std::map<std::pair<int, int>, int> adder;  // (graph, tensor) -> step
+  std::map<int, int> seal;                   // graph -> step
+  for (size_t i = 0; i < p.steps.size(); ++i)
+    if (p.steps[i].kind == StepKind::kSeal) seal[p.steps[i].graph] = static_cast<int>(i);
+  auto graph_id = [&](int g) { return seal.count(g) ? seal[g] : -1; };
+  auto tensor_id = [&](int g, int t) { return t < 0 ? -1 : adder.at({g, t}); };
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    const Step& s = p.steps[i];
+    Step& o = out.steps[i];
+    const int id = static_cast<int>(i);
+    o.graph = graph_id(s.graph);
+    switch (s.kind) {
+      case StepKind::kMarkOutput:
+      case StepKind::kTogglePrealloc: o.tensor_index = tensor_id(s.graph, s.tensor_index); break;
+      case StepKind::kSeal: o.tensor_index = tensor_id(s.graph, s.tensor_index); break;
+      case StepKind::kRewire:
+        o.tensor_index = tensor_id(s.graph, s.tensor_index);
+        o.new_src = tensor_id(s.graph, s.new_src);
+        break;
+      default: break;
+    }
+    if (AddsTensor(s.kind)) {
+      for (int j = 0; j < 2; ++j) o.tensor.src[j] = tensor_id(s.graph, s.tensor.src[j]);
+      if (s.tensor.external_graph >= 0) {
+        o.tensor.external_tensor = tensor_id(s.tensor.external_graph, s.tensor.external_tensor);
+        o.tensor.external_graph = graph_id(s.tensor.external_graph);
+      }
+      o.tensor_index = id;
+      adder[{s.graph, s.tensor_index}] = id;
+    }
+  }
+  return out;
+}
+
+bool SameStep(const Step& a, const Step& b) {
+  if (a.kind != b.kind || a.graph != b.graph) return false;
+  const TensorSpec& x = a.tensor;
+  const TensorSpec& y = b.tensor;
+  switch (a.kind) {
+    case StepKind::kLeaf:
+      return x.type == y.type && x.ne[0] == y.ne[0] && x.ne[1] == y.ne[1] && x.input == y.input &&
+             x.preallocated == y.preallocated;
+    case StepKind::kUnary:
+      return x.op == y.op && x.src[0] == y.src[0] && (x.op != Op::kScale || x.param == y.param) &&
+             x.inplace == y.inplace && x.cpu == y.cpu;
+    case StepKind::kBinary:
+      return x.op == y.op && x.src[0] == y.src[0] && x.src[1] == y.src[1] && x.inplace == y.inplace && x.cpu == y.cpu;
+    case StepKind::kCopy: return x.src[0] == y.src[0] && x.type == y.type && x.cpu == y.cpu;
+    case StepKind::kConcat: return x.src[0] == y.src[0] && x.src[1] == y.src[1];
+    case StepKind::kView:
+      return x.src[0] == y.src[0] && x.op == y.op &&
+             (x.op != Op::kView || (x.ne[0] == y.ne[0] && x.view_offset == y.view_offset));
+    case StepKind::kViewExternal: return x.external_tensor == y.external_tensor;
+    case StepKind::kGrow: return x.src[0] == y.src[0];
+    case StepKind::kMarkOutput:
+    case StepKind::kTogglePrealloc: return a.tensor_index == b.tensor_index;
+    case StepKind::kSeal: return true;
+    case StepKind::kReserve:
+    case StepKind::kAlloc: return a.allocator == b.allocator;
+    case StepKind::kRewire: return a.tensor_index == b.tensor_index && a.slot == b.slot && a.new_src == b.new_src;
+  }
+  return false;
+}
+
+std::vector<uint8_t> Encode(const Program& target, const AllocatorRules& rules) {
+  Source src = Source::Encoder();
+  Run(src, rules, &target);
+  std::vector<uint8_t> bytes = src.Bytes();
+  const Program back = ToIds(Decode(bytes.data(), bytes.size(), rules));
+  programs::CheckRoundTrip(back.steps, target.steps, SameStep);
+  if (!SameAllocators(back, target)) throw Unencodable("the allocators decode otherwise");
+  return bytes;
+}
+
+const char* const kStepNames[] = {"leaf",   "unary",         "binary",      "copy",     "concat",
                                       "view",   "view-external", "mark-output", "seal",     "reserve",
                                       "alloc+compute", "rewire", "grow",        "toggle-prealloc"};
+
+namespace {
 
 std::string TensorText(const TensorSpec& t) {
   std::string s = std::string(alloc::OpName(t.op)) + (t.type == DType::kF16 ? " f16" : " f32") + " [" +

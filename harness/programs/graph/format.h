@@ -110,6 +110,30 @@ struct AllocatorRules {
 
 Program Decode(const uint8_t* data, size_t size, const AllocatorRules& rules = {});
 
+// Whether a step of kind `k` adds a tensor (leaf .. view-external, grow).
+bool AddsTensor(StepKind k);
+
+// A program's id form, which the reducer edits (codec.h) and Encode takes: every operand that names a
+// tensor or a graph names the step that made it instead of giving its position, so deleting steps leaves
+// the others' operands meaning what they meant. A tensor is named by the step that added it, a graph by
+// the step that sealed it: `tensor.src`, `tensor.external_tensor`, `new_src` and a marked, rewired or
+// toggled `tensor_index` hold step indexes; so does `graph`, which build steps set to the seal of the
+// graph they build (-1 while it is open). A step that adds a tensor has its own index in `tensor_index`,
+// a seal in `graph`; a seal's `tensor_index` (the tensor it made the output) names its step too.
+Program ToIds(const Program& program);
+
+// Whether two steps in id form are the same step: every operand and choice the bytes decide; the model's
+// predictions and what it derives alone (a seal's output, a toggle's result) are not compared.
+bool SameStep(const Step& a, const Step& b);
+
+// Encoding: the input whose decoding, in id form, is `target` (a program in id form). Throws
+// programs::Unencodable naming the first op that cannot be written: one the model does not allow at that
+// point, an operand it does not offer, or an op the decoder would make into another.
+std::vector<uint8_t> Encode(const Program& target, const AllocatorRules& rules = {});
+
+// The steps' names as traces and a program's JSON (codec.h) write them, in StepKind order.
+extern const char* const kStepNames[static_cast<int>(StepKind::kMaxValue) + 1];
+
 // One line per step, e.g. `alloc+compute g0 with allocator 1`.
 std::string Describe(const Step& step);
 // The allocators, one line each, then "#i <step>" per step.

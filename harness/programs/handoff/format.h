@@ -55,6 +55,20 @@ using Program = std::vector<Op>;
 
 Program Decode(const uint8_t* data, size_t size);
 
+// A program's id form, which the reducer edits (codec.h) and Encode takes: a job op's `job` names the
+// index of the op that submitted the job instead of its id, so deleting ops leaves the others meaning what
+// they meant. Slots stay numbers: there are four, a bind takes the lowest free one as the API does, and a
+// submit may name a slot nothing bound.
+Program ToIds(const Program& program);
+// Whether two ops in id form are the same op: every operand the bytes decide, not the predictions.
+bool SameOp(const Op& a, const Op& b);
+// Encoding: the input whose decoding, in id form, is `target`; throws programs::Unencodable naming the
+// first op that cannot be written.
+std::vector<uint8_t> Encode(const Program& target);
+
+// The ops' names as traces and a program's JSON (codec.h) write them, in OpKind order.
+extern const char* const kOpNames[static_cast<int>(OpKind::kMaxValue) + 1];
+
 // One line per op, e.g. `submit-async slot=1 lang="de" (2 B, inline) audio=3 threads=2 -> job 1`.
 std::string Describe(const Op& op);
 // "#i <op>" per op.

@@ -61,7 +61,18 @@ struct EncoderOp {
 };
 using EncoderProgram = std::vector<EncoderOp>;
 
+// The ops' names as traces and a program's JSON (codec.h) write them, in kind order.
+extern const char* const kEncoderOpNames[static_cast<int>(EncoderOpKind::kMaxValue) + 1];
+
 EncoderProgram DecodeEncoder(const uint8_t* data, size_t size);
+// The id form (what the reducer edits, codec.h, and Encode takes): `context` names the index of the op that
+// created the context instead of its slot, so deleting ops leaves the others meaning what they meant.
+// Dispatch operands stay buffer numbers (the three buffers always exist).
+EncoderProgram ToIds(const EncoderProgram& program);
+bool SameOp(const EncoderOp& a, const EncoderOp& b);
+// Encoding: the input whose decoding, in id form, is `target`; throws programs::Unencodable naming the
+// first op that cannot be written.
+std::vector<uint8_t> Encode(const EncoderProgram& target);
 std::string Describe(const EncoderOp& op);
 std::string Describe(const EncoderProgram& program);
 
@@ -89,7 +100,14 @@ struct ReclaimOp {
 };
 using ReclaimProgram = std::vector<ReclaimOp>;
 
+extern const char* const kReclaimOpNames[static_cast<int>(ReclaimOpKind::kMaxValue) + 1];
+
 ReclaimProgram DecodeReclaim(const uint8_t* data, size_t size);
+// The id form: `slot` and a dispatch's operands name the index of the op that created the buffer instead of
+// its slot (a create names itself). Operands a kernel does not read are not compared.
+ReclaimProgram ToIds(const ReclaimProgram& program);
+bool SameOp(const ReclaimOp& a, const ReclaimOp& b);
+std::vector<uint8_t> Encode(const ReclaimProgram& target);
 std::string Describe(const ReclaimOp& op);
 std::string Describe(const ReclaimProgram& program);
 

@@ -61,10 +61,4 @@ class GgmlAdapter final : public GgmlGraphAdapter {
 
 std::unique_ptr<AllocatorAdapter> MakeGgmlAdapter() { return std::make_unique<GgmlAdapter>(); }
 
-AllocatorRules GgmlRules() {
-  AllocatorRules rules;
-  rules.refuses_f16_scale = GuardOn(Guard::kGgmlCpuScaleF16Unsupported);
-  return rules;
-}
-
 }  // namespace lifeline::graphs

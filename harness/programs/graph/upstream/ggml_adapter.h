@@ -29,13 +29,10 @@
 #include <memory>
 
 #include "harness/programs/graph/allocator.h"
+#include "harness/programs/graph/upstream/ggml_rules.h"  // GgmlRules: what the model knows of it
 
 namespace lifeline::graphs {
 
 std::unique_ptr<AllocatorAdapter> MakeGgmlAdapter();
-
-// What the model must know of the adapter (format.h): with guard ggml-cpu-scale-f16-unsupported on, a graph
-// holding a scale of a float16 tensor is refused.
-AllocatorRules GgmlRules();
 
 }  // namespace lifeline::graphs

@@ -408,11 +408,4 @@ class GgmlVulkanAdapter final : public GgmlGraphAdapter {
 
 std::unique_ptr<AllocatorAdapter> MakeGgmlVulkanAdapter() { return std::make_unique<GgmlVulkanAdapter>(); }
 
-AllocatorRules GgmlVulkanRules() {
-  AllocatorRules rules;
-  rules.refuses_f16_scale = true;  // ggml_backend_vk_device_supports_op: scale needs a contiguous f32 source
-  rules.splits_cpu_marks = true;
-  return rules;
-}
-
 }  // namespace lifeline::graphs

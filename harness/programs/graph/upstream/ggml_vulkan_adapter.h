@@ -28,12 +28,10 @@
 #include <memory>
 
 #include "harness/programs/graph/allocator.h"
+#include "harness/programs/graph/upstream/ggml_rules.h"  // GgmlVulkanRules: what the model knows of it
 
 namespace lifeline::graphs {
 
 std::unique_ptr<AllocatorAdapter> MakeGgmlVulkanAdapter();
-
-// What the model must know of the adapter (format.h): ggml-vulkan computes scale only on float32.
-AllocatorRules GgmlVulkanRules();
 
 }  // namespace lifeline::graphs

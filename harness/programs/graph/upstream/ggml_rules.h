@@ -1,0 +1,17 @@
+// What the graph programs' model must know of the ggml adapters (format.h, AllocatorRules), apart from the
+// adapters themselves: the decoder needs it, and so do the codec and its tests, which link no ggml.
+#pragma once
+
+#include "harness/programs/graph/format.h"
+
+namespace lifeline::graphs {
+
+// ggml's CPU backend (ggml_adapter.h): with guard ggml-cpu-scale-f16-unsupported on, a graph holding a
+// scale of a float16 tensor is refused.
+AllocatorRules GgmlRules();
+
+// ggml-vulkan (ggml_vulkan_adapter.h): it computes scale only on float32, and ops marked for the CPU split
+// the graph between ggml-vulkan and the CPU backend.
+AllocatorRules GgmlVulkanRules();
+
+}  // namespace lifeline::graphs

@@ -1,24 +1,35 @@
-"""`lifeline export <bug-id> [--out DIR]`: an upstream-open finding as what one attaches to an upstream issue.
+"""`lifeline export <bug-id> [--out DIR] [--configs]`: an upstream finding as what one attaches to an upstream
+issue.
 
-For each reproducer input of repro/<bug-id>/bug.json, the target's exporter (a program built with the
-target, e.g. ggml_graph_topology_export) turns the decoded op program into one standalone source file that
-uses only the upstream project's public API (for ggml_graph_topology: a C file on ggml.h, ggml-alloc.h,
-ggml-backend.h and ggml-cpu.h), and `report.md` beside them says what the finding is (title, mechanism from
-bug.json's notes), what is expected and what happens instead, the stack, and how to build and run each file.
+For each reproducer input of repro/<bug-id>/bug.json, the target decodes the input into its program
+(`<target> --program decode`, run as the reproducer's pinned check runs it: the finding's guard off), and the
+target's exporter (cli/lifeline/exporters/) writes that program as one short standalone file in upstream's own
+terms, on upstream's public API only: C on ggml for ggml_graph_topology (CPU backend) and
+ggml_vulkan_graph_topology (ggml-vulkan, ggml_backend_sched), Python on PyTorch and NumPy for
+torch_capsule_lifecycle. Inputs are reduced programs (`lifeline reduce`), so the files are short; the file
+prints the contract it shows broken and what it expects, and fails while the bug is there. `report.md` beside
+them is the report in a maintainer's form (see _report): title in upstream's words, the version upstream can
+check out, the configurations affected, the contract, expected vs actual, the short stack, the fix direction
+where the mechanism makes it plain, prior art, and the first bad commit when `lifeline bisect` found it.
 
-EXPORTERS maps a target to its exporter: the binary, the lane that builds it (and whose ctest compiles,
-runs and checks every exported file: `repro.<id>.<lane>.export`, cmake/LifelineExports.cmake), the
-language and file extension, and how an exported file is built and run. A target without an entry has no
-exporter; a later upstream target adds one (a DLPack target on PyTorch would export Python: extension
-"py", no build step, run with `python3 {file}`).
+bug.json's "report" object holds the words: "title", "contract", "expected", "actual", "fix", "check" (what
+the C exporter adds to show the contract: supports-op, fresh-gallocr), and "configurations" (measured by
+--configs: each C file built against ggml with asserts and with -DNDEBUG, with and without OpenMP, and what each
+gave), each optional. "status" and "upstream" say where upstream stands (repro.py).
+
+EXPORTERS maps a target to its exporter: the language and file extension, what the file runs on, the version
+line, how to build and run a file. ctest builds and checks every export in the asan lane
+(cmake/LifelineExports.cmake: `repro.<id>.asan.export`): each must fail with its signature (bug.json's
+per-reproducer "export" signature, else its asan one; a Python export with its AssertionError).
 
 Internal verbs (not in --help), run by the build and by ctest:
-  lifeline export-plan --lane L [--repro-root DIR]   one line per exportable bug: export|<id>|<target>|
-                                                      <exporter binary>|<input>,<input>,...
+  lifeline export-plan --lane L [--repro-root DIR]   one line per exportable finding:
+                                                      export|<id>|<target>|<extension>|<input>,<input>,...
+  lifeline export-source --repro-dir D --input NAME --out FILE [--lane L]
+                                                      writes one exported file (the build's custom command)
   lifeline export-check --repro-dir D --lane L --exe-dir E
-                                                      each reproducer's exported program (E/<input>) must fail
-                                                      with its signature: bug.json's per-reproducer "export"
-                                                      signature, else its `L` expectation
+                                                      each reproducer's exported program (E/<input>, or
+                                                      E/<input>.py) fails with its signature
 """
 from __future__ import annotations
 
@@ -28,76 +39,95 @@ import re
 import shlex
 import shutil
 import subprocess
-from dataclasses import dataclass
+import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 from . import crash as crashmod
 from . import repro
-from .bugs import BUG_ID
+from .bugs import BUG_ID, switch_env
+from .exporters import ggml_c
 from .paths import LANES, ROOT
 from .usage import UsageError
 
-RUN_TIMEOUT_S = 120
+RUN_TIMEOUT_S = 300
 PLAIN_NAME = re.compile(r"[A-Za-z0-9._-]+")
 UBSAN_UPSTREAM_SUPP = ROOT / "core" / "suppressions" / "ubsan-upstream.supp"
+GGML_VERSION = ("ggml-org/llama.cpp at \"llama.cpp : bump version to 0.5.0 (#29333)\" (tag v0.5.0), whose ggml/ is "
+                "ggml 0.25.1; lifeline takes it from npm node-llama-cpp@3.22.1 (its git bundle, head de3ff815)")
+# Statuses whose findings are exported: a finding the pinned upstream has, reported or not, fixed since or not
+# (an export of a fixed one shows a maintainer's newer version passing).
+EXPORTED_STATUSES = ("upstream-open", "upstream-reported", "upstream-fixed")
+
+
+def _torch_generate(program: dict, finding: dict) -> str:
+    from .exporters import torch_py  # imports nothing heavy; kept apart so that a C export never needs it
+    return torch_py.generate(program, finding)
 
 
 @dataclass(frozen=True)
 class Exporter:
-    target: str      # the fuzz target whose inputs it exports
-    binary: str      # the exporter, build/<lane>/exporters/<binary>: `<binary> --label TEXT -- INPUT OUTPUT`
-    lane: str        # the lane that builds it and checks what it writes
-    language: str    # of the exported files
-    extension: str   # of the exported files
-    upstream: str    # what the exported file runs on, in words
-    build: str       # how to build an exported file ({file}, {exe}, {include}, {libdir}); "" when nothing to build
-    run: str         # how to run it ({exe}, {file}, {env}: the variables of run_env that differ from a plain run)
+    target: str       # the fuzz target whose inputs it exports
+    language: str     # of the exported files
+    extension: str
+    upstream: str     # what the exported file runs on, in words
+    version: str      # the version upstream can check out
+    generate: Callable[[dict, dict], str]
+    extra: dict = field(default_factory=dict)  # added to the finding generate() gets
+    build: str = ""   # how to build a file ({file}, {exe}, {include}, {libdir}, {cflags}); "" when nothing to build
+    run: str = "{env} {exe}"  # how to run it ({exe}, {file}, {env})
+    lane: str = "asan"  # the lane that builds the target and checks the exports
 
 
+_C_BUILD = ("clang -std=c11 -g -O1 -fsanitize=address,undefined {cflags} -c {file} -I{include} -o repro.o\n"
+            "clang++ -fsanitize=address,undefined repro.o -L{libdir} {libs} -lm -lpthread -o {exe}")
 EXPORTERS = {
     "ggml_graph_topology": Exporter(
-        target="ggml_graph_topology", binary="ggml_graph_topology_export", lane="asan", language="C",
-        extension="c",
-        upstream="ggml (the pinned ggml 0.25.1 of scripts/fetch-ggml.sh), CPU backend",
-        build="clang -std=c11 -g -O1 -fsanitize=address,undefined -c {file} -I{include} -o repro.o\n"
-              "clang++ -fsanitize=address,undefined repro.o -L{libdir} -lggml -lggml-cpu -lggml-base -lm -lpthread "
-              "-o {exe}",
+        target="ggml_graph_topology", language="C", extension="c", upstream="ggml's CPU backend",
+        version=GGML_VERSION, generate=ggml_c.generate, extra={"backend": "cpu"},
+        build=_C_BUILD.replace("{libs}", "-lggml -lggml-cpu -lggml-base")),
+    "ggml_vulkan_graph_topology": Exporter(
+        target="ggml_vulkan_graph_topology", language="C", extension="c",
+        upstream="ggml-vulkan (lavapipe here) and ggml_backend_sched over ggml-vulkan and the CPU backend",
+        version=GGML_VERSION, generate=ggml_c.generate, extra={"backend": "vulkan"},
+        build=_C_BUILD.replace("{libs}", "-lggml -lggml-vulkan -lggml-cpu -lggml-base -lvulkan -lstdc++"),
         run="{env} {exe}"),
+    "torch_capsule_lifecycle": Exporter(
+        target="torch_capsule_lifecycle", language="Python", extension="py", upstream="PyTorch and NumPy",
+        version="PyTorch 1.13.1 (Debian 12 python3-torch 1.13.1+dfsg-4) with NumPy 1.24.2 (python3-numpy)",
+        generate=_torch_generate, run="python3 {file}"),
 }
 
 
-def exporter_binary(exporter: Exporter) -> Path:
-    return ROOT / "build" / exporter.lane / "exporters" / exporter.binary
-
-
-def build_command(exporter: Exporter) -> str:
-    return f"cmake --preset {exporter.lane} && cmake --build build/{exporter.lane} --target {exporter.binary}"
-
-
-def run_env(rep: repro.Reproducer) -> dict:
+def run_env(rep: repro.Reproducer, exporter: Optional[Exporter] = None) -> dict:
     """The environment an exported program runs in: sanitizer reports with stacks (a SIGABRT from assert()
-    or GGML_ABORT included: handle_abort=1), findings fatal, ggml's gdb backtrace off, and UBSan's
-    suppressions of known upstream-open findings (ggml_graph_nbytes, which every graph build hits); the
-    reproducer's `env` goes on top, a *_OPTIONS value appended so that its flags win."""
+    or GGML_ABORT included: handle_abort=1), findings fatal, ggml's gdb backtrace off, UBSan's suppression of
+    the ggml_graph_nbytes report every graph build gives (finding ggml-graph-nbytes-null-offset), and
+    ggml-vulkan shown the CPU device lavapipe is; the reproducer's sanitizer options go on top (appended, so
+    that they win). The harness's own variables (LIFELINE_*) never reach an exported program."""
     sym = shutil.which("llvm-symbolizer-14") or shutil.which("llvm-symbolizer")
     asan = "handle_abort=1:detect_stack_use_after_return=1:detect_leaks=1:halt_on_error=1"
     if sym:
         asan += f":external_symbolizer_path={_option_value(sym)}"
     ubsan = f"halt_on_error=1:print_stacktrace=1:suppressions={_option_value(str(UBSAN_UPSTREAM_SUPP))}"
-    env = dict(os.environ, ASAN_OPTIONS=asan, UBSAN_OPTIONS=ubsan, GGML_NO_BACKTRACE="1")
-    env.pop("LIFELINE_REINTRODUCE", None)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LIFELINE_")}
+    env.update(ASAN_OPTIONS=asan, UBSAN_OPTIONS=ubsan, GGML_NO_BACKTRACE="1")
+    if exporter is not None and exporter.extra.get("backend") == "vulkan":
+        env.setdefault("GGML_VK_VISIBLE_DEVICES", "0")
     for key, value in rep.env.items():
-        env[key] = env[key] + ":" + value if key.endswith("SAN_OPTIONS") and key in env else value
+        if key.endswith("SAN_OPTIONS"):
+            env[key] = env[key] + ":" + value if key in env else value
     return env
 
 
-def shown_env(rep: repro.Reproducer) -> str:
-    """run_env's own variables as a shell prefix, for report.md, then the reproducer's other `env` variables,
-    which the exported program reads too (e.g. LIFELINE_GGML_POOL_COMPUTES)."""
-    env = run_env(rep)
-    own = ("ASAN_OPTIONS", "UBSAN_OPTIONS", "GGML_NO_BACKTRACE")
-    keys = list(own) + sorted(k for k in rep.env if k not in own)
+def shown_env(rep: repro.Reproducer, exporter: Exporter) -> str:
+    """run_env's own variables as a shell prefix, for report.md."""
+    if exporter.language != "C":
+        return ""
+    env = run_env(rep, exporter)
+    keys = ["ASAN_OPTIONS", "UBSAN_OPTIONS", "GGML_NO_BACKTRACE"] + (
+        ["GGML_VK_VISIBLE_DEVICES"] if "GGML_VK_VISIBLE_DEVICES" in env and exporter.extra.get("backend") else [])
     return " ".join(shlex.quote(f"{k}={env[k]}") for k in keys)
 
 
@@ -113,29 +143,86 @@ def signature_for(rep: repro.Reproducer, lane: str) -> Optional[dict]:
     return rep.expect.get(lane)
 
 
-def _run(cmd: list, env: Optional[dict] = None) -> tuple[int, str]:
+def _run(cmd: list, env: Optional[dict] = None, cwd=None) -> tuple[int, str]:
     try:
         proc = subprocess.run([str(c) for c in cmd], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              timeout=RUN_TIMEOUT_S)
+                              timeout=RUN_TIMEOUT_S, cwd=cwd)
     except subprocess.TimeoutExpired as e:
         return -1, (e.stdout or b"").decode("utf-8", "replace") + f"\n[timed out after {RUN_TIMEOUT_S} s]\n"
     return proc.returncode, proc.stdout.decode("utf-8", "replace")
 
 
-# ---- lifeline export -------------------------------------------------------------------------------
+def bug_json(bug: repro.Bug) -> dict:
+    """bug.json as JSON (its notes, report and references, which repro.load does not keep)."""
+    try:
+        doc = json.loads((bug.path / "bug.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
 
-def _load_bug(bug_id: str, repro_root: Path) -> repro.Bug:
-    open_ids = sorted(d.name for d in repro.folders(repro_root) if _status(d) == "upstream-open")
-    known = "; upstream-open bugs: " + ", ".join(open_ids) if open_ids else ""
+
+# ---- one exported file ------------------------------------------------------------------------------
+
+def program_of(bug: repro.Bug, rep: repro.Reproducer, lane: str = "asan") -> dict:
+    """The reproducer's program, decoded by the target as its pinned check runs it (the finding's guard off)."""
+    binary = ROOT / "build" / lane / "targets" / bug.target
+    if not binary.is_file():
+        raise UsageError(f"lifeline export: {binary} is not built; build it with `cmake --preset {lane} && "
+                         f"cmake --build build/{lane} --target {bug.target}`")
+    env = switch_env(None, unguard=bug.guard, **rep.env)
+    rc, out = _run([binary, "--program", "decode", rep.input.resolve()], env=env)
+    if rc != 0:
+        raise UsageError(f"lifeline export: {binary.name} could not decode {rep.input} (exit {rc}): "
+                         f"{out.strip().splitlines()[-1:] or ''}")
+    try:
+        return json.loads(out)
+    except ValueError:
+        raise UsageError(f"lifeline export: {binary.name} --program decode printed no program for {rep.input}")
+
+
+def finding_of(bug: repro.Bug, rep: repro.Reproducer, exporter: Exporter) -> dict:
+    doc = bug_json(bug)
+    report = dict(doc.get("report") or {})
+    computes = rep.env.get("LIFELINE_GGML_POOL_COMPUTES")
+    if computes:  # the harness ages its thread pools by this many computes (ggml_host.cc): the export does it itself
+        report.setdefault("check", "pool-computes")
+        report["pool_computes"] = int(computes)
+    return dict(exporter.extra, id=bug.id, title=bug.title, report=report, status=bug.status, input=rep.input.name)
+
+
+def source_of(bug: repro.Bug, rep: repro.Reproducer, exporter: Exporter, lane: str = "asan") -> str:
+    program = program_of(bug, rep, lane)
+    try:
+        return exporter.generate(program, finding_of(bug, rep, exporter))
+    except ValueError as e:
+        raise UsageError(f"lifeline export: {rep.input.name} of {bug.id}: the exporter cannot write its program: {e}")
+
+
+def code_lines(text: str, language: str) -> int:
+    if language == "C":
+        return ggml_c.code_lines(text)
+    return sum(1 for line in text.splitlines() if line.strip() and not line.strip().startswith("#"))
+
+
+# ---- lifeline export --------------------------------------------------------------------------------
+
+def _load_bug(bug_id: str, repro_root: Path, verb: str = "export") -> repro.Bug:
+    exported = sorted(d.name for d in repro.folders(repro_root) if _status(d) in EXPORTED_STATUSES)
+    known = "; findings it exports: " + ", ".join(exported) if exported else ""
     if not BUG_ID.fullmatch(bug_id) or not (repro_root / bug_id).is_dir():
-        raise UsageError(f"lifeline export: unknown bug id '{bug_id}' (no folder {repro_root / bug_id}){known}")
+        raise UsageError(f"lifeline {verb}: unknown bug id '{bug_id}' (no folder {repro_root / bug_id}){known}")
     try:
         bug = repro.load(repro_root / bug_id)
     except repro.BugJsonError as e:
-        raise UsageError(f"lifeline export: {e}")
-    if bug.status != "upstream-open":
-        raise UsageError(f"lifeline export: bug '{bug_id}' has status '{bug.status}': it is modelled in lifeline's "
-                         f"own code, so there is nothing to report upstream; export takes upstream-open findings{known}")
+        raise UsageError(f"lifeline {verb}: {e}")
+    if bug.status not in EXPORTED_STATUSES:
+        why = {"fixed": "it is modelled in lifeline's own code, so there is nothing to report upstream",
+               "not-a-bug": "it was found not to be a bug (bug.json says why)"}.get(bug.status, "")
+        raise UsageError(f"lifeline {verb}: bug '{bug_id}' has status '{bug.status}': {why}; export takes findings "
+                         f"the pinned upstream has{known}")
+    if not bug.reproducers:
+        raise UsageError(f"lifeline {verb}: bug '{bug_id}' has no reproducers of its own (upstream fixed it before the "
+                         f"pinned version; its upstream variant re-introduces it){known}")
     return bug
 
 
@@ -159,92 +246,129 @@ def _out_dir(out: str) -> Path:
     return p
 
 
-def _stack_excerpt(text: str, limit: int = 30) -> str:
-    """The report's lines: from a little above the first sanitizer, assert or abort line to the end of its
-    first stack (the allocation stack and shadow bytes of an ASan report are left out)."""
+def _stack_excerpt(text: str, limit: int = 14) -> str:
+    """The report's lines: from a little above the first sanitizer, assert, abort or traceback line to the end
+    of its first stack (the allocation stack and shadow bytes of an ASan report are left out), frames of the
+    sanitizers' and libc's abort machinery dropped."""
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines)
                   if "ERROR: AddressSanitizer" in line or "runtime error:" in line or "Assertion `" in line
-                  or "GGML_ASSERT(" in line or "==lifeline==" in line), None)
+                  or "GGML_ASSERT(" in line or "fatal error" in line or line.startswith("Traceback")), None)
     if start is None:
         return "\n".join(lines[-limit:])
-    start = max(0, start - 2)
-    end, seen_frame = start, False
-    for i in range(start, len(lines)):
-        is_frame = re.match(r"\s*#\d+ ", lines[i]) is not None
-        if seen_frame and not is_frame:
+    out, seen_frame = [], False
+    for line in lines[start:]:
+        is_frame = re.match(r"\s*#\d+ ", line) is not None
+        if seen_frame and not is_frame and not line.startswith("  File") and not line.startswith("    "):
             break
         seen_frame = seen_frame or is_frame
-        end = i
-    return "\n".join(lines[start:min(end + 1, start + limit)])
+        if is_frame and re.search(r" in (__pthread_kill|raise|abort|__assert_fail|ggml_abort|__interceptor_|_start|"
+                                  r"__libc_start)", line):
+            continue
+        out.append(re.sub(r" \(BuildId: [0-9a-f]+\)", "", line))
+        if len(out) >= limit:
+            break
+    return "\n".join(out)
 
 
-def _observe(bug: repro.Bug, rep: repro.Reproducer, exporter: Exporter, text: str) -> tuple[str, str, Optional[crashmod.Crash]]:
-    """(where the stack comes from, the run's output, its parsed report): the exported program as the lane built
-    it when it was built from the same text, else lifeline's own reproducer run, else nothing."""
-    built = ROOT / "build" / exporter.lane / "exports" / bug.id / rep.input.name
-    source = built.parent / f"{rep.input.name}.{exporter.extension}"
-    if built.is_file() and source.is_file() and source.read_text(errors="replace") == text:
-        rc, out = _run([built], env=run_env(rep))
-        return f"the exported program, as built by the {exporter.lane} lane ({built})", out, crashmod.parse(out)
-    target = ROOT / "build" / exporter.lane / "targets" / bug.target
-    if target.is_file():
-        rc, out = repro.run_input(str(target), rep.input, [], None, rep.env)
-        return (f"lifeline's reproducer run ({target.relative_to(ROOT)} {rep.input.relative_to(ROOT)}); the "
-                f"exported program is not built (`cmake --build build/{exporter.lane}` builds it)"), out, crashmod.parse(out)
-    return "", "", None
+def _exe_of(bug: repro.Bug, rep: repro.Reproducer, exporter: Exporter, lane: str) -> Path:
+    d = ROOT / "build" / lane / "exports" / bug.id
+    return d / (rep.input.name + (".py" if exporter.language == "Python" else ""))
+
+
+def _observe(bug: repro.Bug, rep: repro.Reproducer, exporter: Exporter, text: str) -> tuple[str, str, Optional[crashmod.Crash], int]:
+    """(where the output comes from, the output, its parsed report, exit status): the exported program as the
+    lane built it, when it was built from the same text; a Python export is run as it is."""
+    if exporter.language == "Python":
+        with tempfile.TemporaryDirectory() as tmp:
+            f = Path(tmp) / (rep.input.name + ".py")
+            f.write_text(text)
+            rc, out = _run(["/usr/bin/python3", f], env=run_env(rep, exporter))
+        return "the exported script on this machine", out, crashmod.parse(out), rc
+    exe = _exe_of(bug, rep, exporter, exporter.lane)
+    source = exe.parent / f"{rep.input.name}.{exporter.extension}"
+    if exe.is_file() and source.is_file() and source.read_text(errors="replace") == text:
+        rc, out = _run([exe], env=run_env(rep, exporter))
+        return f"the exported program as the {exporter.lane} lane built it", out, crashmod.parse(out), rc
+    return "", "", None, 0
+
+
+def _section(title: str, body) -> list:
+    body = [body] if isinstance(body, str) else list(body)
+    return [f"## {title}", ""] + body + [""]
 
 
 def _report(bug: repro.Bug, exporter: Exporter, rows: list) -> str:
     doc = bug_json(bug)
-    include = ROOT / "build" / "upstream" / "llama.cpp" / "ggml" / "include"
-    libdir = ROOT / "build" / exporter.lane / "ggml" / "src"
-    md = [f"# {bug.title}", "",
-          f"Finding `{bug.id}` of lifeline's fuzz target `{bug.target}` on {exporter.upstream}; "
-          f"{len(rows)} standalone {exporter.language} reproducer(s) beside this file, generated from the "
-          "minimized inputs. They use only the upstream project's public API and no lifeline code.", ""]
-    refs = doc.get("upstream") or []
-    if refs:
-        md += ["Where: " + "; ".join(refs), ""]
-    md += ["## Mechanism", "", doc.get("notes") or "(bug.json has no notes)", ""]
-    for rep, name, source, out, found in rows:
+    r = doc.get("report") or {}
+    md = [f"# {r.get('title') or bug.title}", ""]
+    md += [f"- **Version**: {exporter.version}.",
+           f"- **Affects**: {exporter.upstream}" + (f"; {r['affects']}" if r.get("affects") else "") + ".",
+           f"- **Status here**: `{bug.status}`" + (f" ({doc['status_notes']})" if doc.get("status_notes") else "") + ".",
+           f"- **Found by**: lifeline's fuzz target `{bug.target}` (finding `{bug.id}`)."]
+    intro = doc.get("introduced_by")
+    if isinstance(intro, dict) and intro.get("commit"):
+        md.append(f"- **First bad commit** (`lifeline bisect`, {intro.get('repo', 'upstream')}): {intro['commit'][:12]} "
+                  f"\"{intro.get('subject', '')}\" ({intro.get('date', '')}).")
+    md.append("")
+    if r.get("contract"):
+        md += _section("The contract", f"> {r['contract']}")
+    md += _section("What happens", doc.get("notes") or "(bug.json has no notes)")
+    configs = r.get("configurations")
+    if isinstance(configs, list) and configs:
+        md += ["## Configurations", "", "| ggml build | what the reproducer gives |", "|---|---|"]
+        md += [f"| {c.get('build', '')} | {c.get('result', '')} |" for c in configs if isinstance(c, dict)]
+        md += [""] + ([r["configurations_notes"], ""] if r.get("configurations_notes") else [])
+    for rep, name, text, source, out, found, rc in rows:
         sig = signature_for(rep, exporter.lane)
-        md += [f"## `{name}`", ""]
-        program = next((r.get("program") for r in doc.get("reproducers", []) if r.get("input") == rep.input.name), None)
-        if program:
-            md += [f"Program: {program}", ""]
-        md += ["Expected: the program runs to its end and prints \"the program ran to its end\" (every "
-               "placement valid, every output equal to the same graph placed by a fresh allocator).", ""]
-        if sig:
-            what = f"`{sig['type']}`" + (f" in `{sig['frame']}`" if sig.get("frame") else "")
-            what += f" (\"{sig['message']}\")" if sig.get("message") else ""
-            md += [f"Actual: it fails with {what}.", ""]
+        md += [f"## Reproducer `{name}` ({code_lines(text, exporter.language)} lines of code)", "", "```"
+               + ("c" if exporter.language == "C" else "python"), text.rstrip(), "```", ""]
+        if r.get("expected"):
+            md += [f"Expected: {r['expected']}", ""]
         if found is not None:
-            md += [f"Stack, from {source}: `{found.signature}`", "", "```", _stack_excerpt(out), "```", ""]
-        else:
-            md += ["Stack: none recorded (neither the exported program nor the lifeline target is built).", ""]
-        exe = Path(name).stem
+            md += [f"Actual ({source}): `{found.signature}`", "", "```", _stack_excerpt(out), "```", ""]
+        elif exporter.language == "Python" and "AssertionError" in out:
+            md += [f"Actual ({source}):", "", "```", _stack_excerpt(out), "```", ""]
+        elif sig:
+            md += [f"Actual: fails with `{sig['type']}`" + (f" in `{sig['frame']}`" if sig.get("frame") else "")
+                   + " (not run here: the exported program is not built).", ""]
         q = shlex.quote
-        md += ["Build and run (against the pinned ggml as lifeline's asan lane builds it; with any other ggml "
-               "build, point -I and -L at it):", "", "```sh",
-               exporter.build.format(file=q(name), exe=q(exe), include=q(str(include)), libdir=q(str(libdir))),
-               exporter.run.format(file=q(name), exe=q("./" + exe), env=shown_env(rep)), "```", "",
-               "(`handle_abort=1` gives an assert() or GGML_ABORT a sanitizer stack; GGML_NO_BACKTRACE skips "
-               "ggml's gdb backtrace; the UBSan suppression file names ggml_graph_nbytes, whose report on every "
-               "graph build is finding ggml-graph-nbytes-null-offset"
-               + (", and this reproducer's own options come after it"
-                  if any(k.endswith("SAN_OPTIONS") for k in rep.env) else "") + ".)", ""]
-    md += ["Generated by `lifeline export " + bug.id + "` from `repro/" + bug.id + "/`."]
+        if exporter.language == "C":
+            include = ROOT / "build" / "upstream" / "llama.cpp" / "ggml" / "include"
+            libdir = ROOT / "build" / exporter.lane / "ggml" / "src"
+            exe = Path(name).stem
+            md += ["Build and run (against ggml built with `-fsanitize=address,undefined`; lifeline's asan lane builds "
+                   "it so: point -I and -L at any other ggml build):", "", "```sh",
+                   exporter.build.format(file=q(name), exe=q(exe), include=q(str(include)), libdir=q(str(libdir)),
+                                         cflags="-UNDEBUG"),
+                   exporter.run.format(file=q(name), exe=q("./" + exe), env=shown_env(rep, exporter)).strip(), "```",
+                   "", "(`handle_abort=1` gives an assert() or GGML_ABORT a sanitizer stack; the UBSan suppression file "
+                   "holds `pointer-overflow:ggml_graph_nbytes`, a report every graph build gives otherwise.)", ""]
+        else:
+            md += ["Run: `python3 " + q(name) + "` (exits 0 once fixed).", ""]
+    if r.get("fix"):
+        md += _section("Fix direction", r["fix"])
+    refs = [x for x in (doc.get("upstream") or []) if isinstance(x, str)]
+    if refs:
+        md += _section("Prior art and references", [f"- {x}" for x in refs])
+    md += [f"Generated by `lifeline export {bug.id}` from `repro/{bug.id}/`."]
     return "\n".join(md) + "\n"
 
 
-def bug_json(bug: repro.Bug) -> dict:
-    """bug.json as JSON (its notes, programs and references, which repro.load does not keep)."""
-    try:
-        doc = json.loads((bug.path / "bug.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return doc if isinstance(doc, dict) else {}
+def _measure_configs(bug: repro.Bug, exporter: Exporter, rows: list) -> list:
+    """Each C reproducer built against ggml with asserts and with -DNDEBUG, with and without OpenMP (builds of
+    ggml-base and ggml-cpu under ASan+UBSan in build/export-configs/, made once), and what each run gave."""
+    from . import configs
+    results = []
+    for cfg in configs.CONFIGS:
+        libdir, include = configs.ensure(cfg)
+        for rep, name, text, *_ in rows:
+            rc, out = configs.run(text, libdir, include, cfg, run_env(rep, exporter))
+            found = crashmod.parse(out)
+            result = found.signature if found else ("runs clean" if rc == 0 else f"exit {rc}, no report")
+            results.append({"build": cfg.label + (f" ({name})" if len(rows) > 1 else ""), "result": result})
+            print(f"  {cfg.label}: {name}: {result}")
+    return results
 
 
 def cmd_export(args) -> int:
@@ -254,34 +378,36 @@ def cmd_export(args) -> int:
     if exporter is None:
         raise UsageError(f"lifeline export: target '{bug.target}' of bug '{bug.id}' has no exporter (targets with "
                          f"one: {', '.join(sorted(EXPORTERS))})")
-    binary = exporter_binary(exporter)
-    if not (binary.is_file() and os.access(binary, os.X_OK)):
-        raise UsageError(f"lifeline export: the exporter {binary} is not built; build it with `{build_command(exporter)}`"
-                         + (" (upstream ggml first: scripts/fetch-ggml.sh)" if exporter.target == "ggml_graph_topology"
-                            and not (ROOT / "build" / "upstream" / "fetched.txt").is_file() else ""))
     out = _out_dir(args.out if args.out is not None else str(ROOT / "export-out" / bug.id))
     rows = []
     for rep in bug.reproducers:
         name = f"{rep.input.name}.{exporter.extension}"
-        path = out / name
-        rc, text = _run([binary, "--label", f"{bug.id}/{rep.input.name}", "--", rep.input, path])
-        if rc != 0:
-            print(f"lifeline export: {binary.name} could not export {rep.input} (exit {rc}): {text.strip()}")
-            return 1
-        source, run_out, found = _observe(bug, rep, exporter, path.read_text(errors="replace"))
-        rows.append((rep, name, source, run_out, found))
-        print(f"wrote {path}" + (f"  ({found.signature})" if found else ""))
+        text = source_of(bug, rep, exporter)
+        (out / name).write_text(text)
+        source, run_out, found, rc = _observe(bug, rep, exporter, text)
+        rows.append((rep, name, text, source, run_out, found, rc))
+        print(f"wrote {out / name} ({code_lines(text, exporter.language)} lines of code)"
+              + (f"  ({found.signature})" if found else ""))
+    if getattr(args, "configs", False):
+        if exporter.language != "C":
+            raise UsageError("lifeline export: --configs builds ggml in several configurations; "
+                             f"{bug.target}'s exports are {exporter.language}")
+        results = _measure_configs(bug, exporter, rows)
+        doc = bug_json(bug)
+        doc.setdefault("report", {})["configurations"] = results
+        (bug.path / "bug.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        print(f"recorded {len(results)} configuration result(s) in {bug.path / 'bug.json'}")
     report = out / "report.md"
     report.write_text(_report(bug, exporter, rows), encoding="utf-8")
     print(f"wrote {report}")
     return 0
 
 
-# ---- internal: export-plan (CMake) and export-check (ctest) ------------------------------------------
+# ---- internal: export-plan (CMake), export-source (the build), export-check (ctest) -----------------
 
 def plan(repro_root: Path, lane: str) -> list[str]:
-    """export|<id>|<target>|<exporter binary>|<input>,<input>,... for every upstream-open bug whose target has
-    an exporter checked in `lane`; inputs whose names CMake cannot carry (not letters, digits, . _ -) are left
+    """export|<id>|<target>|<extension>|<input>,<input>,... for every exported finding whose target has an
+    exporter checked in `lane`; inputs whose names CMake cannot carry (not letters, digits, . _ -) are left
     out, and export-check fails naming them."""
     lines = []
     for d in repro.folders(repro_root):
@@ -290,11 +416,11 @@ def plan(repro_root: Path, lane: str) -> list[str]:
         except repro.BugJsonError:
             continue  # repro.<id>.bug-json says why
         exporter = EXPORTERS.get(bug.target)
-        if bug.status != "upstream-open" or exporter is None or exporter.lane != lane:
+        if bug.status not in EXPORTED_STATUSES or exporter is None or exporter.lane != lane or not bug.reproducers:
             continue
         inputs = [r.input.name for r in bug.reproducers if PLAIN_NAME.fullmatch(r.input.name)]
         if inputs and PLAIN_NAME.fullmatch(bug.id):
-            lines.append("|".join(["export", bug.id, bug.target, exporter.binary, ",".join(inputs)]))
+            lines.append("|".join(["export", bug.id, bug.target, exporter.extension, ",".join(inputs)]))
     return lines
 
 
@@ -307,8 +433,23 @@ def cmd_export_plan(args) -> int:
     return 0
 
 
+def cmd_export_source(args) -> int:
+    try:
+        bug = repro.load(Path(args.repro_dir).absolute())
+    except repro.BugJsonError as e:
+        raise UsageError(f"lifeline export-source: {e}")
+    exporter = EXPORTERS.get(bug.target)
+    rep = next((r for r in bug.reproducers if r.input.name == args.input), None)
+    if exporter is None or rep is None:
+        raise UsageError(f"lifeline export-source: {bug.id} has no exported input '{args.input}'")
+    Path(args.out).write_text(source_of(bug, rep, exporter, args.lane))
+    return 0
+
+
 def check(bug: repro.Bug, lane: str, exe_dir: Path) -> bool:
     """Every reproducer's exported program fails with its signature. Prints one line per input."""
+    exporter = EXPORTERS.get(bug.target)
+    python = exporter is not None and exporter.language == "Python"
     ok_all, ran = True, 0
     for rep in bug.reproducers:
         sig = signature_for(rep, lane)
@@ -316,18 +457,25 @@ def check(bug: repro.Bug, lane: str, exe_dir: Path) -> bool:
         if sig is None:
             continue
         ran += 1
-        if sig["type"] in ("lifeline-check", "lifeline-precondition") and rep.export is None:
+        if not python and sig["type"] in ("lifeline-check", "lifeline-precondition") and rep.export is None:
             print(f"FAIL {name}: its {lane} signature is lifeline's own oracle ({sig['type']}), which the exported "
                   "program does not have; give the reproducer an \"export\" signature in bug.json")
             ok_all = False
             continue
-        exe = exe_dir / name
+        exe = exe_dir / (name + (".py" if python else ""))
         if not exe.is_file():
             why = "" if PLAIN_NAME.fullmatch(name) else " (only inputs named with letters, digits, . _ - are exported)"
             print(f"FAIL {name}: the exported program {exe} is not built{why}")
             ok_all = False
             continue
-        rc, out = _run([exe], env=run_env(rep))
+        rc, out = _run((["/usr/bin/python3"] if python else []) + [exe], env=run_env(rep, exporter))
+        if python:
+            if rc != 0 and "AssertionError" in out:
+                print(f"PASS {name}: AssertionError: " + out.split("AssertionError", 1)[1].strip().splitlines()[0][:200])
+            else:
+                print(f"FAIL {name}: the exported script must fail with its AssertionError (exit {rc})\n{repro.tail(out)}")
+                ok_all = False
+            continue
         found = crashmod.parse(out)
         ok, why = crashmod.matches(found, sig)
         if ok and rc == 0:
@@ -357,12 +505,18 @@ def cmd_export_check(args) -> int:
 
 
 def add_internal_parsers(make_parser) -> dict:
-    """The parsers of export-plan and export-check (main.py runs them apart from the public verbs)."""
+    """The parsers of export-plan, export-source and export-check (main.py runs them apart from the public verbs)."""
     p = make_parser(prog="lifeline export-plan", description="the exported reproducers CMake builds for one lane")
     p.add_argument("--lane", required=True, choices=LANES)
     p.add_argument("--repro-root", default=str(ROOT / "repro"))
+    s = make_parser(prog="lifeline export-source", description="one exported file, for the build")
+    s.add_argument("--repro-dir", required=True)
+    s.add_argument("--input", required=True)
+    s.add_argument("--out", required=True)
+    s.add_argument("--lane", default="asan", choices=LANES)
     c = make_parser(prog="lifeline export-check", description="exported reproducers fail with their signature")
     c.add_argument("--repro-dir", required=True)
     c.add_argument("--lane", required=True, choices=LANES)
     c.add_argument("--exe-dir", required=True, help="the folder of the built exported programs (one per input)")
-    return {"export-plan": (p, cmd_export_plan), "export-check": (c, cmd_export_check)}
+    return {"export-plan": (p, cmd_export_plan), "export-source": (s, cmd_export_source),
+            "export-check": (c, cmd_export_check)}

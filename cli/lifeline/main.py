@@ -6,6 +6,9 @@
   lifeline triage CRASH... [--target T] [--reintroduce ID] [--json FILE] [--allow-upstream-open]
                                                     replay x3, classify, dedup, match known bugs
   lifeline promote CRASH --id ID [--target T]       minimize and write repro/<ID>/ with its bug.json
+  lifeline reduce INPUT [--bug ID | --target T] [--lane L] [--variant upstream] [--out FILE | --in-place]
+                                                    delta debugging on the decoded program (drop ops,
+                                                    simplify operands) while the finding's signature holds
   lifeline report --triage FILE --format json|sarif|markdown [--output FILE]
   lifeline corpus merge TARGET DIR... [--into seeds|regression]
                                                     merge new inputs into corpus/<TARGET>/ or
@@ -18,25 +21,25 @@
                                                     the reproducer test (run by ctest)
   lifeline expect-crash --type T --frame F|--message M -- CMD
                                                     CMD must fail with that crash (lane self-tests)
-  lifeline export BUG_ID [--out DIR]                an upstream-open finding as standalone reproducers on the
-                                                    upstream API (one file per input) and report.md
+  lifeline export BUG_ID [--out DIR] [--configs]    a finding in upstream code as short standalone reproducers on
+                                                    upstream's public API (one file per input) and report.md
 
   lifeline repro-plan --lane L [--repro-root DIR]   internal: the reproducer tests CMake registers for lane L
                                                     (see lifeline/plan.py); not listed by --help
-  lifeline export-plan, export-check                internal: the exported reproducers the asan lane builds and
+  lifeline export-plan, export-source, export-check internal: the exported reproducers the asan lane builds and
                                                     checks (see lifeline/export.py); not listed by --help
   lifeline libfuzzer-flags TARGET                   internal: targets/TARGET.options as libFuzzer flags, one per
                                                     line (the fuzz-smoke tests run it; see lifeline/options.py)
 
 Bad arguments give a one-line error and exit status 2. One module per verb: ctest.py (test), fuzz.py, coverage.py,
-triage.py, promote.py (promote, corpus merge), report.py, inventory.py (list), classify.py (classify,
+triage.py, promote.py (promote, corpus merge), reduce.py, report.py, inventory.py (list), classify.py (classify,
 expect-crash), repro.py (repro-check), plan.py (repro-plan), export.py (export, export-plan, export-check).
 """
 from __future__ import annotations
 
 import sys
 
-from . import classify, coverage, ctest, export, fuzz, inventory, options, plan, promote, report, repro, triage
+from . import classify, coverage, ctest, export, fuzz, inventory, options, plan, promote, reduce, report, repro, triage
 from .bugs import known_bug_ids
 from .paths import LANES, ROOT
 from .usage import Parser, UsageError
@@ -45,7 +48,7 @@ COMMANDS = {"test": ctest.cmd_test, "fuzz": fuzz.cmd_fuzz, "list": inventory.cmd
             "classify": classify.cmd_classify, "repro-check": repro.cmd_repro_check,
             "expect-crash": classify.cmd_expect_crash, "triage": triage.cmd_triage, "promote": promote.cmd_promote,
             "report": report.cmd_report, "corpus": promote.cmd_corpus, "export": export.cmd_export,
-            "coverage": coverage.cmd_coverage}
+            "coverage": coverage.cmd_coverage, "reduce": reduce.cmd_reduce}
 
 
 def _repro_plan_parser() -> Parser:
@@ -95,6 +98,7 @@ def main(argv: list[str]) -> int:
     pr.add_argument("--lanes", help="lanes the reproducer runs in (default asan; tsan for a crash of a tsan job)")
     pr.add_argument("--title")
     pr.add_argument("--runs", type=int, default=2000, help="minimization runs (default 2000)")
+    reduce.add_parser(sub)
     rp = sub.add_parser("report", help="triage results as JSON, SARIF 2.1.0 or Markdown")
     rp.add_argument("--triage", required=True)
     rp.add_argument("--format", choices=("json", "sarif", "markdown"), default="markdown")
@@ -131,6 +135,8 @@ def main(argv: list[str]) -> int:
     x = sub.add_parser("export", help="an upstream-open finding as standalone reproducers and a report")
     x.add_argument("bug_id", metavar="BUG_ID")
     x.add_argument("--out", help="where to write (default export-out/<BUG_ID>/)")
+    x.add_argument("--configs", action="store_true", help="also build ggml with asserts and -DNDEBUG, with and without "
+                   "OpenMP, run each C reproducer in each, and record what each gave in bug.json's report")
     e = sub.add_parser("expect-crash", help="run a command that must fail with a given crash type and frame")
     e.add_argument("--type", required=True)
     e.add_argument("--frame", help="a function that must be in the crash state")
@@ -147,8 +153,8 @@ def main(argv: list[str]) -> int:
         args = p.parse_args(argv)
         args.launcher = launcher
         if args.command is None:
-            raise UsageError("lifeline: a command is required (test, fuzz, coverage, triage, promote, report, corpus, "
-                             "list, classify, repro-check, export)")
+            raise UsageError("lifeline: a command is required (test, fuzz, coverage, triage, promote, reduce, report, "
+                             "corpus, list, classify, repro-check, export)")
         if getattr(args, "reintroduce", None) and args.reintroduce not in known_bug_ids():
             raise UsageError(f"lifeline {args.command}: unknown bug id '{args.reintroduce}'; see `lifeline list`")
         return COMMANDS[args.command](args)

@@ -7,12 +7,12 @@ One line per folder under the repro root, by name, eight fields separated by '|'
 
     repro|<id>|<status>|<target>|<modes>|<variant target>|<variant patch>|<variant modes>
 
-  status          fixed, upstream-open, upstream-fixed (its tests are all the variant's), or invalid:
+  status          fixed, upstream-open, upstream-reported, upstream-fixed, not-a-bug (repro.py), or invalid:
                   bug.json missing or not valid (the folder gets only repro.<id>.bug-json, which fails naming
                   the file and the problem)
   target, modes   the bug's fuzz target and its repro.<id>.<lane>.<mode> tests: "fixed,reintroduced"
                   (status fixed), "pinned,guarded" (upstream-open with a guard) or "pinned" (without one)
-                  when a reproducer lists the lane, else "-"
+                  (a finding in upstream code: repro.UPSTREAM_STATUSES) when a reproducer lists the lane, else "-"
   variant ...     the upstream_variant's target, its patch (a path inside the folder; "-": none, the bug's
                   switch acts on the variant's target as it is) and its
                   repro.<id>.upstream.<lane>.<mode> tests: "fixed,reintroduced" when one of its reproducers
@@ -49,7 +49,7 @@ def plan_line(repro_dir: Path, lane: str) -> str:
     if bug is not None:
         fields.update(status=bug.status, target=bug.target)
         if lane in repro.lanes_of(bug.reproducers):
-            if bug.status != "upstream-open":
+            if bug.status not in repro.UPSTREAM_STATUSES:
                 fields["modes"] = "fixed,reintroduced"
             else:
                 fields["modes"] = "pinned,guarded" if bug.guard else "pinned"

@@ -1,6 +1,7 @@
 """`lifeline promote`: a crash that reproduces with a switch on, and only then, is minimized with libFuzzer
-(-minimize_crash=1), kept only if the minimized input still gives the same signature, and written to
-repro/<id>/ with its bug.json; and `lifeline corpus merge`: new inputs into corpus/<target>/ (-merge=1)."""
+(-minimize_crash=1), kept only if the minimized input still gives the same signature, its program reduced
+(`lifeline reduce`: ops deleted and operands simplified while the signature holds and the fixed code runs
+clean), and written to repro/<id>/ with its bug.json; and `lifeline corpus merge`: new inputs into corpus/<target>/ (-merge=1)."""
 from __future__ import annotations
 
 import json
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Optional
 
 from . import crash as crashmod
+from . import reduce as reducemod
 from . import triage as triagemod
 from .bugs import BUG_ID, known_bug_ids, switch_env
 from .build import run
@@ -137,6 +139,13 @@ def cmd_promote(args) -> int:
                 print(f"promote: the minimized input crashes differently ({m.signature}); keeping the original")
         else:
             print("promote: no smaller input found; keeping the original")
+    # The program itself, reduced (ops deleted, operands simplified) while the signature holds with the switch on
+    # and the run stays clean with it off (lifeline reduce), where the asan lane can decode it.
+    sig = signature_for_bug_json(r.crash)
+    reduced = reducemod.reduce_for_promote(target, data, args.id, sig)
+    if reduced is not None:
+        data, before, after = reduced
+        print(f"promote: program reduced from {before} to {after} ops")
     d = write_repro(ROOT, args.id, target, data, r.crash, args.lanes.split(","), args.title, str(f))
     print(f"promote: wrote {d}/bug.json and {d}/minimized-crash")
     print(f"promote: the next build registers repro.{args.id}.<lane>.fixed and .reintroduced for {args.lanes}")

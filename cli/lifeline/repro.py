@@ -7,12 +7,26 @@ bug.json (see README "Adding a reproducer"):
   target       the fuzz target whose binary replays the inputs
   reproducers  list of {"input": FILE, "expect": {LANE: SIGNATURE, ...}, "env": {VAR: VALUE}?, ...}; `env`
                adds to the environment of the run (e.g. UBSAN_OPTIONS without the upstream suppressions)
-  status       optional: "fixed" (the default: a switch re-introduces the bug into fixed code),
-               "upstream-open" (a finding in upstream code that upstream has not fixed: no switch, no fixed
-               code; the pinned upstream version must still reproduce it) or "upstream-fixed" (a bug upstream
-               has fixed that no stand-in models: no switch and no "reproducers" of its own; its
-               "upstream_variant" re-introduces it, and `target` is the variant's)
-  guard        optional, upstream-open only: the guard of core/guard_list.def that steps around the finding
+  status       optional: "fixed" (the default: a switch re-introduces the bug into fixed code), or one of the
+               statuses of a finding in upstream code, which has no switch and no fixed code here:
+                 "upstream-open"      upstream has not fixed it and nobody has reported it: "triage" says where
+                                      the prior-art search looked and when
+                 "upstream-reported"  an upstream issue or pull request reports the same mechanism: a
+                                      "prior_art" entry with relation "same-mechanism" links it
+                 "upstream-fixed"     upstream has fixed it: a "prior_art" entry with relation "fix"; with
+                                      "reproducers" the pinned version still has it (they are checked pinned),
+                                      without them it was fixed before the pinned version and its
+                                      "upstream_variant" patch re-introduces it (`target` is the variant's)
+                 "not-a-bug"          what looked like a finding is not one: "not_a_bug" says why; reproducers,
+                                      if any, keep what the harness sees checked (pinned) and its guard honest
+               The reproducers of a finding with reproducers are checked with --mode pinned (the pinned upstream
+               still gives the signature) and, with a guard, --mode guarded.
+  prior_art    with an upstream status: [{"url", "relation", "title"?, "state"?, "date"?}], relation one of
+               same-mechanism, fix, related, cause, downstream (a downstream project's report or workaround). Every
+               upstream issue or pull request URL that bug.json's "upstream" or "notes" cites must be one of them:
+               a finding cannot cite a report of its own mechanism and still say "upstream-open".
+  triage       with status upstream-open: {"date": "YYYY-MM-DD", "searched": ["where and what", ...]}
+  guard        optional, a finding in upstream code with reproducers only: the guard of core/guard_list.def that steps around the finding
                by default (core/guards.h); its inputs must run clean with it on and reproduce with it off
   guard_notes  with a guard: what it checks and what it does instead (for lifeline's readers; `notes` stay
                what an upstream maintainer reads, and `lifeline export` quotes them)
@@ -20,7 +34,7 @@ bug.json (see README "Adding a reproducer"):
                {"target": TARGET, "source": TEXT, "patch": FILE (in the folder), "reproducers": [...]}:
                the target built against unpatched upstream runs the inputs clean, the patched build fails;
                without "patch", the bug's own switch on that target (see below)
-A reproducer of an upstream-open bug may also carry "export": SIGNATURE, the signature its standalone
+A reproducer of a finding in upstream code may also carry "export": SIGNATURE, the signature its standalone
 program (`lifeline export`, cli/lifeline/export.py) must fail with, where the lane's signature does not fit
 it: an oracle-only finding's `lifeline-check` is the harness's oracle, which the exported program replaces
 with a check of its own (e.g. {"type": "assert", "frame": "check_same_outputs"}). Without it the export
@@ -46,7 +60,11 @@ from .bugs import BUG_ID, known_bug_ids, known_guard_ids, switch_env
 from .paths import LANES
 from .usage import UsageError
 
-STATUSES = ("fixed", "upstream-open", "upstream-fixed")
+STATUSES = ("fixed", "upstream-open", "upstream-reported", "upstream-fixed", "not-a-bug")
+# Findings in upstream code: no switch; their reproducers (when they have them) run on the pinned upstream.
+UPSTREAM_STATUSES = ("upstream-open", "upstream-reported", "upstream-fixed", "not-a-bug")
+RELATIONS = ("same-mechanism", "fix", "related", "cause", "downstream")
+GITHUB_THREAD = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/(?:issues|pull)/\d+")
 MODES = ("fixed", "reintroduced", "pinned", "guarded")
 VARIANTS = ("upstream",)
 RUN_TIMEOUT_S = 300
@@ -182,28 +200,29 @@ def load(repro_dir: Path, switches: Optional[list] = None) -> Bug:
 
     status = doc.get("status", "fixed")
     if status not in STATUSES:
-        raise BugJsonError(f"{where}: 'status' must be \"fixed\", \"upstream-open\" or \"upstream-fixed\", not "
-                           f"{json.dumps(status)}")
-    if status == "upstream-fixed":
-        if "reproducers" in doc:
-            raise BugJsonError(f"{where}: an upstream-fixed bug has no stand-in, so no 'reproducers' of its own: its "
-                               "inputs go under 'upstream_variant'")
+        raise BugJsonError(f"{where}: 'status' must be one of {', '.join(STATUSES)}, not {json.dumps(status)}")
+    if status == "upstream-fixed" and "reproducers" not in doc:
         if "upstream_variant" not in doc:
-            raise BugJsonError(f"{where}: an upstream-fixed bug needs 'upstream_variant' (the patch that "
-                               "re-introduces it and its reproducers)")
+            raise BugJsonError(f"{where}: an upstream-fixed bug without reproducers of its own (fixed before the pinned "
+                               "version) needs 'upstream_variant' (the patch that re-introduces it and its reproducers)")
+        reproducers = []
+    elif status == "not-a-bug" and "reproducers" not in doc:
         reproducers = []
     else:
         reproducers = load_reproducers(doc, "")
     if status == "fixed" and bug_id not in (known_bug_ids() if switches is None else switches):
         raise BugJsonError(f"{where}: id '{bug_id}' is no switch in core/bug_list.def; a fixed bug is "
-                           "re-introduced by its switch (add it beside the fix), or give \"status\": \"upstream-open\"")
+                           "re-introduced by its switch (add it beside the fix), or give it an upstream status "
+                           "(\"upstream-open\", ...)")
+    if status in UPSTREAM_STATUSES:
+        check_status(doc, status, where)
 
     guard = None
     if "guard" in doc:
         guard = need(doc, "guard", str, "")
-        if status != "upstream-open":
-            raise BugJsonError(f"{where}: 'guard' applies to upstream-open findings; this bug is '{status}' "
-                               "(a fixed bug has a switch instead)")
+        if status not in UPSTREAM_STATUSES or not reproducers:
+            raise BugJsonError(f"{where}: 'guard' applies to findings in upstream code with reproducers; this bug is "
+                               f"'{status}'" + (" (a fixed bug has a switch instead)" if status == "fixed" else ""))
         if guard not in known_guard_ids():
             raise BugJsonError(f"{where}: guard '{guard}' is not in core/guard_list.def (known: "
                                f"{', '.join(known_guard_ids())})")
@@ -221,7 +240,7 @@ def load(repro_dir: Path, switches: Optional[list] = None) -> Bug:
             raise BugJsonError(f"{where}: {ctx}target '{vtarget}' is not a target name")
         source = need(v, "source", str, ctx)
         patch = need(v, "patch", str, ctx) if "patch" in v else None
-        if patch is None and status == "upstream-fixed":
+        if patch is None and status == "upstream-fixed" and not reproducers:
             raise BugJsonError(f"{where}: {ctx}an upstream-fixed bug has no switch, so its variant needs 'patch'")
         # The path reaches CMake (`lifeline repro-plan`): plain characters only, so a lane always configures.
         if patch is None:
@@ -233,10 +252,61 @@ def load(repro_dir: Path, switches: Optional[list] = None) -> Bug:
             check_patch(repro_dir, patch, where, ctx)
         variant = UpstreamVariant(vtarget, source, repro_dir / patch if patch else None,
                                   load_reproducers(v, "upstream_variant."))
-        if status == "upstream-fixed" and vtarget != target:
+        if status == "upstream-fixed" and not reproducers and vtarget != target:
             raise BugJsonError(f"{where}: an upstream-fixed bug's target is its variant's: 'target' is '{target}', "
                                f"upstream_variant.target '{vtarget}'")
     return Bug(bug_id, title, target, reproducers, repro_dir, status, variant, guard)
+
+
+def check_status(doc: dict, status: str, where: str) -> None:
+    """A finding's status and what it must show for it (module docstring): the prior art, classified; the
+    search behind "upstream-open"; the reference behind the others."""
+    prior = doc.get("prior_art", [])
+    if not isinstance(prior, list):
+        raise BugJsonError(f"{where}: 'prior_art' must be a list of objects")
+    relation = {}
+    for i, item in enumerate(prior):
+        ctx = f"prior_art[{i}]: "
+        if not isinstance(item, dict):
+            raise BugJsonError(f"{where}: {ctx}must be an object with 'url' and 'relation'")
+        for key in ("url", "relation"):
+            if not isinstance(item.get(key), str) or not item[key].strip():
+                raise BugJsonError(f"{where}: {ctx}'{key}' must be a non-empty str")
+        for key in ("title", "state", "date", "notes"):
+            if key in item and not isinstance(item[key], str):
+                raise BugJsonError(f"{where}: {ctx}'{key}' must be a str")
+        if item["relation"] not in RELATIONS:
+            raise BugJsonError(f"{where}: {ctx}relation '{item['relation']}' is not one of {', '.join(RELATIONS)}")
+        relation[item["url"]] = item["relation"]
+    cited = set()
+    for text in [u for u in doc.get("upstream", []) if isinstance(u, str)] + [doc.get("notes") or ""]:
+        if isinstance(text, str):
+            cited |= set(GITHUB_THREAD.findall(text))
+    unclassified = sorted(u for u in cited if u not in relation)
+    if unclassified:
+        raise BugJsonError(f"{where}: cites {unclassified[0]} without saying what it is to this finding: list it in "
+                           f"'prior_art' with a relation ({', '.join(RELATIONS)})")
+    same = sorted(u for u, r in relation.items() if r == "same-mechanism")
+    fixes = sorted(u for u, r in relation.items() if r == "fix")
+    if status == "upstream-open":
+        if same or fixes:
+            u = (same or fixes)[0]
+            raise BugJsonError(f"{where}: status 'upstream-open' but it cites {u}, which "
+                               + ("reports the same mechanism: the status is 'upstream-reported'" if same else
+                                  "fixes it: the status is 'upstream-fixed'"))
+        t = doc.get("triage")
+        if not isinstance(t, dict) or not isinstance(t.get("date"), str) or not re.fullmatch(
+                r"\d{4}-\d{2}-\d{2}", t["date"]) or not isinstance(t.get("searched"), list) or not t["searched"] \
+                or not all(isinstance(x, str) and x.strip() for x in t["searched"]):
+            raise BugJsonError(f"{where}: status 'upstream-open' says nobody upstream has reported it: 'triage' must "
+                               "say when and where that was searched ({\"date\": \"YYYY-MM-DD\", \"searched\": [...]})")
+    elif status == "upstream-reported" and not same:
+        raise BugJsonError(f"{where}: status 'upstream-reported' needs the report: a 'prior_art' entry with relation "
+                           "'same-mechanism'")
+    elif status == "upstream-fixed" and not fixes:
+        raise BugJsonError(f"{where}: status 'upstream-fixed' needs the fix: a 'prior_art' entry with relation 'fix'")
+    elif status == "not-a-bug" and (not isinstance(doc.get("not_a_bug"), str) or not doc["not_a_bug"].strip()):
+        raise BugJsonError(f"{where}: status 'not-a-bug' needs 'not_a_bug': why it is not one")
 
 
 def check_patch(repro_dir: Path, patch: str, where: str, ctx: str) -> None:
@@ -304,10 +374,10 @@ def check(bug: Bug, lane: str, mode: str, binary: str, launcher: list, variant: 
                   against unpatched upstream).
     reintroduced: every input that lists `lane` fails with its expected signature: with
                   LIFELINE_REINTRODUCE=<id>, or for the variant on the patched build, without it.
-    pinned:       (status upstream-open only) every input that lists `lane` still fails with its expected
+    pinned:       (findings in upstream code only: UPSTREAM_STATUSES) every input that lists `lane` still fails with its expected
                   signature on the pinned upstream version, without LIFELINE_REINTRODUCE; with the bug's
                   guard off (LIFELINE_UNGUARD=<guard>) when it has one.
-    guarded:      (upstream-open with a guard only) every input exits 0 with no report, every guard on: the
+    guarded:      (such a finding with a guard only) every input exits 0 with no report, every guard on: the
                   harness steps around the finding.
     Prints one line per input; returns overall success."""
     if mode not in MODES:
@@ -322,21 +392,21 @@ def check(bug: Bug, lane: str, mode: str, binary: str, launcher: list, variant: 
                   "which has none")
             return False
         if mode in ("pinned", "guarded"):
-            print(f"FAIL {bug.id}: --mode {mode} checks an upstream-open bug on the pinned upstream; the upstream "
+            print(f"FAIL {bug.id}: --mode {mode} checks a finding in upstream code on the pinned upstream; the upstream "
                   "variant is checked with --mode fixed (unpatched build) or --mode reintroduced (patched build)")
             return False
         target, reproducers = bug.variant.target, bug.variant.reproducers
     else:
-        if bug.status == "upstream-fixed":
-            print(f"FAIL {bug.id}: status is 'upstream-fixed': no stand-in models it, so its only runs are the "
+        if bug.status in UPSTREAM_STATUSES and not bug.reproducers:
+            print(f"FAIL {bug.id}: status is '{bug.status}' with no reproducers of its own: its only runs are the "
                   "upstream variant's (--variant upstream --mode fixed or reintroduced)")
             return False
-        if bug.status == "upstream-open" and mode not in ("pinned", "guarded"):
-            print(f"FAIL {bug.id}: status is 'upstream-open' (upstream has not fixed it: there is no switch and no "
+        if bug.status in UPSTREAM_STATUSES and mode not in ("pinned", "guarded"):
+            print(f"FAIL {bug.id}: status is '{bug.status}' (a finding in upstream code: there is no switch and no "
                   f"fixed code), so it has no '{mode}' run; check it with --mode pinned or --mode guarded")
             return False
-        if bug.status != "upstream-open" and mode in ("pinned", "guarded"):
-            print(f"FAIL {bug.id}: --mode {mode} applies to bugs with status 'upstream-open'; this one is "
+        if bug.status not in UPSTREAM_STATUSES and mode in ("pinned", "guarded"):
+            print(f"FAIL {bug.id}: --mode {mode} applies to findings in upstream code; this one is "
                   f"'{bug.status}' (use --mode fixed or --mode reintroduced)")
             return False
         if mode == "guarded" and bug.guard is None:
@@ -396,7 +466,7 @@ def check(bug: Bug, lane: str, mode: str, binary: str, launcher: list, variant: 
         if mode == "pinned" and rc == 0 and found is None:
             off = f" with guard {bug.guard} off" if bug.guard else ""
             print(f"FAIL {rep.input.name}: the pinned upstream no longer reproduces it{off} (exit 0, no report; "
-                  f"expected {expect}); a version bump may have fixed it: revisit status 'upstream-open' in "
+                  f"expected {expect}); a version bump may have fixed it: revisit status '{bug.status}' in "
                   f"{bug.path / 'bug.json'}\n{tail(out)}")
         elif mode == "pinned":
             print(f"FAIL {rep.input.name}: the pinned upstream must still give {expect}; {why}\n{tail(out)}")

@@ -78,7 +78,7 @@ def expectation_lanes(lane: str) -> tuple[str, ...]:
 
 
 def known_signatures(root: Path, target: str, lane: str = "fuzz") -> list[tuple[str, dict, str]]:
-    """(bug id, expected signature, bug status) of every repro/*/bug.json of `target`, from the expectations of
+    """(bug id, expected signature, "fixed" or "upstream-open") of every repro/*/bug.json of `target`, from the expectations of
     the lane that replays (expectation_lanes). A patched upstream_variant's expectations are left out: they hold
     only on its patched build; one without a patch is the bug's switch on its target, and counts there."""
     lanes = expectation_lanes(lane)
@@ -92,10 +92,13 @@ def known_signatures(root: Path, target: str, lane: str = "fuzz") -> list[tuple[
         reproducers = list(bug.reproducers) if bug.target == target else []
         if bug.variant and bug.variant.patch is None and bug.variant.target == target:
             reproducers += bug.variant.reproducers
+        # A finding in upstream code (open, reported, fixed after the pinned version, or not a bug) is one the
+        # pinned upstream still has: triage and fuzz group it as "upstream-open", apart from the crashes.
+        status = "upstream-open" if bug.status in repro.UPSTREAM_STATUSES else bug.status
         for rep in reproducers:
             for name in lanes:
                 if name in rep.expect:
-                    out.append((bug.id, rep.expect[name], bug.status))
+                    out.append((bug.id, rep.expect[name], status))
     return out
 
 

@@ -5,7 +5,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from support import PY, ROOT, run, run_apart
+from support import TRIAGE, PY, ROOT, run, run_apart
 
 
 # A copy of cli/ in a temporary project root whose "fuzz target" is a script: each input's first word
@@ -215,7 +215,7 @@ class ScratchProject(unittest.TestCase):
         self.patched = self.install_fake(self.root / "build" / "asan" / "upstream" / "fake_target_upstream_patched")
         self.artifacts({})
         self.upstream_open = write_bug(self.root / "repro" / "fake-upstream-open", {
-            "status": "upstream-open", "target": "fake_target",
+            "status": "upstream-open", "triage": TRIAGE, "target": "fake_target",
             "reproducers": [{"input": "in", "expect": {"asan": ASSERT_SIG, "fuzz": ASSERT_SIG}}]}, {"in": "assert"})
         # A fixed bug forward-ported into upstream: its variant's expectation (an assert) must not make triage
         # call the upstream-open assert a known fixed bug.

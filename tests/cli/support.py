@@ -7,6 +7,8 @@ ROOT = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("LIFELINE_BUILD_DIR", ROOT / "build" / "asan"))
 CLI = [str(ROOT / "lifeline")]
 PY = "/usr/bin/python3"
+# What an upstream-open finding's bug.json must say of its prior-art search (cli/lifeline/repro.py).
+TRIAGE = {"date": "2026-11-26", "searched": ["issues corpus: the mechanism in words"]}
 
 
 def run(cmd, cwd=None, env=None):

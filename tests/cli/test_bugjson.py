@@ -6,6 +6,7 @@ import unittest
 from pathlib import Path
 
 from lifeline import repro
+from support import TRIAGE
 
 ID = "wasm-lang-dangling"  # a fixed bug names a switch of core/bug_list.def
 GOOD = {
@@ -67,7 +68,7 @@ class BugJson(unittest.TestCase):
                 with self.assertRaises(repro.BugJsonError) as cm:
                     repro.load(d)
                 self.assertIn("id 'no-such-switch' is no switch in core/bug_list.def", str(cm.exception))
-        (d / "bug.json").write_text(json.dumps(dict(GOOD, id=d.name, status="upstream-open")))
+        (d / "bug.json").write_text(json.dumps(dict(GOOD, id=d.name, status="upstream-open", triage=TRIAGE)))
         self.assertEqual(repro.load(d).status, "upstream-open")  # upstream has no fix, so no switch
 
     def test_id_must_match_folder(self):
@@ -119,7 +120,7 @@ class BugJson(unittest.TestCase):
         self.assertEqual((bug.status, bug.variant), ("fixed", None))
 
     def test_upstream_open_status_loads(self):
-        self.write(dict(GOOD, status="upstream-open"))
+        self.write(dict(GOOD, status="upstream-open", triage=TRIAGE))
         self.assertEqual(repro.load(self.dir).status, "upstream-open")
         self.write(dict(GOOD, status="fixed"))
         self.assertEqual(repro.load(self.dir).status, "fixed")
@@ -129,8 +130,64 @@ class BugJson(unittest.TestCase):
             with self.subTest(status=bad):
                 self.write(dict(GOOD, status=bad))
                 msg = self.error()
-                self.assertIn("'status' must be \"fixed\", \"upstream-open\" or \"upstream-fixed\"", msg)
+                self.assertIn("'status' must be one of fixed, upstream-open, upstream-reported, upstream-fixed, "
+                              "not-a-bug", msg)
                 self.assertIn(f"not {shown}", msg)
+
+    def finding(self, **kw):
+        """An upstream finding: GOOD with `kw`, and the prior art of its cited thread classified."""
+        return dict(GOOD, upstream=["https://github.com/ggml-org/llama.cpp/issues/7 (a thread)"], **kw)
+
+    def test_upstream_open_says_where_it_searched(self):
+        rel = [{"url": "https://github.com/ggml-org/llama.cpp/issues/7", "relation": "related"}]
+        self.write(self.finding(status="upstream-open", prior_art=rel))
+        self.assertIn("'triage' must say when and where that was searched", self.error())
+        self.write(self.finding(status="upstream-open", prior_art=rel, triage=TRIAGE))
+        self.assertEqual(repro.load(self.dir).status, "upstream-open")
+
+    def test_a_cited_thread_must_be_classified(self):
+        self.write(self.finding(status="upstream-open", triage=TRIAGE))
+        self.assertIn("cites https://github.com/ggml-org/llama.cpp/issues/7 without saying what it is to this finding",
+                      self.error())
+
+    def test_upstream_open_cannot_cite_a_report_of_its_mechanism_or_its_fix(self):
+        for relation, status in (("same-mechanism", "upstream-reported"), ("fix", "upstream-fixed")):
+            with self.subTest(relation):
+                self.write(self.finding(status="upstream-open", triage=TRIAGE, prior_art=[
+                    {"url": "https://github.com/ggml-org/llama.cpp/issues/7", "relation": relation}]))
+                msg = self.error()
+                self.assertIn("status 'upstream-open' but it cites https://github.com/ggml-org/llama.cpp/issues/7", msg)
+                self.assertIn(f"the status is '{status}'", msg)
+
+    def test_reported_fixed_and_not_a_bug_need_their_reference(self):
+        rel = [{"url": "https://github.com/ggml-org/llama.cpp/issues/7", "relation": "related"}]
+        for status, why in (("upstream-reported", "relation 'same-mechanism'"), ("upstream-fixed", "relation 'fix'"),
+                            ("not-a-bug", "needs 'not_a_bug': why it is not one")):
+            with self.subTest(status):
+                self.write(self.finding(status=status, prior_art=rel))
+                self.assertIn(why, self.error())
+        self.write(self.finding(status="not-a-bug", prior_art=rel, not_a_bug="the layer's approximation"))
+        self.assertEqual(repro.load(self.dir).status, "not-a-bug")
+
+    def test_prior_art_entries_are_validated(self):
+        for bad, why in (("x", "must be a list of objects"), (["x"], "prior_art[0]: must be an object"),
+                         ([{"url": "u"}], "prior_art[0]: 'relation' must be a non-empty str"),
+                         ([{"url": "u", "relation": "duplicate"}], "relation 'duplicate' is not one of"),
+                         ([{"url": "u", "relation": "fix", "title": 3}], "'title' must be a str")):
+            with self.subTest(bad=bad):
+                self.write(self.finding(status="upstream-fixed", prior_art=bad))
+                self.assertIn(why, self.error())
+
+    def test_checked_in_findings_say_where_upstream_stands(self):
+        """Every repro/ finding in upstream code has a status its bug.json backs (the re-triage of issue 34)."""
+        from support import ROOT
+        statuses = {}
+        for d in repro.folders(ROOT / "repro"):
+            bug = repro.load(d)
+            statuses[bug.id] = bug.status
+        self.assertEqual(statuses["ggml-gallocr-stale-plan-rewired-edges"], "upstream-reported")
+        self.assertEqual(statuses["ggml-vk-descriptor-range-untracked"], "not-a-bug")
+        self.assertEqual(statuses["torch-from-dlpack-empty-leaks"], "upstream-fixed")
 
     def test_valid_upstream_variant_loads(self):
         self.write(self.variant_doc())
@@ -154,7 +211,8 @@ class BugJson(unittest.TestCase):
     def test_a_variant_without_a_patch_is_the_switch_on_its_target(self):
         self.write(self.variant_doc(patch=None))
         self.assertIsNone(repro.load(self.dir).variant.patch)
-        doc = dict(self.variant_doc(patch=None), status="upstream-fixed", target="ggml_graph_topology")
+        doc = dict(self.variant_doc(patch=None), status="upstream-fixed", target="ggml_graph_topology",
+                   prior_art=[{"url": "https://github.com/ggml-org/ggml/pull/1", "relation": "fix"}])
         del doc["reproducers"]
         self.write(doc)
         self.assertIn("an upstream-fixed bug has no switch, so its variant needs 'patch'", self.error())

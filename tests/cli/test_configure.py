@@ -15,7 +15,7 @@ from pathlib import Path
 
 from json_mutations import JSON_VALUES, mutations
 from lifeline import plan
-from support import ROOT
+from support import TRIAGE, ROOT
 
 
 def configure(build: Path, repro_dir: Path) -> subprocess.CompletedProcess:
@@ -44,7 +44,7 @@ SIG = {"type": "heap-use-after-free", "frame": "F"}
 DIFF = "--- a/src/ggml-alloc.c\n+++ b/src/ggml-alloc.c\n"
 # An upstream-open bug (its id needs no switch) with every field bug.json has; mutated into mutant-<n>/.
 MUTATED = {
-    "id": "-", "title": "t", "upstream": ["x#1"], "target": "alloc_graph_topology", "status": "upstream-open",
+    "id": "-", "title": "t", "upstream": ["x#1"], "target": "alloc_graph_topology", "status": "upstream-open", "triage": TRIAGE,
     "reproducers": [{"input": "in", "expect": {"asan": SIG, "valgrind": SIG}, "env": {"UBSAN_OPTIONS": "x=1"}}],
     "upstream_variant": {"target": "ggml_graph_topology", "source": "ggml 0.25.1", "patch": "upstream/p.patch",
                          "reproducers": [{"input": "variant-in", "expect": {"asan": SIG}}]},

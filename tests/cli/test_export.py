@@ -1,6 +1,8 @@
-"""`lifeline export` and its internal verbs export-plan and export-check, on a scratch project whose exporter,
-target and exported programs are scripts (its folder holds blanks and shell characters); and, where the asan
-lane built the real exporter, one real export of a checked-in finding."""
+"""`lifeline export` and its internal verbs export-plan, export-source and export-check, on a scratch project whose
+target is a script that decodes inputs into a fixed graph program (`--program decode`) and whose exported programs
+are scripts (its folder holds blanks and shell characters); the C comes from the real exporter
+(cli/lifeline/exporters/ggml_c.py). Where the asan lane built the real targets, real exports of checked-in
+findings."""
 import json
 import os
 import shutil
@@ -9,39 +11,47 @@ import unittest
 from pathlib import Path
 
 from scratch_project import write_bug
-from support import BUILD, PY, ROOT, run, run_apart
+from support import TRIAGE, BUILD, PY, ROOT, run, run_apart
 
-# The fake exporter: `--label TEXT -- INPUT OUTPUT` writes a "C file" naming the label and the input's text.
-FAKE_EXPORTER = r"""#!/usr/bin/python3
-import sys
-args = sys.argv[1:]
-label = args[args.index("--label") + 1]
-inp, out = args[args.index("--") + 1:]
-text = open(inp).read()
-if text == "refused":
-    sys.stderr.write("step #2 was predicted OK but the program's graphs refuse it\n")
-    sys.exit(1)
-open(out, "w").write("/* %s */\nint main(void) { return 0; } /* %s */\n" % (label, text))
-"""
+# A reduced program of the graph format: a leaf, its negation, sealed, placed twice by allocator 0.
+PROGRAM = {"format": "graph", "allocators": [{"buffers": [32], "threads": 1}, {"buffers": [32], "threads": 1}],
+           "ops": [{"id": 0, "op": "leaf", "graph": "#2", "type": "f32", "ne": [4, 2], "input": True, "preallocated": False},
+                   {"id": 1, "op": "unary", "graph": "#2", "fn": "neg", "src": "#0", "inplace": False, "cpu": False},
+                   {"id": 2, "op": "seal", "model": {"output": "#1"}},
+                   {"id": 3, "op": "alloc+compute", "graph": "#2", "allocator": 0}]}
+
+# The fake target: `--program decode INPUT` prints PROGRAM (an input reading "refused" makes it fail, as a target
+# whose codec cannot read it would), recording its environment beside itself.
+FAKE_TARGET = r"""#!/usr/bin/python3
+import json, os, sys
+json.dump(dict(os.environ), open(os.path.realpath(__file__) + '.env', 'w'))
+if sys.argv[1:2] == ["--program"]:
+    if open(sys.argv[3]).read() == "refused":
+        sys.stderr.write("replay: cannot decode\n")
+        sys.exit(2)
+    print(%r)
+    sys.exit(0)
+sys.exit(1)
+""" % json.dumps(PROGRAM)
 
 ASAN_HBO = """==7==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x602000000008 at pc 0x1 bp 0x2 sp 0x3
 READ of size 8 at 0x602000000008 thread T0
     #0 0x55 in ggml_gallocr_init_tensor /g/src/ggml-alloc.c:972:5
     #1 0x56 in ggml_gallocr_alloc_graph /g/src/ggml-alloc.c:1081:9
-    #2 0x57 in alloc_graph /x/repro.c:177:10
+    #2 0x57 in main /x/repro.c:177:10
 """
-ASSERT_OWN = """repro: repro.c:181: void check_same_outputs(int, const struct build *): Assertion `outputs_equal && "the outputs differ from those of the same graph placed by a fresh gallocr"' failed.
+ASSERT_OWN = """repro: repro.c:31: void same_outputs(const char *, struct ggml_tensor *, struct ggml_tensor *): Assertion `a == b && "an output differs from the same graph placed by a new gallocr"' failed.
 ==8==ERROR: AddressSanitizer: ABRT on unknown address 0x000000003e10 (pc 0x7f bp 0x7f sp 0x7f T0)
     #0 0x7f in __pthread_kill_implementation nptl/pthread_kill.c:44:76
     #1 0x7f in raise signal/../sysdeps/posix/raise.c:26:13
     #2 0x7f in abort stdlib/abort.c:79:7
     #3 0x7f in __assert_fail assert/assert.c:103:3
-    #4 0x55 in check_same_outputs repro.c:181:5
-    #5 0x55 in main repro.c:303:5
+    #4 0x55 in same_outputs repro.c:31:5
+    #5 0x55 in main repro.c:70:5
 """
 
-# A program (fake target or exported program) that prints `report` to stderr and exits 1, or exits 0
-# when report is empty; it records its environment beside itself.
+# A program (exported program) that prints `report` to stderr and exits 1, or exits 0 when report is empty; it
+# records its environment beside itself.
 def program(report: str) -> str:
     return ("#!/usr/bin/python3\nimport json, os, sys\n"
             "json.dump(dict(os.environ), open(os.path.realpath(__file__) + '.env', 'w'))\n"
@@ -50,7 +60,9 @@ def program(report: str) -> str:
 
 HBO_SIG = {"type": "heap-buffer-overflow", "frame": "ggml_gallocr_init_tensor"}
 CHECK_SIG = {"type": "lifeline-check", "frame": "GgmlGraphAdapter::AllocAndCompute", "message": "no-overlap oracle"}
-OWN_SIG = {"type": "assert", "frame": "check_same_outputs", "message": "fresh gallocr"}
+OWN_SIG = {"type": "assert", "frame": "same_outputs", "message": "new gallocr"}
+REPORT = {"title": "ggml-alloc: a title in upstream's words", "contract": "ggml-alloc.h:70: \"the contract\"",
+          "expected": "it places the graph", "fix": "compare the records"}
 
 
 class Export(unittest.TestCase):
@@ -61,19 +73,18 @@ class Export(unittest.TestCase):
         (self.root / "core" / "suppressions").mkdir(parents=True)
         (self.root / "core" / "bug_list.def").write_text('LIFELINE_BUG(kFakeFixedBug, "fake-fixed-bug")\n')
         (self.root / "core" / "suppressions" / "ubsan-upstream.supp").write_text("pointer-overflow:ggml_graph_nbytes\n")
-        self.exporter = self.install(self.root / "build" / "asan" / "exporters" / "ggml_graph_topology_export",
-                                     FAKE_EXPORTER)
-        self.target = self.install(self.root / "build" / "asan" / "targets" / "ggml_graph_topology", program(ASAN_HBO))
+        self.target = self.install(self.root / "build" / "asan" / "targets" / "ggml_graph_topology", FAKE_TARGET)
         self.bug = write_bug(self.root / "repro" / "ggml-fake-finding", {
-            "status": "upstream-open", "target": "ggml_graph_topology", "notes": "the mechanism, in words",
+            "status": "upstream-open", "triage": TRIAGE, "target": "ggml_graph_topology",
+            "notes": "the mechanism, in words", "report": REPORT,
             "reproducers": [{"input": "first input", "program": "g0: a leaf", "expect": {"asan": HBO_SIG}},
                             {"input": "oracle-only", "expect": {"asan": CHECK_SIG}, "export": OWN_SIG,
-                             "env": {"UBSAN_OPTIONS": "suppressions="}}]},
+                             "env": {"UBSAN_OPTIONS": "suppressions=", "LIFELINE_GGML_POOL_COMPUTES": "5"}}]},
             {"first input": "bytes one", "oracle-only": "bytes two"})
         write_bug(self.root / "repro" / "fake-fixed-bug", {
             "target": "ggml_graph_topology", "reproducers": [{"input": "in", "expect": {"asan": HBO_SIG}}]}, {"in": "x"})
         write_bug(self.root / "repro" / "other-target-finding", {
-            "status": "upstream-open", "target": "numpy_capsules",
+            "status": "upstream-open", "triage": TRIAGE, "target": "numpy_capsules",
             "reproducers": [{"input": "in", "expect": {"asan": HBO_SIG}}]}, {"in": "x"})
 
     def tearDown(self):
@@ -97,46 +108,62 @@ class Export(unittest.TestCase):
 
     # ---- lifeline export ------------------------------------------------------------------------------
 
-    def test_writes_one_file_per_input_and_a_report(self):
+    def test_writes_one_short_file_per_input_and_a_report(self):
         out = self.tmp / "out dir $HOME"
         rc, stdout, err = self.cli("export", "ggml-fake-finding", "--out", out)
         self.assertEqual(rc, 0, stdout + err)
         self.assertEqual(sorted(p.name for p in out.iterdir()), ["first input.c", "oracle-only.c", "report.md"])
-        self.assertEqual((out / "first input.c").read_text(),
-                         "/* ggml-fake-finding/first input */\nint main(void) { return 0; } /* bytes one */\n")
+        c = (out / "first input.c").read_text()
+        self.assertIn("struct ggml_tensor * neg_x = ggml_neg(ctx1, x);", c)  # roles, not harness ids
+        self.assertNotIn("g0.t", c)
+        self.assertIn('printf("expected: %s\\n", "it places the graph");', c)
+        self.assertIn("ggml_gallocr_alloc_graph(galloc, gf1)", c)
+        self.assertIn(f"wrote {out / 'first input.c'} (", stdout)
         report = (out / "report.md").read_text()
-        self.assertTrue(report.startswith("# t\n"), report)
-        self.assertIn("## Mechanism\n\nthe mechanism, in words\n", report)
-        self.assertIn("Program: g0: a leaf", report)
-        self.assertIn("Actual: it fails with `heap-buffer-overflow` in `ggml_gallocr_init_tensor`.", report)
-        self.assertIn("Actual: it fails with `assert` in `check_same_outputs` (\"fresh gallocr\").", report)
-        # No exported program is built here: the stack is the lifeline target's run of the input.
-        self.assertIn("Stack, from lifeline's reproducer run (build/asan/targets/ggml_graph_topology", report)
-        self.assertIn("#0 0x55 in ggml_gallocr_init_tensor /g/src/ggml-alloc.c:972:5", report)
+        self.assertTrue(report.startswith("# ggml-alloc: a title in upstream's words\n"), report)
+        self.assertIn("- **Version**: ggml-org/llama.cpp at", report)
+        self.assertIn("## The contract\n\n> ggml-alloc.h:70: \"the contract\"\n", report)
+        self.assertIn("## What happens\n\nthe mechanism, in words\n", report)
+        self.assertIn("## Fix direction\n\ncompare the records\n", report)
+        self.assertIn("Expected: it places the graph", report)
+        # No exported program is built here: nothing was run, and the report says what it must give.
+        self.assertIn("Actual: fails with `heap-buffer-overflow` in `ggml_gallocr_init_tensor` (not run here", report)
         self.assertIn("-c 'first input.c' -I", report)
         self.assertIn(" -o 'first input'\n", report)
         self.assertIn(f"wrote {out / 'report.md'}", stdout)
 
-    def test_the_run_line_shows_the_reproducers_own_variables(self):
+    def test_the_program_is_decoded_with_the_findings_guard_off_and_its_env(self):
+        rc, stdout, err = self.cli("export", "ggml-fake-finding", "--out", self.tmp / "o")
+        self.assertEqual(rc, 0, stdout + err)
+        env = json.loads(Path(str(self.target) + ".env").read_text())
+        self.assertEqual(env.get("LIFELINE_GGML_POOL_COMPUTES"), "5")  # the last decode was oracle-only's
+
+    def test_a_reproducers_pool_computes_become_computes_in_the_c(self):
+        self.cli("export", "ggml-fake-finding", "--out", self.tmp / "o")
+        c = (self.tmp / "o" / "oracle-only.c").read_text()
+        self.assertIn("for (int i = 0; i < 5; ++i) ggml_backend_graph_compute(cpu, gf1);", c)
+        self.assertNotIn("LIFELINE_", c)
+
+    def test_the_run_line_shows_no_lifeline_variable(self):
         from lifeline import export, repro
         rep = repro.Reproducer(Path("in"), {}, {"LIFELINE_GGML_POOL_COMPUTES": "32767", "UBSAN_OPTIONS": "suppressions="})
-        shown = export.shown_env(rep)
+        shown = export.shown_env(rep, export.EXPORTERS["ggml_graph_topology"])
         self.assertTrue(shown.startswith("ASAN_OPTIONS="), shown)
-        self.assertTrue(shown.endswith(" LIFELINE_GGML_POOL_COMPUTES=32767"), shown)
+        self.assertNotIn("LIFELINE_", shown)
         self.assertEqual(shown.count("UBSAN_OPTIONS="), 1, "its UBSan options are appended to run_env's")
         self.assertIn(":suppressions= ", shown)
+        self.assertNotIn("LIFELINE_GGML_POOL_COMPUTES", export.run_env(rep))
 
     def test_the_stack_comes_from_the_built_export_when_it_is_the_same_file(self):
+        out = self.tmp / "out"
+        self.cli("export", "ggml-fake-finding", "--out", out)
         built = self.root / "build" / "asan" / "exports" / "ggml-fake-finding"
         self.install(built / "oracle-only", program(ASSERT_OWN))
-        (built / "oracle-only.c").write_text(
-            "/* ggml-fake-finding/oracle-only */\nint main(void) { return 0; } /* bytes two */\n")
-        out = self.tmp / "out"
+        shutil.copy(out / "oracle-only.c", built / "oracle-only.c")
         rc, stdout, err = self.cli("export", "ggml-fake-finding", "--out", out)
         self.assertEqual(rc, 0, stdout + err)
         report = (out / "report.md").read_text()
-        self.assertIn(f"Stack, from the exported program, as built by the asan lane ({built / 'oracle-only'}): "
-                      "`assert | check_same_outputs`", report)
+        self.assertIn("Actual (the exported program as the asan lane built it): `assert | same_outputs`", report)
         env = json.loads((built / "oracle-only.env").read_text())
         self.assertIn("handle_abort=1", env["ASAN_OPTIONS"])
         self.assertEqual(env["GGML_NO_BACKTRACE"], "1")
@@ -146,7 +173,7 @@ class Export(unittest.TestCase):
         # a stale build (another text) is not used
         (built / "oracle-only.c").write_text("older\n")
         rc, stdout, err = self.cli("export", "ggml-fake-finding", "--out", out)
-        self.assertIn("Stack, from lifeline's reproducer run", (out / "report.md").read_text().split("## `oracle-only.c`")[1])
+        self.assertNotIn("as the asan lane built it", (out / "report.md").read_text())
 
     def test_default_out_is_export_out_of_the_bug(self):
         rc, stdout, err = self.cli("export", "ggml-fake-finding")
@@ -156,7 +183,7 @@ class Export(unittest.TestCase):
     def test_unknown_bug_id(self):
         err = self.usage_error("export", "ggml-no-such-finding")
         self.assertIn("lifeline export: unknown bug id 'ggml-no-such-finding'", err)
-        self.assertIn("upstream-open bugs: ggml-fake-finding, other-target-finding", err)
+        self.assertIn("findings it exports: ggml-fake-finding, other-target-finding", err)
         self.assertIn("unknown bug id '../repro'", self.usage_error("export", "../repro"))
 
     def test_a_fixed_bug_is_not_exported(self):
@@ -164,13 +191,14 @@ class Export(unittest.TestCase):
 
     def test_a_target_without_exporter(self):
         self.assertIn("target 'numpy_capsules' of bug 'other-target-finding' has no exporter (targets with one: "
-                      "ggml_graph_topology)", self.usage_error("export", "other-target-finding"))
+                      "ggml_graph_topology, ggml_vulkan_graph_topology, torch_capsule_lifecycle)",
+                      self.usage_error("export", "other-target-finding"))
 
-    def test_exporter_not_built_says_how_to_build_it(self):
-        self.exporter.unlink()
+    def test_target_not_built_says_how_to_build_it(self):
+        self.target.unlink()
         err = self.usage_error("export", "ggml-fake-finding")
-        self.assertIn(f"the exporter {self.exporter} is not built; build it with `cmake --preset asan && "
-                      "cmake --build build/asan --target ggml_graph_topology_export`", err)
+        self.assertIn(f"{self.target} is not built; build it with `cmake --preset asan && "
+                      "cmake --build build/asan --target ggml_graph_topology`", err)
 
     def test_bad_out(self):
         f = self.tmp / "a file"
@@ -182,12 +210,19 @@ class Export(unittest.TestCase):
         (self.bug / "bug.json").write_text("{")
         self.assertIn("invalid JSON", self.usage_error("export", "ggml-fake-finding"))
 
-    def test_an_input_the_exporter_refuses_fails_naming_it(self):
+    def test_an_input_the_target_cannot_decode_is_named(self):
         (self.bug / "first input").write_text("refused")
-        rc, out, err = self.cli("export", "ggml-fake-finding", "--out", self.tmp / "o")
-        self.assertEqual(rc, 1, out + err)
-        self.assertIn("could not export", out)
-        self.assertIn("predicted OK but the program's graphs refuse it", out)
+        err = self.usage_error("export", "ggml-fake-finding", "--out", self.tmp / "o")
+        self.assertIn("could not decode", err)
+        self.assertIn("first input", err)
+
+    def test_export_source_writes_one_file_for_the_build(self):
+        out = self.tmp / "one.c"
+        rc, stdout, err = self.cli("export-source", "--repro-dir", self.bug, "--input", "first input", "--out", out)
+        self.assertEqual((rc, err), (0, ""))
+        self.assertIn("int main(void) {", out.read_text())
+        self.assertIn("has no exported input 'nope'",
+                      self.usage_error("export-source", "--repro-dir", self.bug, "--input", "nope", "--out", out))
 
     # ---- export-plan, export-check ------------------------------------------------------------------------
 
@@ -195,7 +230,7 @@ class Export(unittest.TestCase):
         rc, out, err = self.cli("export-plan", "--lane", "asan", "--repro-root", self.root / "repro")
         self.assertEqual((rc, err), (0, ""))
         # "first input" holds a blank, which CMake cannot carry: left out here, named by export-check
-        self.assertEqual(out, "export|ggml-fake-finding|ggml_graph_topology|ggml_graph_topology_export|oracle-only\n")
+        self.assertEqual(out, "export|ggml-fake-finding|ggml_graph_topology|c|oracle-only\n")
         rc, out, err = self.cli("export-plan", "--lane", "fuzz", "--repro-root", self.root / "repro")
         self.assertEqual((rc, out), (0, ""))
 
@@ -210,7 +245,7 @@ class Export(unittest.TestCase):
         rc, out = self.check(d)
         self.assertEqual(rc, 0, out)
         self.assertIn("PASS first input: heap-buffer-overflow | ggml_gallocr_init_tensor", out)
-        self.assertIn("PASS oracle-only: assert | check_same_outputs", out)
+        self.assertIn("PASS oracle-only: assert | same_outputs", out)
 
     def test_check_fails_an_export_that_runs_clean_or_fails_otherwise(self):
         d = self.tmp / "exes"
@@ -246,37 +281,34 @@ class Export(unittest.TestCase):
                 self.assertIn(why, out)
 
 
-@unittest.skipUnless((BUILD / "exporters" / "ggml_graph_topology_export").is_file(),
-                     "the exporter is built in the asan lane with upstream ggml")
+@unittest.skipUnless((BUILD / "targets" / "ggml_graph_topology").is_file(),
+                     "the asan lane builds ggml_graph_topology with upstream ggml")
 class RealExport(unittest.TestCase):
-    def test_stale_plan_finding_exports_a_self_checking_c_file(self):
+    def export(self, bug_id, out):
+        rc, text = run([ROOT / "lifeline", "export", bug_id, "--out", out])
+        self.assertEqual(rc, 0, text)
+        return text
+
+    def test_every_ggml_finding_exports_a_short_file_in_ggmls_terms(self):
+        from lifeline import export
         out = Path(tempfile.mkdtemp()) / "with blank"
         try:
-            rc, text = run([ROOT / "lifeline", "export", "ggml-gallocr-stale-plan-rewired-edges", "--out", out])
-            self.assertEqual(rc, 0, text)
-            c = (out / "rewired-neg.c").read_text()
-            includes = [line for line in c.splitlines() if line.startswith("#include")]
-            self.assertEqual([i for i in includes if "ggml" in i],
-                             ['#include "ggml.h"', '#include "ggml-alloc.h"', '#include "ggml-backend.h"',
-                              '#include "ggml-cpu.h"'])
-            self.assertIn("/* #8 rewire g0.t4 src0 -> t1 */", c)
-            self.assertIn("check_same_outputs(1, b, build_g0_1);", c)
-            self.assertIn("# ggml_gallocr_alloc_graph keeps a plan", (out / "report.md").read_text())
+            for bug_id in ("ggml-gallocr-leaf-records-unchecked", "ggml-gallocr-stale-plan-rewired-edges",
+                           "ggml-cpu-threadpool-graph-count-shift", "ggml-cpu-scale-f16-unsupported"):
+                with self.subTest(bug_id):
+                    self.export(bug_id, out / bug_id)
+                    for c in (out / bug_id).glob("*.c"):
+                        text = c.read_text()
+                        includes = [line for line in text.splitlines() if line.startswith("#include") and "ggml" in line]
+                        self.assertEqual(includes, ['#include "ggml.h"', '#include "ggml-alloc.h"',
+                                                    '#include "ggml-backend.h"', '#include "ggml-cpu.h"'])
+                        self.assertLessEqual(export.code_lines(text, "C"), 60, c)
+                        self.assertNotIn("LIFELINE", text)
+                        self.assertNotRegex(text, r"\bg[0-9]+\.t[0-9]+\b")
+            self.assertIn("ggml_backend_supports_op", (out / "ggml-cpu-scale-f16-unsupported" / "scale-f16.c").read_text())
+            self.assertIn("same_outputs(", next((out / "ggml-gallocr-stale-plan-rewired-edges").glob("*.c")).read_text())
         finally:
             shutil.rmtree(out.parent)
-
-    def test_threadpool_finding_exports_the_harness_pools_and_their_computes(self):
-        out = Path(tempfile.mkdtemp())
-        try:
-            rc, text = run([ROOT / "lifeline", "export", "ggml-cpu-threadpool-graph-count-shift", "--out", out])
-            self.assertEqual(rc, 0, text)
-            c = (out / "pool-32768th-compute.c").read_text()
-            self.assertIn("    set_threads(2);\n    compute(b);", c)
-            self.assertIn('getenv("LIFELINE_GGML_POOL_COMPUTES")', c)
-            self.assertIn("    teardown();\n    free_pools();", c)
-            self.assertIn(" LIFELINE_GGML_POOL_COMPUTES=32767 ./pool-32768th-compute\n", (out / "report.md").read_text())
-        finally:
-            shutil.rmtree(out)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import unittest
 from pathlib import Path
 
 from scratch_project import ASSERT_SIG, ScratchProject, write_bug
+from support import TRIAGE
 
 REPORT = Path(__file__).resolve().parents[1] / "data" / "reports" / "asan-heap-use-after-free.txt"
 
@@ -63,7 +64,7 @@ class FlagLikeNames(ScratchProject):
 
     def test_repro_check_runs_a_dash_named_input(self):
         bug = write_bug(self.tmp / "elsewhere" / "fake-dash-input", {
-            "status": "upstream-open", "target": "fake_target",
+            "status": "upstream-open", "triage": TRIAGE, "target": "fake_target",
             "reproducers": [{"input": "-in", "expect": {"asan": ASSERT_SIG}}]}, {"-in": "assert"})
         rc, out = self.cli("repro-check", "--repro-dir", ".", "--lane", "asan", "--mode", "pinned", "--binary",
                            self.fake, cwd=bug)

@@ -3,6 +3,7 @@ import os
 import unittest
 
 from scratch_project import ASSERT_SIG, ScratchProject, write_bug
+from support import TRIAGE
 
 
 class ReproCheck(ScratchProject):
@@ -49,7 +50,7 @@ class ReproCheck(ScratchProject):
 
     def test_pinned_fails_when_the_pinned_upstream_no_longer_reproduces(self):
         gone = write_bug(self.tmp / "elsewhere" / "fake-gone-upstream", {
-            "status": "upstream-open", "target": "fake_target",
+            "status": "upstream-open", "triage": TRIAGE, "target": "fake_target",
             "reproducers": [{"input": "in", "expect": {"asan": ASSERT_SIG}}]}, {"in": "clean"})
         rc, out = self.check(gone, "pinned", self.fake)
         self.assertEqual(rc, 1, out)
@@ -58,7 +59,7 @@ class ReproCheck(ScratchProject):
 
     def test_pinned_fails_on_another_crash(self):
         other = write_bug(self.tmp / "elsewhere" / "fake-other-crash", {
-            "status": "upstream-open", "target": "fake_target",
+            "status": "upstream-open", "triage": TRIAGE, "target": "fake_target",
             "reproducers": [{"input": "in", "expect": {"asan": ASSERT_SIG}}]}, {"in": "uaf"})
         rc, out = self.check(other, "pinned", self.fake)
         self.assertEqual(rc, 1, out)
@@ -81,7 +82,7 @@ class ReproCheck(ScratchProject):
     def test_pinned_refuses_a_fixed_bug(self):
         rc, out = self.check(self.fixed, "pinned", self.fake)
         self.assertEqual(rc, 1, out)
-        self.assertIn("--mode pinned applies to bugs with status 'upstream-open'; this one is 'fixed'", out)
+        self.assertIn("--mode pinned applies to findings in upstream code; this one is 'fixed'", out)
 
     def test_fixed_bug_two_way_test_is_unchanged(self):
         rc, out = self.check(self.fixed, "fixed", self.fake)
@@ -119,7 +120,7 @@ class ReproCheck(ScratchProject):
             with self.subTest(mode=mode):
                 rc, out = self.check(self.fixed, mode, self.unpatched, "--variant", "upstream")
                 self.assertEqual(rc, 1, out)
-                self.assertIn(f"--mode {mode} checks an upstream-open bug", out)
+                self.assertIn(f"--mode {mode} checks a finding in upstream code", out)
 
     def test_variant_binary_missing(self):
         rc, out = self.check(self.fixed, "fixed", self.tmp / "nope", "--variant", "upstream")
@@ -146,7 +147,7 @@ class GuardedReproCheck(ScratchProject):
 
     def finding(self, folder, guard, word):
         """An upstream-open finding with `guard`, whose one input is `word` (the fake target's behaviour)."""
-        return write_bug(folder, {"status": "upstream-open", "guard": guard, "target": "fake_target",
+        return write_bug(folder, {"status": "upstream-open", "triage": TRIAGE, "guard": guard, "target": "fake_target",
                                   "reproducers": [{"input": "in", "expect": {"asan": ASSERT_SIG}}]}, {"in": word})
 
     def check(self, bug, mode, env=None):
@@ -192,7 +193,7 @@ class GuardedReproCheck(ScratchProject):
         self.assertIn("--mode guarded needs a 'guard'", out)
         rc, out = self.check(self.fixed, "guarded")
         self.assertEqual(rc, 1, out)
-        self.assertIn("--mode guarded applies to bugs with status 'upstream-open'", out)
+        self.assertIn("--mode guarded applies to findings in upstream code", out)
 
     def test_a_guard_outside_the_guard_list_is_named(self):
         bad = self.finding(self.tmp / "elsewhere" / "fake-bad", "fake-unknown", "assert")

@@ -10,7 +10,10 @@ from pathlib import Path
 
 from json_mutations import JSON_VALUES, mutations, replaced
 from lifeline import plan, repro
-from support import CLI, ROOT, run
+from support import TRIAGE, CLI, ROOT, run
+
+# What an upstream-fixed finding cites (cli/lifeline/repro.py).
+FIX = [{"url": "https://github.com/ggml-org/ggml/pull/1", "relation": "fix"}]
 
 SIG = {"type": "heap-use-after-free", "frame": "F"}
 ID = "gallocr-view-leaf-offset"  # a fixed bug names a switch of core/bug_list.def
@@ -65,22 +68,23 @@ class PlanLines(unittest.TestCase):
                                                     "ggml_graph_topology|-|fixed,reintroduced")
 
     def test_upstream_open_bug_is_pinned(self):
-        doc = dict(FULL, status="upstream-open")
+        doc = dict(FULL, status="upstream-open", triage=TRIAGE)
         del doc["upstream_variant"]
         d = self.folder(ID, doc)
         self.assertEqual(plan.plan_line(d, "valgrind"),
                          f"repro|{ID}|upstream-open|alloc_graph_topology|pinned|-|-|-")
 
     def test_upstream_open_bug_with_a_guard_is_pinned_and_guarded(self):
-        doc = dict(FULL, status="upstream-open", guard="ggml-gallocr-leaf-records-unchecked")
+        doc = dict(FULL, status="upstream-open", triage=TRIAGE, guard="ggml-gallocr-leaf-records-unchecked")
         del doc["upstream_variant"]
         d = self.folder(ID, doc)
         self.assertEqual(plan.plan_line(d, "asan"),
                          f"repro|{ID}|upstream-open|alloc_graph_topology|pinned,guarded|-|-|-")
 
     def test_upstream_fixed_bug_has_only_its_variants_tests(self):
-        """A bug upstream fixed that no stand-in models: no switch needed, no reproducers of its own."""
-        doc = dict(FULL, id="no-switch-for-this", status="upstream-fixed", target="ggml_graph_topology")
+        """A bug upstream fixed before the pinned version, which no stand-in models: no switch needed, no reproducers
+        of its own."""
+        doc = dict(FULL, id="no-switch-for-this", status="upstream-fixed", target="ggml_graph_topology", prior_art=FIX)
         del doc["reproducers"]
         d = self.folder("no-switch-for-this", doc)
         self.assertEqual(plan.plan_line(d, "asan"), "repro|no-switch-for-this|upstream-fixed|ggml_graph_topology|-|"
@@ -88,15 +92,22 @@ class PlanLines(unittest.TestCase):
         self.assertEqual(plan.plan_line(d, "tsan"), "repro|no-switch-for-this|upstream-fixed|ggml_graph_topology|-|"
                                                     "ggml_graph_topology|upstream/p.patch|-")
 
-    def test_upstream_fixed_bug_without_a_variant_or_with_reproducers_or_another_target_is_invalid(self):
-        no_variant = dict(FULL, id="no-switch-for-this", status="upstream-fixed", target="ggml_graph_topology")
+    def test_upstream_fixed_bug_with_reproducers_is_checked_pinned(self):
+        """Fixed upstream after the pinned version: its reproducers still fail on the pinned upstream."""
+        doc = dict(FULL, id="no-switch-for-this", status="upstream-fixed", target="ggml_graph_topology", prior_art=FIX)
+        d = self.folder("no-switch-for-this", doc)
+        self.assertEqual(plan.plan_line(d, "asan").split("|")[2:5], ["upstream-fixed", "ggml_graph_topology", "pinned"])
+
+    def test_upstream_fixed_bug_without_a_fix_a_variant_or_with_another_target_is_invalid(self):
+        no_variant = dict(FULL, id="no-switch-for-this", status="upstream-fixed", target="ggml_graph_topology",
+                          prior_art=FIX)
         del no_variant["reproducers"]
         del no_variant["upstream_variant"]
-        with_reproducers = dict(FULL, id="no-switch-for-this", status="upstream-fixed", target="ggml_graph_topology")
-        other_target = dict(FULL, id="no-switch-for-this", status="upstream-fixed")
+        no_fix = dict(FULL, id="no-switch-for-this", status="upstream-fixed", target="ggml_graph_topology")
+        other_target = dict(FULL, id="no-switch-for-this", status="upstream-fixed", prior_art=FIX)
         del other_target["reproducers"]
         for name, doc, why in (("no variant", no_variant, "needs 'upstream_variant'"),
-                               ("reproducers", with_reproducers, "no 'reproducers' of its own"),
+                               ("no fix", no_fix, "needs the fix: a 'prior_art' entry with relation 'fix'"),
                                ("target", other_target, "target is its variant's")):
             with self.subTest(name):
                 d = self.folder("no-switch-for-this", doc)
@@ -106,11 +117,11 @@ class PlanLines(unittest.TestCase):
                 self.assertIn(why, str(cm.exception))
 
     def test_a_guard_that_is_not_in_the_guard_list_or_on_a_fixed_bug_is_invalid(self):
-        for doc in (dict(FULL, status="upstream-open", guard="no-such-guard"),
+        for doc in (dict(FULL, status="upstream-open", triage=TRIAGE, guard="no-such-guard"),
                     dict(FULL, guard="ggml-gallocr-leaf-records-unchecked"),
-                    dict(FULL, status="upstream-open", guard=["ggml-gallocr-leaf-records-unchecked"]),
-                    dict(FULL, status="upstream-open", guard="ggml-gallocr-leaf-records-unchecked", guard_notes=""),
-                    dict(FULL, status="upstream-open", guard_notes="notes of no guard")):
+                    dict(FULL, status="upstream-open", triage=TRIAGE, guard=["ggml-gallocr-leaf-records-unchecked"]),
+                    dict(FULL, status="upstream-open", triage=TRIAGE, guard="ggml-gallocr-leaf-records-unchecked", guard_notes=""),
+                    dict(FULL, status="upstream-open", triage=TRIAGE, guard_notes="notes of no guard")):
             with self.subTest(guard=doc.get("guard"), notes=doc.get("guard_notes"), status=doc.get("status")):
                 d = self.folder(ID, doc)
                 self.assertEqual(plan.plan_line(d, "asan").split("|")[2], "invalid")
@@ -126,7 +137,7 @@ class PlanLines(unittest.TestCase):
                           ("no-bug-json", None), ("corrupt", '{"id": "corrupt",'), ("empty", "")):
             with self.subTest(name):
                 if isinstance(doc, dict):  # upstream-open: the id needs no switch, only the defect is wrong
-                    doc = dict(doc, id=name, status="upstream-open")
+                    doc = dict(doc, id=name, status="upstream-open", triage=TRIAGE)
                 d = self.folder(name, doc)
                 self.assertEqual(plan.plan_line(d, "asan"), f"repro|{name}|invalid|-|-|-|-|-")
 

@@ -7,7 +7,7 @@ import shutil
 import unittest
 
 from scratch_project import ASSERT_SIG, ScratchProject, write_bug
-from support import ROOT, run_apart
+from support import TRIAGE, ROOT, run_apart
 
 
 class TimeToExposure(ScratchProject):
@@ -27,7 +27,7 @@ class TimeToExposure(ScratchProject):
 
     def guarded_finding(self):
         write_bug(self.root / "repro" / "fake-guarded", {
-            "status": "upstream-open", "guard": "fake-guarded", "target": "fake_target",
+            "status": "upstream-open", "triage": TRIAGE, "guard": "fake-guarded", "target": "fake_target",
             "reproducers": [{"input": "in", "expect": {"fuzz": ASSERT_SIG}}]}, {"in": "guarded-assert"})
 
     def test_an_upstream_open_trial_runs_with_only_its_own_guard_off(self):

@@ -1,0 +1,84 @@
+"""The ggml configurations a C reproducer is measured in (`lifeline export --configs`): the pinned ggml's
+ggml-base, ggml-cpu and ggml built on their own by ggml's CMake, with ASan+UBSan as the asan lane builds them,
+with asserts (-UNDEBUG) and without (-DNDEBUG, what a release build has: ggml's CMake defaults to Release), and
+with ggml's own thread pool (GGML_OPENMP=OFF, as lifeline's lanes build it) and with OpenMP (ggml's default).
+Each is built once, in build/export-configs/<name>/, and reused; a reproducer is compiled against each and run.
+"""
+from __future__ import annotations
+
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .paths import ROOT
+from .usage import UsageError
+
+SAN = "-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fsanitize-recover=pointer-overflow"
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    label: str
+    ndebug: bool
+    openmp: bool
+
+
+CONFIGS = (
+    Config("asserts", "asserts on (-UNDEBUG), ggml's thread pool (GGML_OPENMP=OFF)", False, False),
+    Config("ndebug", "release asserts (-DNDEBUG), ggml's thread pool (GGML_OPENMP=OFF)", True, False),
+    Config("asserts-openmp", "asserts on (-UNDEBUG), OpenMP (GGML_OPENMP=ON, ggml's default)", False, True),
+    Config("ndebug-openmp", "release asserts (-DNDEBUG), OpenMP (GGML_OPENMP=ON, ggml's default)", True, True),
+)
+
+
+def _ggml_dir() -> Path:
+    d = ROOT / "build" / "upstream" / "llama.cpp" / "ggml"
+    if not (d / "CMakeLists.txt").is_file():
+        raise UsageError("lifeline export --configs: the pinned ggml is not fetched (scripts/fetch-ggml.sh)")
+    return d
+
+
+def ensure(cfg: Config) -> tuple[Path, Path]:
+    """(library folder, include folder) of the configuration, built first when it is not."""
+    src = _ggml_dir()
+    out = ROOT / "build" / "export-configs" / cfg.name
+    flags = f"{SAN} {'-DNDEBUG' if cfg.ndebug else '-UNDEBUG'}"
+    libdir = out / "src"
+    if not (libdir / "libggml-cpu.a").is_file():
+        print(f"configs: building ggml ({cfg.label}) in {out}", flush=True)
+        cmd = ["cmake", "-S", str(src), "-B", str(out), "-G", "Ninja", "-DCMAKE_C_COMPILER=clang-14",
+               "-DCMAKE_CXX_COMPILER=clang++-14", "-DCMAKE_BUILD_TYPE=lifeline", "-DBUILD_SHARED_LIBS=OFF",
+               "-DGGML_NATIVE=OFF", f"-DGGML_OPENMP={'ON' if cfg.openmp else 'OFF'}", "-DGGML_LLAMAFILE=OFF",
+               "-DGGML_CCACHE=OFF", "-DGGML_BUILD_TESTS=OFF", "-DGGML_BUILD_EXAMPLES=OFF",
+               f"-DCMAKE_C_FLAGS={flags}", f"-DCMAKE_CXX_FLAGS={flags}"]
+        for step in (cmd, ["cmake", "--build", str(out), "--target", "ggml", "ggml-base", "ggml-cpu"]):
+            proc = subprocess.run(step, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+            if proc.returncode != 0:
+                raise UsageError(f"lifeline export --configs: building ggml ({cfg.label}) failed:\n"
+                                 + "\n".join(proc.stdout.splitlines()[-15:]))
+    return libdir, src / "include"
+
+
+def run(source: str, libdir: Path, include: Path, cfg: Config, env: dict) -> tuple[int, str]:
+    """Compiles `source` (C) against the configuration and runs it: (exit status, output)."""
+    with tempfile.TemporaryDirectory(prefix="lifeline-config-") as tmp:
+        t = Path(tmp)
+        (t / "repro.c").write_text(source)
+        flags = SAN.split() + (["-DNDEBUG"] if cfg.ndebug else ["-UNDEBUG"])
+        libs = ["-L", str(libdir), "-lggml", "-lggml-cpu", "-lggml-base", "-lm", "-lpthread"]
+        if cfg.openmp:
+            libs.append("-fopenmp")
+        for step in (["clang-14", "-std=c11", *flags, "-c", "repro.c", "-I", str(include), "-o", "repro.o"],
+                     ["clang++-14", "-fsanitize=address,undefined", "repro.o", *libs, "-o", "repro"]):
+            proc = subprocess.run(step, cwd=t, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  errors="replace")
+            if proc.returncode != 0:
+                return -2, "does not build: " + proc.stdout[-2000:]
+        try:
+            proc = subprocess.run([str(t / "repro")], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  timeout=300)
+        except subprocess.TimeoutExpired:
+            return -1, "timed out after 300 s"
+        return proc.returncode, proc.stdout.decode("utf-8", "replace")

@@ -1,0 +1,528 @@
+"""A graph program (harness/programs/graph/codec.h, JSON) as a short standalone C reproducer on ggml's public
+API, in ggml's terms: what `lifeline export` writes for the findings of ggml_graph_topology (ggml's CPU
+backend) and ggml_vulkan_graph_topology (ggml-vulkan, and ggml_backend_sched over ggml-vulkan and the CPU).
+
+The C does what the harness's adapters do (harness/programs/graph/upstream/ggml_graph_adapter.cc), step by
+step: every reserve and placement builds its graph afresh in a new ggml context; a leaf view of another
+graph's tensor views that tensor as last placed; a pre-allocated leaf gets a backend buffer of its own; a
+graph with an op marked for the CPU goes to a ggml_backend_sched (Vulkan only); an allocator with several
+threads computes on a ggml_threadpool of its own, kept for the program. Tensors are named by their role
+(`x`, `w`, `neg_x`, `x_plus_w`, `view_of_y`), graphs and contexts by number, and the steps that only change
+what the next build looks like (a rewired edge, a new output) are comments.
+
+What the finding's report (bug.json "report") says goes in too: the contract broken, quoted, and what is
+expected, printed when the program starts; "check" adds what shows it: "supports-op" asks
+ggml_backend_supports_op about every node before each compute and prints the answers; "fresh-gallocr" places
+each computed graph again with a new gallocr and compares the outputs (an assert with expected vs actual,
+for a finding whose outputs come out wrong without a crash); "pool-computes": N computes the threadpool
+makes before the program's first (how many graphs a long-lived process computes on one pool).
+
+generate(program, finding) -> C source. `finding`: {"id", "title", "report": {...}} from bug.json, and
+"backend": "cpu" or "vulkan".
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+MAX_NAME = 24
+
+
+class Unexportable(ValueError):
+    pass
+
+
+@dataclass
+class Tensor:
+    id: int
+    kind: str                 # leaf, scale, neg, add, mul, copy, concat, view, reshape, view-external
+    type: str = "f32"
+    ne: tuple = (1, 1)
+    src: list = field(default_factory=list)
+    param: float = 0.0
+    inplace: bool = False
+    input: bool = False
+    output: bool = False
+    preallocated: bool = False
+    cpu: bool = False
+    offset: int = 0
+    of: Optional[int] = None  # view-external: the tensor (op id) of another graph
+
+
+@dataclass
+class Graph:
+    index: int
+    tensors: dict = field(default_factory=dict)  # op id -> Tensor, in order
+    seal: Optional[int] = None
+
+
+def _c_float(v: float) -> str:
+    s = repr(float(v))
+    return (s if ("." in s or "e" in s) else s + ".0") + "f"
+
+
+def _c_string(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+class Writer:
+    def __init__(self, program: dict, finding: dict):
+        self.program, self.finding = program, finding
+        self.report = finding.get("report") or {}
+        self.backend = finding.get("backend", "cpu")
+        self.check = self.report.get("check")
+        self.graphs: list[Graph] = []
+        self.of_tensor: dict[int, Graph] = {}
+        self.placed: dict[int, str] = {}   # tensor op id -> C name of its latest placed build
+        self.taken: set[str] = set()
+        self.body: list[str] = []
+        self.builds = 0
+        self.allocators_used: set[int] = set()
+        self.threads_now = 1
+        self.pools: dict[int, str] = {}
+        self.split_graphs_placed: dict[int, bool] = {}
+        self.buffers: list[str] = []
+        self.contexts: list[str] = []
+        self.uses = set()  # helpers the body calls
+
+    # ---- the program's graphs ----------------------------------------------------------------------
+
+    def graph_of_seal(self, ref: str) -> Graph:
+        sid = int(ref[1:])
+        for g in self.graphs:
+            if g.seal == sid:
+                return g
+        raise Unexportable(f"no graph is sealed by {ref}")
+
+    def tensor(self, ref: str) -> Tensor:
+        tid = int(ref[1:])
+        g = self.of_tensor.get(tid)
+        if g is None:
+            raise Unexportable(f"{ref} names no tensor")
+        return g.tensors[tid]
+
+    def open_graph(self) -> Graph:
+        if not self.graphs or self.graphs[-1].seal is not None:
+            self.graphs.append(Graph(len(self.graphs)))
+        return self.graphs[-1]
+
+    def add(self, g: Graph, t: Tensor) -> None:
+        g.tensors[t.id] = t
+        self.of_tensor[t.id] = g
+
+    def shape(self, t: Tensor) -> tuple:
+        if t.kind == "leaf":
+            return t.ne
+        if t.kind == "view-external":
+            return self.shape(self.of_tensor[t.of].tensors[t.of])
+        a = self.of_tensor[t.src[0]].tensors[t.src[0]]
+        sa = self.shape(a)
+        if t.kind == "concat":
+            b = self.of_tensor[t.src[1]].tensors[t.src[1]]
+            return (sa[0], sa[1] + self.shape(b)[1])
+        if t.kind == "reshape":
+            return (sa[0] * sa[1], 1)
+        if t.kind == "view":
+            return (t.ne[0], 1)
+        return sa
+
+    def dtype(self, t: Tensor) -> str:
+        if t.kind in ("leaf", "copy"):
+            return t.type
+        if t.kind == "view-external":
+            return self.dtype(self.of_tensor[t.of].tensors[t.of])
+        return self.dtype(self.of_tensor[t.src[0]].tensors[t.src[0]])
+
+    def reachable(self, g: Graph) -> list[Tensor]:
+        """The tensors of g that its outputs reach, in the order the adapter makes them: from each output (in
+        the order they were added), sources first (GgmlGraphAdapter::Make)."""
+        order: list[Tensor] = []
+        seen: set[int] = set()
+
+        def visit(i: int) -> None:
+            if i in seen:
+                return
+            seen.add(i)
+            for s in g.tensors[i].src:
+                visit(s)
+            order.append(g.tensors[i])
+
+        for t in g.tensors.values():
+            if t.output:
+                visit(t.id)
+        return order
+
+    # ---- names -------------------------------------------------------------------------------------------
+
+    def unique(self, base: str) -> str:
+        base = re.sub(r"[^A-Za-z0-9_]", "_", base)[:MAX_NAME].strip("_") or "t"
+        name, n = base, 2
+        while name in self.taken:
+            name, n = f"{base}{n}", n + 1
+        self.taken.add(name)
+        return name
+
+    def role(self, t: Tensor, names: dict) -> str:
+        def n(i):
+            return names[i]
+        if t.kind == "leaf":
+            return "x" if t.input else ("w_own" if t.preallocated else "w")
+        if t.kind == "view-external":
+            return "view_of_" + self.role_of_placed(t.of)
+        if t.kind in ("scale", "neg"):
+            return f"{t.kind}d_{n(t.src[0])}" if t.kind == "scale" else f"neg_{n(t.src[0])}"
+        if t.kind in ("add", "mul"):
+            return f"{n(t.src[0])}_{'plus' if t.kind == 'add' else 'times'}_{n(t.src[1])}"
+        if t.kind == "copy":
+            return f"{n(t.src[0])}_{t.type}"
+        if t.kind == "concat":
+            return f"{n(t.src[0])}_cat_{n(t.src[1])}"
+        if t.kind == "view":
+            return f"view_of_{n(t.src[0])}"
+        return f"{n(t.src[0])}_flat"
+
+    def role_of_placed(self, tid: int) -> str:
+        return re.sub(r"\d+$", "", self.placed.get(tid, "t")) or "t"
+
+    # ---- emitting ----------------------------------------------------------------------------------------
+
+    def emit(self, line: str = "") -> None:
+        self.body.append(("    " + line) if line else "")
+
+    def ggml_type(self, ty: str) -> str:
+        return "GGML_TYPE_F16" if ty == "f16" else "GGML_TYPE_F32"
+
+    def build(self, g: Graph, why: str) -> tuple[str, str, dict]:
+        """Emits a build of graph g in a new context; returns (context, graph variable, names by tensor id)."""
+        self.builds += 1
+        ctx, gf = f"ctx{self.builds}", f"gf{self.builds}"
+        self.contexts.append(ctx)
+        self.emit(f"/* {why} */")
+        self.emit(f"struct ggml_context * {ctx} = new_context();")
+        names: dict[int, str] = {}
+        for t in self.reachable(g):
+            name = self.unique(self.role(t, names))
+            names[t.id] = name
+            ne0, ne1 = self.shape(t)
+            src = [names[s] for s in t.src]
+            ip = "_inplace" if t.inplace else ""
+            if t.kind == "leaf":
+                expr = f"ggml_new_tensor_2d({ctx}, {self.ggml_type(t.type)}, {t.ne[0]}, {t.ne[1]})"
+            elif t.kind == "view-external":
+                if t.of not in self.placed:
+                    raise Unexportable(f"the view of #{t.of} needs a placement of its graph first")
+                expr = f"ggml_view_tensor({ctx}, {self.placed[t.of]})"
+            elif t.kind == "scale":
+                expr = f"ggml_scale{ip}({ctx}, {src[0]}, {_c_float(t.param)})"
+            elif t.kind == "neg":
+                expr = f"ggml_neg{ip}({ctx}, {src[0]})"
+            elif t.kind in ("add", "mul"):
+                expr = f"ggml_{t.kind}{ip}({ctx}, {src[0]}, {src[1]})"
+            elif t.kind == "copy":
+                expr = (f"ggml_cpy({ctx}, {src[0]}, ggml_new_tensor_2d({ctx}, {self.ggml_type(t.type)}, "
+                        f"{ne0}, {ne1}))")
+            elif t.kind == "concat":
+                expr = f"ggml_concat({ctx}, {src[0]}, {src[1]}, 1)"
+            elif t.kind == "view":
+                expr = f"ggml_view_1d({ctx}, {src[0]}, {t.ne[0]}, {t.offset} * ggml_type_size({src[0]}->type))"
+            else:
+                expr = f"ggml_reshape_1d({ctx}, {src[0]}, {ne0 * ne1})"
+            self.emit(f"struct ggml_tensor * {name} = {expr};")
+            if t.kind == "leaf" and t.input:
+                self.emit(f"ggml_set_input({name});")
+            if t.kind == "leaf" and t.preallocated:
+                buf = f"{name}_buf"
+                self.buffers.append(buf)
+                self.emit(f"ggml_backend_buffer_t {buf} = ggml_backend_alloc_buffer({self.backend_var()}, "
+                          f"ggml_nbytes({name}) + 64); /* memory of its own */")
+                self.emit(f"ggml_backend_tensor_alloc({buf}, {name}, ggml_backend_buffer_get_base({buf}));")
+            if t.output:
+                self.emit(f"ggml_set_output({name});")
+            if t.cpu and self.backend == "vulkan":
+                pass  # set on the scheduler when the graph is placed split
+        self.emit(f"struct ggml_cgraph * {gf} = ggml_new_graph({ctx});")
+        for t in g.tensors.values():
+            if t.output and t.id in names:
+                self.emit(f"ggml_build_forward_expand({gf}, {names[t.id]});")
+        return ctx, gf, names
+
+    def backend_var(self) -> str:
+        return "vk" if self.backend == "vulkan" else "cpu"
+
+    def galloc(self, k: int) -> str:
+        self.allocators_used.add(k)
+        return f"galloc{k}" if len(self.program.get("allocators", [])) > 1 and self.multi_alloc else "galloc"
+
+    def set_threads(self, k: int) -> None:
+        n = self.program["allocators"][k]["threads"]
+        if n == self.threads_now:
+            return
+        self.threads_now = n
+        if n > 1 and n not in self.pools:
+            pool = f"pool{n}" if len(self.distinct_threads) > 1 else "pool"
+            self.pools[n] = pool
+            self.emit(f"struct ggml_threadpool_params {pool}_params = ggml_threadpool_params_default({n});")
+            self.emit(f"struct ggml_threadpool * {pool} = ggml_threadpool_new(&{pool}_params);")
+        self.emit(f"ggml_backend_cpu_set_threadpool(cpu, {self.pools[n] if n > 1 else 'NULL'});")
+        self.emit(f"ggml_backend_cpu_set_n_threads(cpu, {n});")
+
+    def split(self, g: Graph) -> bool:
+        if self.backend != "vulkan":
+            return False
+        if any(t.cpu for t in self.reachable(g)):
+            return True
+        return any(self.split_graphs_placed.get(self.of_tensor[t.of].index, False)
+                   for t in self.reachable(g) if t.kind == "view-external")
+
+    def place(self, k: int, g: Graph, compute: bool) -> None:
+        what = f"graph {g.index + 1}"
+        split = self.split(g)
+        ctx, gf, names = self.build(g, f"{'placed and computed' if compute else 'planned'}: {what}"
+                                       + (" (split between ggml-vulkan and the CPU by ggml_backend_sched)"
+                                          if split else ""))
+        ga = None if split else self.galloc(k)
+        nbuf = len(self.program["allocators"][k]["buffers"])
+        if split:
+            self.uses.add("sched")
+            self.emit("ggml_backend_sched_reset(sched);")
+            for t in self.reachable(g):
+                if t.cpu:
+                    self.emit(f"ggml_backend_sched_set_tensor_backend(sched, {names[t.id]}, cpu);")
+                elif t.kind == "leaf" and not t.input and not t.preallocated:
+                    self.emit(f"ggml_backend_sched_set_tensor_backend(sched, {names[t.id]}, vk);")
+            call = f"ggml_backend_sched_{'alloc_graph' if compute else 'reserve'}(sched, {gf})"
+        elif not compute:
+            call = (f"ggml_gallocr_reserve_n({ga}, {gf}, buffer_ids, buffer_ids)" if nbuf > 1
+                    else f"ggml_gallocr_reserve({ga}, {gf})")
+            if nbuf > 1:
+                self.uses.add("buffer_ids")
+        else:
+            call = f"ggml_gallocr_alloc_graph({ga}, {gf})"
+        if not compute:
+            self.emit(f"{call};")
+            return
+        self.emit(f"if (!{call}) {{ printf(\"{call.split('(')[0]} failed\\n\"); return 1; }}")
+        if self.check == "fresh-gallocr":
+            for t in self.reachable(g):
+                if t.kind == "leaf" and not t.preallocated:
+                    self.uses.add("fill")
+                    self.emit(f"fill({names[t.id]});")
+        if self.backend == "cpu" or split:
+            self.set_threads(k)
+        if self.check == "supports-op":
+            self.uses.add("ask_supports_op")
+            self.emit(f"ask_supports_op({self.backend_var()}, {gf});")
+        if self.check == "pool-computes" and self.report.get("pool_computes") and not self.pool_aged:
+            self.pool_aged = True
+            n = int(self.report["pool_computes"])
+            self.emit(f"/* a long-lived process: the pool has computed {n:,} graphs before this one */")
+            self.emit(f"for (int i = 0; i < {n}; ++i) ggml_backend_graph_compute(cpu, {gf});")
+        if split:
+            self.emit(f"ggml_backend_sched_graph_compute(sched, {gf});")
+        else:
+            self.emit(f"ggml_backend_graph_compute({self.backend_var()}, {gf});")
+        if self.check == "fresh-gallocr":
+            outs = [names[t.id] for t in g.tensors.values() if t.output and t.id in names]
+            self.uses.add("fresh")
+            self.emit(f"/* expected: the same outputs as the same graph placed by a new gallocr */")
+            self.fresh_checks += 1
+            fresh_ctx, fresh_gf, fresh_names = self.build(g, f"{what} again, placed by a new gallocr")
+            self.emit(f"ggml_gallocr_t fresh{self.fresh_checks} = ggml_gallocr_new({self.buft()});")
+            self.emit(f"ggml_gallocr_alloc_graph(fresh{self.fresh_checks}, {fresh_gf});")
+            for t in self.reachable(g):
+                if t.kind == "leaf" and not t.preallocated:
+                    self.emit(f"fill({fresh_names[t.id]});")
+            self.emit(f"ggml_backend_graph_compute({self.backend_var()}, {fresh_gf});")
+            for t in g.tensors.values():
+                if t.output and t.id in names:
+                    self.emit(f"same_outputs(\"{names[t.id]}\", {names[t.id]}, {fresh_names[t.id]});")
+            self.emit(f"ggml_gallocr_free(fresh{self.fresh_checks});")
+        for t in self.reachable(g):
+            self.placed[t.id] = names[t.id]
+        self.split_graphs_placed[g.index] = split
+
+    def buft(self) -> str:
+        return "ggml_backend_vk_buffer_type(0)" if self.backend == "vulkan" else "ggml_backend_cpu_buffer_type()"
+
+    # ---- the program -------------------------------------------------------------------------------------
+
+    def run(self) -> str:
+        ops = self.program["ops"]
+        allocators = self.program["allocators"]
+        used = {op["allocator"] for op in ops if op["op"] in ("reserve", "alloc+compute")}
+        self.multi_alloc = len(used) > 1
+        self.distinct_threads = {allocators[k]["threads"] for k in used} - {1}
+        self.pool_aged = False
+        self.fresh_checks = 0
+        for op in ops:
+            kind = op["op"]
+            if kind in ("leaf", "unary", "binary", "copy", "concat", "view", "view-external"):
+                g = self.open_graph()
+                t = Tensor(op["id"], kind)
+                if kind == "leaf":
+                    t.type, t.ne = op["type"], tuple(op["ne"])
+                    t.input, t.preallocated = op["input"], op["preallocated"]
+                elif kind == "unary":
+                    t.kind = op["fn"]
+                    t.src, t.param, t.inplace, t.cpu = [int(op["src"][1:])], op.get("param", 0.0), op["inplace"], op["cpu"]
+                elif kind == "binary":
+                    t.kind = op["fn"]
+                    t.src, t.inplace, t.cpu = [int(r[1:]) for r in op["src"]], op["inplace"], op["cpu"]
+                elif kind == "copy":
+                    t.src, t.type, t.cpu = [int(op["src"][1:])], op["type"], op["cpu"]
+                elif kind == "concat":
+                    t.src = [int(r[1:]) for r in op["src"]]
+                elif kind == "view":
+                    t.src = [int(op["src"][1:])]
+                    if op.get("reshape"):
+                        t.kind = "reshape"
+                    else:
+                        t.ne, t.offset = (op["n"], 1), op["offset"]
+                else:
+                    t.of = int(op["of"][1:])
+                self.add(g, t)
+            elif kind == "mark-output":
+                t = self.tensor(op["tensor"])
+                if not t.output:
+                    t.output = True
+                    if self.of_tensor[t.id].seal is not None:
+                        self.emit(f"/* the graph's last tensor becomes an output too (same counts, new flag) */")
+            elif kind == "seal":
+                g = self.open_graph()
+                g.seal = op["id"]
+                if not any(t.output for t in g.tensors.values()):
+                    list(g.tensors.values())[-1].output = True
+            elif kind in ("reserve", "alloc+compute"):
+                self.place(op["allocator"], self.graph_of_seal(op["graph"]), compute=kind == "alloc+compute")
+                self.emit()
+            elif kind == "rewire":
+                g = self.graph_of_seal(op["graph"])
+                node = self.tensor(op["tensor"])
+                to = int(op["to"][1:])
+                self.emit(f"/* graph {g.index + 1} changes: input {op['slot']} of a {node.kind} now reads another "
+                          f"tensor of the same shape (same node and leaf counts) */")
+                node.src[op["slot"]] = to
+            elif kind == "grow":
+                g = self.graph_of_seal(op["graph"])
+                t = Tensor(op["id"], "neg", src=[int(op["of"][1:])], output=True)
+                self.add(g, t)
+                self.emit(f"/* graph {g.index + 1} gains a node: the negation of an output, itself an output */")
+            elif kind == "toggle-prealloc":
+                t = self.tensor(op["tensor"])
+                t.preallocated = not t.preallocated
+                self.emit(f"/* a leaf of graph {self.of_tensor[t.id].index + 1} "
+                          f"{'now brings memory of its own' if t.preallocated else 'no longer has memory of its own'} */")
+                for other, name in list(self.placed.items()):
+                    if other == t.id:
+                        del self.placed[other]
+            else:
+                raise Unexportable(f"op {op['op']} of #{op['id']}")
+        return self.assemble()
+
+    def assemble(self) -> str:
+        r, f = self.report, self.finding
+        lines = [f"/* {f['id']}: {r.get('title') or f.get('title', '')}",
+                 f" * Generated by `lifeline export` from a reduced program; uses ggml's public API only.",
+                 f" * Build: see report.md. Run: ./a.out (exits non-zero or aborts while the bug is there). */",
+                 "#include <stdio.h>", "#include \"ggml.h\"", "#include \"ggml-alloc.h\"", "#include \"ggml-backend.h\"",
+                 "#include \"ggml-cpu.h\""]
+        if self.backend == "vulkan":
+            lines.append("#include \"ggml-vulkan.h\"")
+        if "same_outputs" in "".join(self.body):
+            lines.insert(4, "#include <assert.h>")
+        lines += ["", "static struct ggml_context * new_context(void) {",
+                  "    struct ggml_init_params p = {ggml_tensor_overhead() * 64 + ggml_graph_overhead(), NULL, true};",
+                  "    return ggml_init(p);", "}"]
+        if "fill" in self.uses:
+            lines += ["", "static void fill(struct ggml_tensor * t) { /* inputs: small multiples of 1/4 */",
+                      "    float v[4096]; ggml_fp16_t h[4096];",
+                      "    for (int64_t i = 0; i < ggml_nelements(t); ++i) v[i] = (float)(i % 9 - 4) / 4;",
+                      "    if (t->type == GGML_TYPE_F16) ggml_fp32_to_fp16_row(v, h, ggml_nelements(t));",
+                      "    ggml_backend_tensor_set(t, t->type == GGML_TYPE_F16 ? (void *)h : (void *)v, 0, ggml_nbytes(t));",
+                      "}"]
+        if "fresh" in self.uses:
+            lines += ["", "static void same_outputs(const char * name, struct ggml_tensor * got, struct ggml_tensor * want) {",
+                      "    for (int64_t i = 0; i < ggml_nelements(got); ++i) {",
+                      "        float a = ggml_get_f32_1d(got, (int) i), b = ggml_get_f32_1d(want, (int) i);",
+                      "        if (a != b) printf(\"actual: %s[%lld] = %g; expected %g\\n\", name, (long long) i, a, b);",
+                      "        assert(a == b && \"an output differs from the same graph placed by a new gallocr\");",
+                      "    }", "}"]
+        if "ask_supports_op" in self.uses:
+            lines += ["", "static void ask_supports_op(ggml_backend_t backend, struct ggml_cgraph * gf) {",
+                      "    for (int i = 0; i < ggml_graph_n_nodes(gf); ++i) {",
+                      "        struct ggml_tensor * n = ggml_graph_node(gf, i);",
+                      "        printf(\"ggml_backend_supports_op(%s, %s on %s) = %d\\n\", ggml_backend_name(backend),",
+                      "               ggml_op_desc(n), ggml_type_name(n->src[0] ? n->src[0]->type : n->type),",
+                      "               ggml_backend_supports_op(backend, n));",
+                      "    }", "}"]
+        lines += ["", "int main(void) {", "    setvbuf(stdout, NULL, _IONBF, 0); /* in order with ggml's log and the sanitizer's report */"]
+        for key in ("contract", "expected"):
+            if r.get(key):
+                lines.append(f"    printf(\"{key}: %s\\n\", {_c_string(r[key])});")
+        lines.append("    ggml_backend_t cpu = ggml_backend_cpu_init();")
+        if self.backend == "vulkan":
+            lines.append("    ggml_backend_t vk = ggml_backend_vk_init(0);")
+        if "sched" in self.uses:
+            lines += ["    ggml_backend_t backends[2] = {vk, cpu};",
+                      "    ggml_backend_buffer_type_t bufts[2] = {ggml_backend_vk_buffer_type(0), ggml_backend_cpu_buffer_type()};",
+                      "    ggml_backend_sched_t sched = ggml_backend_sched_new(backends, bufts, 2, 2048, false, false);"]
+        if "buffer_ids" in self.uses:
+            lines.append("    int buffer_ids[256]; /* tensor i goes to buffer i % 2, as the program's allocator does */")
+            lines.append("    for (int i = 0; i < 256; ++i) buffer_ids[i] = i % 2;")
+        for k in sorted(self.allocators_used):
+            n = len(self.program["allocators"][k]["buffers"])
+            name = f"galloc{k}" if self.multi_alloc else "galloc"
+            if n == 1:
+                lines.append(f"    ggml_gallocr_t {name} = ggml_gallocr_new({self.buft()});")
+            else:
+                lines.append(f"    ggml_backend_buffer_type_t {name}_types[{n}] = {{"
+                             + ", ".join([self.buft()] * n) + "};")
+                lines.append(f"    ggml_gallocr_t {name} = ggml_gallocr_new_n({name}_types, {n});")
+        lines.append("")
+        lines += self.body
+        while lines and lines[-1] == "":
+            lines.pop()
+        lines.append("")
+        lines.append("    printf(\"the program ran to its end: the finding did not reproduce\\n\");")
+        for buf in self.buffers:
+            lines.append(f"    ggml_backend_buffer_free({buf});")
+        for k in sorted(self.allocators_used):
+            lines.append(f"    ggml_gallocr_free({'galloc' + str(k) if self.multi_alloc else 'galloc'});")
+        for ctx in self.contexts:
+            lines.append(f"    ggml_free({ctx});")
+        if "sched" in self.uses:
+            lines.append("    ggml_backend_sched_free(sched);")
+        if self.backend == "vulkan":
+            lines.append("    ggml_backend_free(vk);")
+        lines.append("    ggml_backend_free(cpu);")
+        for pool in self.pools.values():
+            lines.append(f"    ggml_threadpool_free({pool});")
+        lines += ["    return 0;", "}"]
+        return "\n".join(lines) + "\n"
+
+
+def generate(program: dict, finding: dict) -> str:
+    if program.get("format") != "graph":
+        raise Unexportable(f"not a graph program (format {program.get('format')!r})")
+    return Writer(program, finding).run()
+
+
+def code_lines(source: str) -> int:
+    """Lines of code: neither blank nor only a comment."""
+    n, in_comment = 0, False
+    for line in source.splitlines():
+        s = line.strip()
+        if in_comment:
+            if "*/" in s:
+                in_comment = False
+                s = s.split("*/", 1)[1].strip()
+            else:
+                continue
+        if s.startswith("/*") and "*/" not in s:
+            in_comment = True
+            continue
+        if not s or (s.startswith("/*") and s.endswith("*/")) or s.startswith("//"):
+            continue
+        n += 1
+    return n

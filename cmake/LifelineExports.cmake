@@ -30,7 +30,14 @@ function(lifeline_register_exports)
     list(GET fields 3 ext)
     list(GET fields 4 inputs)
     if(NOT TARGET ${target})
-      continue()  # a target this build does not have (no ggml, no torch): its tests say so
+      # A target this lane cannot build (no ggml, no torch): the export test is registered as skipped, with the
+      # reason, as the target's own tests are.
+      get_property(unavailable GLOBAL PROPERTY LIFELINE_UNAVAILABLE_UPSTREAM_TARGETS)
+      get_property(reason GLOBAL PROPERTY LIFELINE_UNAVAILABLE_REASON_${target})
+      if(target IN_LIST unavailable OR LIFELINE_GGML_SKIP_REASON)
+        lifeline_add_upstream_skip(repro.${id}.${LIFELINE_LANE}.export ${reason})
+      endif()
+      continue()
     endif()
     string(REPLACE "," ";" inputs "${inputs}")
     set(dir ${CMAKE_BINARY_DIR}/exports/${id})

@@ -2,9 +2,9 @@
 [--jobs N] [--record]`: the first upstream commit where a finding's exported reproducer fails (ClusterFuzz's
 regression range, syzbot's cause bisection).
 
-The reproducer is the finding's standalone C file: `lifeline export <bug-id>` run into a temporary folder (so it
-is whatever export.py writes today), the file of reproducer input --input (default: the first with a signature);
-or, with --source, a C file of one's own. Its signature and environment are the reproducer's, as
+The reproducer is the finding's standalone C file for reproducer input --input (default: the first with a
+signature), as export.py writes it today: `lifeline export-source` for that input (or, with an export.py without
+that verb, `lifeline export <bug-id>` into a temporary folder); or, with --source, a C file of one's own. Its signature and environment are the reproducer's, as
 `lifeline export-check` takes them (export.py `signature_for`, `run_env`).
 
 DIR is a git checkout of ggml (ggml-org/ggml, or a llama.cpp/whisper.cpp one with ggml in ggml/); it is never
@@ -31,8 +31,8 @@ Before bisecting, --bad must reproduce and --good must run clean (else an error 
 became the ggml-cpu library beside it (in ggml-org/ggml e33cebed, "cmake : restore CMakeLists.txt (llama/10256)",
 2024-11-15): the libraries a reproducer links, with ggml-cpu.h as it has been since (it appeared 2024-11-03, 40
 commits before). Where that commit cannot be tested (a sync from llama.cpp lands in pieces that may not build),
-the next commits towards --bad are tried, up to 8. --bad defaults to DIR's HEAD. Commits before 2024-06-26 (ggml's
-headers in include/ggml/) are skipped as having no ggml tree.
+the next commits towards --bad are tried, up to 8. --bad defaults to DIR's HEAD. Before 2024-06-26 ggml's headers
+were in include/ggml/, and the reproducer is compiled against those.
 
 Prints one line per step (commit, date, verdict, why), then the first bad commit (hash, date, subject), the
 range, the number of steps and of skipped commits, and the wall time. When skipped commits border it, git cannot
@@ -51,6 +51,7 @@ import inspect
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -145,7 +146,15 @@ def _git(repo, *args, check: bool = True) -> str:
 def ggml_dir(tree: Path) -> Optional[Path]:
     """Where ggml is in a checkout: its root (ggml-org/ggml) or ggml/ (llama.cpp, whisper.cpp)."""
     for d in (tree, tree / "ggml"):
-        if (d / "include" / "ggml.h").is_file() and (d / "CMakeLists.txt").is_file():
+        if _include_dir(d) is not None and (d / "CMakeLists.txt").is_file():
+            return d
+    return None
+
+
+def _include_dir(gdir: Path) -> Optional[Path]:
+    """ggml's public headers: include/, or before 2024-06-26 (ggml-org/ggml 5378ea0d) include/ggml/."""
+    for d in (gdir / "include", gdir / "include" / "ggml"):
+        if (d / "ggml.h").is_file():
             return d
     return None
 
@@ -153,10 +162,14 @@ def ggml_dir(tree: Path) -> Optional[Path]:
 def first_error(text: str, *patterns: str) -> str:
     """The first line of `text` that matches the first of `patterns` that any line matches (none: the last line),
     shortened."""
+    lines = text.splitlines()
     for pattern in patterns:
-        for line in text.splitlines():
+        for i, line in enumerate(lines):
             if re.search(pattern, line):
-                return line.strip()[:220]
+                found = line.strip()
+                if found.endswith(":"):  # CMake's "CMake Error at f:12 (add_library):" says what on the next lines
+                    found += " " + " ".join(x.strip() for x in lines[i + 1:i + 6] if x.strip())[:150]
+                return found[:220]
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[-1][:220] if lines else "(no output)"
 
@@ -200,7 +213,8 @@ def ensure_build(cfg: dict, tree: Path, gdir: Path, log) -> tuple[Optional[Path]
     entry = cache / key
     libs = _libraries(gdir)
     if (entry / "failed").is_file():
-        return None, "ggml does not build here (cached): " + (entry / "failed").read_text().splitlines()[0]
+        log_tail = (entry / "failed").read_text(errors="replace").split("\n\n", 1)[-1]  # after the summary line
+        return None, "ggml does not build here (cached): " + first_error(log_tail, r"error:", r"Error|FAILED")
     if all((entry / f"lib{n}.a").is_file() for n in libs):
         return entry, f"cached build {key[:8]}"
     cache.mkdir(parents=True, exist_ok=True)
@@ -211,12 +225,13 @@ def ensure_build(cfg: dict, tree: Path, gdir: Path, log) -> tuple[Optional[Path]
         build = Path(cfg["scratch"]) / f"build-{key}"
         shutil.rmtree(build, ignore_errors=True)
         t0 = time.monotonic()
-        rc, out = _sh(["cmake", "-S", gdir, "-B", build, *CMAKE_OPTIONS], env=_build_env(), timeout=BUILD_TIMEOUT_S)
-        log.write(f"$ cmake -S {gdir} -B {build} {' '.join(CMAKE_OPTIONS)}\n{out}\n")
+        cmd = ["cmake", "-S", gdir, "-B", build, *CMAKE_OPTIONS]
+        rc, out = _sh(cmd, env=_build_env(), timeout=BUILD_TIMEOUT_S)
+        log.write(f"$ {_shown(cmd)}\n{out}\n")
         if rc == 0:
-            rc, out = _sh(["cmake", "--build", build, "-j", str(cfg["jobs"]), "--target", *libs], env=_build_env(),
-                          timeout=BUILD_TIMEOUT_S)
-            log.write(f"$ cmake --build {build} -j {cfg['jobs']} --target {' '.join(libs)}\n{out}\n")
+            cmd = ["cmake", "--build", build, "-j", str(cfg["jobs"]), "--target", *libs]
+            rc, out = _sh(cmd, env=_build_env(), timeout=BUILD_TIMEOUT_S)
+            log.write(f"$ {_shown(cmd)}\n{out}\n")
         seconds = time.monotonic() - t0
         if rc != 0:
             shutil.rmtree(build, ignore_errors=True)
@@ -251,6 +266,10 @@ def _publish(tmp: Path, entry: Path) -> None:
         os.replace(tmp, entry)
 
 
+def _shown(cmd: list) -> str:
+    return shlex.join(str(c) for c in cmd)
+
+
 def _build_env() -> dict:
     # A sanitizer option the caller has set must not reach the compilers' or CMake's own runs.
     return {k: v for k, v in os.environ.items() if not k.endswith("SAN_OPTIONS")}
@@ -260,27 +279,29 @@ def evaluate(cfg: dict, tree: Path, log) -> Verdict:
     """The verdict at the commit checked out in `tree` (see the module docstring)."""
     gdir = ggml_dir(tree)
     if gdir is None:
-        return Verdict(SKIP, "skip", "no ggml tree here (include/ggml.h and CMakeLists.txt, or under ggml/)")
+        return Verdict(SKIP, "skip", "no ggml tree here (CMakeLists.txt and include/ggml.h, or under ggml/)")
     work = Path(cfg["scratch"]) / "step"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
     source = Path(cfg["source"])
-    rc, out = _sh([CC, *EXPORT_CFLAGS, "-c", source, "-I", gdir / "include", "-o", work / "repro.o"], env=_build_env())
-    log.write(f"$ {CC} {' '.join(EXPORT_CFLAGS)} -c {source} -I {gdir / 'include'}\n{out}\n")
+    cmd = [CC, *EXPORT_CFLAGS, "-c", source, "-I", _include_dir(gdir), "-o", work / "repro.o"]
+    rc, out = _sh(cmd, env=_build_env())
+    log.write(f"$ {_shown(cmd)}\n{out}\n")
     if rc != 0:
         return Verdict(SKIP, "skip", f"the reproducer does not compile against these headers: {first_error(out, r'error:')}")
     libdir, how = ensure_build(cfg, tree, gdir, log)
     if libdir is None:
         return Verdict(SKIP, "skip", how)
     libs = [str(libdir / f"lib{n}.a") for n in _libraries(gdir)]
-    rc, out = _sh([CXX, "-fsanitize=address,undefined", work / "repro.o", *libs, "-lm", "-lpthread", "-o",
-                   work / "repro"], env=_build_env())
-    log.write(f"$ {CXX} -fsanitize=address,undefined repro.o {' '.join(libs)} -lm -lpthread\n{out}\n")
+    cmd = [CXX, "-fsanitize=address,undefined", work / "repro.o", *libs, "-lm", "-lpthread", "-o", work / "repro"]
+    rc, out = _sh(cmd, env=_build_env())
+    log.write(f"$ {_shown(cmd)}\n{out}\n")
     if rc != 0:
         return Verdict(SKIP, "skip", "the reproducer does not link with " + " and ".join(
             os.path.basename(x) for x in libs) + f": {first_error(out, r'undefined reference', r'error')}", how)
     rc, out = _sh([work / "repro"], cwd=work, env=cfg["env"], timeout=RUN_TIMEOUT_S)
-    log.write(f"$ {work / 'repro'}  (exit {rc})\n{out}\n")
+    shown_env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(cfg["env"].items()) if k.endswith("SAN_OPTIONS"))
+    log.write(f"$ {shown_env} {work / 'repro'}   # exit {rc}\n{out}\n")
     v = classify(rc, out, cfg["signature"])
     v.build = how
     return v
@@ -353,6 +374,10 @@ def _load(bug_id: str) -> tuple[repro.Bug, object]:
         what = "no exporter" if exporter is None else f"a {exporter.language} exporter, not C"
         raise _fail(f"target '{bug.target}' of bug '{bug_id}' has {what}; bisect runs C reproducers on ggml "
                     f"(targets with a C exporter: {', '.join(c_targets)})")
+    extra = sorted(set(re.findall(r"-l(ggml-[\w-]+)", getattr(exporter, "build", ""))) - {"ggml-base", "ggml-cpu"})
+    if extra:
+        raise _fail(f"the exports of target '{bug.target}' link {', '.join(extra)}, and bisect builds ggml-base and "
+                    "ggml-cpu only (the CPU backend)")
     return bug, exporter
 
 
@@ -414,19 +439,28 @@ def repo_name(repo: Path, gdir_rel: str) -> str:
     return "ggml-org/llama.cpp" if gdir_rel == "ggml" else "ggml-org/ggml"
 
 
-def _export_source(bug: repro.Bug, rep, exporter, scratch: Path) -> Path:
-    """The reproducer's file as `lifeline export` writes it today."""
+def _export_source(bug: repro.Bug, rep, exporter, scratch: Path) -> tuple[Path, str]:
+    """(the reproducer's file as export.py writes it today, how it was made): `lifeline export-source` for this input
+    alone where export.py has that verb (another input the exporter cannot write does not matter), else `lifeline
+    export` of the whole finding into a temporary folder."""
     out = scratch / "export"
-    rc, text = _sh([sys.executable, ROOT / "cli" / "lifeline_main.py", "export", bug.id, "--out", out],
-                   timeout=RUN_TIMEOUT_S * 4)
+    out.mkdir()
+    path = out / f"{rep.input.name}.{exporter.extension}"
+    cli = [sys.executable, ROOT / "cli" / "lifeline_main.py"]
+    if hasattr(exportmod, "cmd_export_source"):
+        verb = f"lifeline export-source --input {rep.input.name}"
+        rc, text = _sh(cli + ["export-source", "--repro-dir", bug.path, "--input", rep.input.name, "--out", path],
+                       timeout=RUN_TIMEOUT_S * 4)
+    else:
+        verb = f"lifeline export {bug.id}"
+        rc, text = _sh(cli + ["export", bug.id, "--out", out], timeout=RUN_TIMEOUT_S * 4)
     if rc != 0:
         lines = [line for line in text.strip().splitlines() if line.strip()]
-        raise _fail(f"`lifeline export {bug.id}` failed (exit {rc}): {lines[-1] if lines else ''}")
-    path = out / f"{rep.input.name}.{exporter.extension}"
+        raise _fail(f"`{verb}` failed (exit {rc}): {lines[-1] if lines else ''}")
     if not path.is_file():
-        written = ", ".join(sorted(p.name for p in out.iterdir())) if out.is_dir() else "nothing"
-        raise _fail(f"`lifeline export {bug.id}` wrote no {path.name} (it wrote: {written})")
-    return path
+        written = ", ".join(sorted(p.name for p in out.iterdir())) or "nothing"
+        raise _fail(f"`{verb}` wrote no {path.name} (it wrote: {written})")
+    return path, f"from `{verb}`"
 
 
 def _check(cfg: dict, tree: Path, flag: str, info: dict, then: str = "") -> Verdict:
@@ -486,7 +520,8 @@ def cmd_bisect(args) -> int:
         if not goods:
             raise _fail("no commit before --bad builds ggml-base and ggml-cpu as libraries (the default --good); "
                         "give --good")
-    rc, listing = _sh(["git", "-C", repo, "ls-tree", "--name-only", bad, "--", "include/ggml.h", "ggml/include/ggml.h"])
+    rc, listing = _sh(["git", "-C", repo, "ls-tree", "--name-only", bad, "--", "include/ggml.h", "ggml/include/ggml.h",
+                       "include/ggml/ggml.h"])
     if rc != 0 or not listing.strip():
         raise _fail(f"--upstream-repo '{args.upstream_repo}' has no ggml at --bad {bad[:12]} (no include/ggml.h, "
                     "nor ggml/include/ggml.h)")
@@ -505,8 +540,7 @@ def cmd_bisect(args) -> int:
     t0 = time.monotonic()
     try:
         if source is None:
-            source = _export_source(bug, rep, exporter, scratch)
-            origin = "from `lifeline export`"
+            source, origin = _export_source(bug, rep, exporter, scratch)
         else:
             origin = "--source"
         tree = scratch / "ggml"

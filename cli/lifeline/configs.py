@@ -40,19 +40,35 @@ def _ggml_dir() -> Path:
     return d
 
 
+# ggml as a subproject, as the lanes build it (cmake/LifelineGgml.cmake): configured on its own, ggml's CMake wants
+# files the npm bundle leaves out (ggml.pc.in).
+_WRAPPER = """cmake_minimum_required(VERSION 3.21)
+project(lifeline_export_config C CXX)
+set(BUILD_SHARED_LIBS OFF)
+set(GGML_CPU ON)
+set(GGML_BACKEND_DL OFF)
+set(GGML_NATIVE OFF)
+set(GGML_LLAMAFILE OFF)
+set(GGML_CCACHE OFF)
+set(GGML_BUILD_TESTS OFF)
+set(GGML_BUILD_EXAMPLES OFF)
+add_subdirectory("{ggml}" ggml EXCLUDE_FROM_ALL)
+"""
+
+
 def ensure(cfg: Config) -> tuple[Path, Path]:
     """(library folder, include folder) of the configuration, built first when it is not."""
     src = _ggml_dir()
     out = ROOT / "build" / "export-configs" / cfg.name
     flags = f"{SAN} {'-DNDEBUG' if cfg.ndebug else '-UNDEBUG'}"
-    libdir = out / "src"
+    libdir = out / "ggml" / "src"
     if not (libdir / "libggml-cpu.a").is_file():
         print(f"configs: building ggml ({cfg.label}) in {out}", flush=True)
-        cmd = ["cmake", "-S", str(src), "-B", str(out), "-G", "Ninja", "-DCMAKE_C_COMPILER=clang-14",
-               "-DCMAKE_CXX_COMPILER=clang++-14", "-DCMAKE_BUILD_TYPE=lifeline", "-DBUILD_SHARED_LIBS=OFF",
-               "-DGGML_NATIVE=OFF", f"-DGGML_OPENMP={'ON' if cfg.openmp else 'OFF'}", "-DGGML_LLAMAFILE=OFF",
-               "-DGGML_CCACHE=OFF", "-DGGML_BUILD_TESTS=OFF", "-DGGML_BUILD_EXAMPLES=OFF",
-               f"-DCMAKE_C_FLAGS={flags}", f"-DCMAKE_CXX_FLAGS={flags}"]
+        (out / "wrapper").mkdir(parents=True, exist_ok=True)
+        (out / "wrapper" / "CMakeLists.txt").write_text(_WRAPPER.replace("{ggml}", str(src)))
+        cmd = ["cmake", "-S", str(out / "wrapper"), "-B", str(out), "-G", "Ninja", "-DCMAKE_C_COMPILER=clang-14",
+               "-DCMAKE_CXX_COMPILER=clang++-14", "-DCMAKE_BUILD_TYPE=lifeline",
+               f"-DGGML_OPENMP={'ON' if cfg.openmp else 'OFF'}", f"-DCMAKE_C_FLAGS={flags}", f"-DCMAKE_CXX_FLAGS={flags}"]
         for step in (cmd, ["cmake", "--build", str(out), "--target", "ggml", "ggml-base", "ggml-cpu"]):
             proc = subprocess.run(step, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
             if proc.returncode != 0:
@@ -66,7 +82,7 @@ def run(source: str, libdir: Path, include: Path, cfg: Config, env: dict) -> tup
     with tempfile.TemporaryDirectory(prefix="lifeline-config-") as tmp:
         t = Path(tmp)
         (t / "repro.c").write_text(source)
-        flags = SAN.split() + (["-DNDEBUG"] if cfg.ndebug else ["-UNDEBUG"])
+        flags = SAN.split() + ["-UNDEBUG"]  # the reproducer's own checks stay: the configuration is ggml's build
         libs = ["-L", str(libdir), "-lggml", "-lggml-cpu", "-lggml-base", "-lm", "-lpthread"]
         if cfg.openmp:
             libs.append("-fopenmp")

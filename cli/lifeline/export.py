@@ -334,16 +334,19 @@ def _report(bug: repro.Bug, exporter: Exporter, rows: list) -> str:
                    + " (not run here: the exported program is not built).", ""]
         q = shlex.quote
         if exporter.language == "C":
-            include = ROOT / "build" / "upstream" / "llama.cpp" / "ggml" / "include"
-            libdir = ROOT / "build" / exporter.lane / "ggml" / "src"
             exe = Path(name).stem
-            md += ["Build and run (against ggml built with `-fsanitize=address,undefined`; lifeline's asan lane builds "
-                   "it so: point -I and -L at any other ggml build):", "", "```sh",
-                   exporter.build.format(file=q(name), exe=q(exe), include=q(str(include)), libdir=q(str(libdir)),
-                                         cflags="-UNDEBUG"),
-                   exporter.run.format(file=q(name), exe=q("./" + exe), env=shown_env(rep, exporter)).strip(), "```",
-                   "", "(`handle_abort=1` gives an assert() or GGML_ABORT a sanitizer stack; the UBSan suppression file "
-                   "holds `pointer-overflow:ggml_graph_nbytes`, a report every graph build gives otherwise.)", ""]
+            env = "ASAN_OPTIONS=handle_abort=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:suppressions=ubsan.supp " \
+                  "GGML_NO_BACKTRACE=1" + (" GGML_VK_VISIBLE_DEVICES=0" if exporter.extra.get("backend") == "vulkan" else "")
+            md += ["Build and run, against ggml built with `-fsanitize=address,undefined` (e.g. `cmake -B build "
+                   "-DCMAKE_C_FLAGS=-fsanitize=address,undefined -DCMAKE_CXX_FLAGS=-fsanitize=address,undefined`; for a "
+                   "release build add `-DNDEBUG`; see Configurations):", "", "```sh",
+                   exporter.build.format(file=q(name), exe=q(exe), include="$GGML/include", libdir="$GGML/build/src",
+                                         cflags="").replace("  ", " "),
+                   "echo 'pointer-overflow:ggml_graph_nbytes' > ubsan.supp  # ggml_graph_nbytes's report on every graph "
+                   "build (finding ggml-graph-nbytes-null-offset)" if bug.id != "ggml-graph-nbytes-null-offset" else
+                   "touch ubsan.supp",
+                   f"{env} ./{q(exe)}", "```", "",
+                   "(`handle_abort=1` gives an assert() or GGML_ABORT a sanitizer stack.)", ""]
         else:
             md += ["Run: `python3 " + q(name) + "` (exits 0 once fixed).", ""]
     if r.get("fix"):

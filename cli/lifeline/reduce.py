@@ -1,7 +1,8 @@
 """`lifeline reduce INPUT [--bug ID] [--target T] [--lane L] [--variant upstream] [--out FILE | --in-place]`:
 delta debugging on the decoded program, not on the bytes.
 
-The target decodes the input (`<target> --program decode`, harness/replay_main.cc) into its program as JSON
+The target (as the asan lane builds it: codecs are built there) decodes the input (`<target> --program decode`,
+harness/replay_main.cc) into its program as JSON
 (harness/programs/common/codec.h), in which an operand that names an object another op made is that op's
 "#<id>". The reducer edits the program and has the target encode each candidate back into an input
 (`--program encode`), which is what runs, so every candidate is an ordinary input of the target and the
@@ -45,6 +46,7 @@ from .paths import LANES, ROOT, source_targets
 from .usage import UsageError
 
 RUN_TIMEOUT_S = 120
+CODEC_LANE = "asan"  # the lane whose targets serve --program (harness/CMakeLists.txt, LIFELINE_PROGRAM_CODEC)
 REF = re.compile(r"^#-?\d+$")
 # Operands a reducer leaves alone: what the op is, its id, the model's output, which parties a target has.
 FIXED_KEYS = {"id", "op", "model", "format", "peers", "ops"}
@@ -178,12 +180,20 @@ def without(program: dict, ids: set[int]) -> dict:
 
 # ---- simplification ------------------------------------------------------------------------------------
 
+def _plainer(key: str, value) -> list:
+    """The plain values of `key` (PLAIN, plainest first) before `value` in that order: only strictly plainer
+    ones, so that a simplification never undoes another."""
+    plain = PLAIN.get(key, [])
+    return plain[:plain.index(value)] if value in plain else list(plain)
+
+
 def simpler(key: str, value) -> list:
-    """Values simpler than `value` for operand `key`, simplest first."""
-    out = []
+    """Values simpler than `value` for operand `key`, simplest first: each strictly simpler than `value` (a
+    total order per kind of value), so reduction always ends."""
     if isinstance(value, bool):
         return [False] if value else []
     if isinstance(value, int):
+        out = []
         for v in (0, 1, value // 2, value - 1):
             if 0 <= v < value and v not in out:
                 out.append(v)
@@ -191,16 +201,18 @@ def simpler(key: str, value) -> list:
             out += [0, 1]
         return out
     if isinstance(value, float):
-        return [v for v in PLAIN.get(key, []) + [1.0, 0.0] if v != value][:3]
+        # Plain values first (in PLAIN's order), then smaller magnitudes.
+        plain = _plainer(key, value)
+        return plain + [v for v in (0.0, 1.0) if v not in plain and value not in PLAIN.get(key, [])
+                        and abs(v) < abs(value)]
     if isinstance(value, str):
         if REF.match(value):
             return []
-        plain = [v for v in PLAIN.get(key, []) if v != value]
-        if plain:
-            return plain
-        # Bytes handed over (a language): shorter, keeping their first and last bytes apart.
+        if key in PLAIN:
+            return _plainer(key, value)
+        # Bytes handed over (a language): shorter.
         cands = ["", value[: len(value) // 2], value[:-1]] if value else []
-        return [c for c in dict.fromkeys(cands) if c != value]
+        return [c for c in dict.fromkeys(cands) if len(c) < len(value)]
     return []
 
 
@@ -231,13 +243,16 @@ class Reducer:
     def __init__(self, codec: Codec, interesting: Callable[[bytes], bool], log: Callable[[str], None]):
         self.codec, self.interesting, self.log = codec, interesting, log
         self.tried = 0
+        self.current: Optional[bytes] = None  # the input of the program kept so far
 
     def attempt(self, candidate: dict) -> Optional[tuple[dict, bytes]]:
-        """The candidate, decoded afresh from its encoding, with its bytes, when it is interesting."""
+        """The candidate, decoded afresh from its encoding, with its bytes, when it is interesting and not the
+        input it came from (an edit of something the format does not read encodes to the same bytes: no step)."""
         self.tried += 1
         data, _ = self.codec.encode(candidate)
-        if data is None or not self.interesting(data):
+        if data is None or data == self.current or not self.interesting(data):
             return None
+        self.current = data
         return self.codec.decode(data), data
 
     def delete_ops(self, program: dict, data: bytes) -> tuple[dict, bytes]:
@@ -284,6 +299,7 @@ class Reducer:
         return program, data, changed
 
     def run(self, program: dict, data: bytes) -> tuple[dict, bytes]:
+        self.current = data
         while True:
             before = json.dumps(program)
             program, data = self.delete_ops(program, data)
@@ -307,6 +323,13 @@ def describe(program: dict) -> str:
 
 VALGRIND = ["valgrind", "--tool=memcheck", "--error-exitcode=99", "--leak-check=full",
             "--show-leak-kinds=definite", "--errors-for-leak-kinds=definite", "--num-callers=40", "--quiet"]
+
+
+def _codec_binary(binary: Path) -> Path:
+    if not binary.is_file():
+        raise UsageError(f"lifeline reduce: {binary} is not built: programs are decoded and encoded by the "
+                         f"{CODEC_LANE} lane's targets (cmake --preset {CODEC_LANE} && cmake --build --preset {CODEC_LANE})")
+    return binary
 
 
 def launcher_of(lane: str) -> list:
@@ -392,7 +415,7 @@ def oracle_for_bug(bug: repro.Bug, input_path: Path, lane: str, variant: Optiona
 
     rep = _reproducer_for(bug, reproducers, input_path, lane, gives)
     lanes = [lane] + ([] if only_lane else [x for x in sorted(rep.expect) if x != lane])
-    oracles, decode_with = [], None
+    oracles = []
     for ln in lanes:
         binary = ROOT / "build" / ln / "targets" / target
         bad_binary, bad_env, clean = side(ln, rep)
@@ -402,11 +425,10 @@ def oracle_for_bug(bug: repro.Bug, input_path: Path, lane: str, variant: Optiona
                 raise UsageError(f"lifeline reduce: {missing[0]} is not built (cmake --build --preset {ln})")
             print(f"reduce: lane {ln} is not built; the result is not checked there")
             continue
-        if decode_with is None:
-            decode_with = (bad_binary, bad_env)
         oracles.append(Oracle(bad_binary, bad_env, rep.expect[ln], work, launcher_of(ln), clean,
                               what=f"{bug.id} in {ln}"))
-    return decode_with[0], decode_with[1], AllOf(oracles)
+    codec_binary, codec_env, _ = side(CODEC_LANE, rep)
+    return _codec_binary(codec_binary), codec_env, AllOf(oracles)
 
 
 def cmd_reduce(args) -> int:
@@ -446,6 +468,7 @@ def cmd_reduce(args) -> int:
             from .promote import signature_for_bug_json  # promote reduces with this module: imported when run
             expect = signature_for_bug_json(found.to_json())
             oracle = AllOf([Oracle(binary, env, expect, work, launcher_of(args.lane), what=json.dumps(expect))])
+            binary = _codec_binary(ROOT / "build" / CODEC_LANE / "targets" / args.target)
         result = reduce_input(binary, env, oracle, input_path.read_bytes(), work, str(input_path))
         if result is None:
             return 1

@@ -79,14 +79,7 @@ TEST(CapsuleCodec, ObjectsAreNamedByTheOpThatMadeThem) {
 }
 
 TEST(CapsuleCodec, ProgramsTheFormatCannotExpressAreRefusedByOp) {
-  auto refusal = [&](const Peers& peers, const std::string& text) -> std::string {
-    try {
-      MakeCodec(peers)->Encode(text);
-    } catch (const programs::Unencodable& e) {
-      return e.what();
-    }
-    return "(encoded)";
-  };
+  auto refusal = [&](const Peers& peers, const std::string& text) { return testing::RefusalOf(*MakeCodec(peers), text); };
   // NumPy makes no complex arrays; with one peer there is no torch to name.
   EXPECT_EQ(refusal(kNumpy, R"({"format": "capsule", "ops": [{"id": 0, "op": "create-array", "dtype": "complex64", "shape": [], "layout": "contiguous", "seed": 0}]})"),
             "op #0: a dtype this party does not make");

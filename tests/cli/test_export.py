@@ -114,9 +114,10 @@ class Export(unittest.TestCase):
         self.assertEqual(rc, 0, stdout + err)
         self.assertEqual(sorted(p.name for p in out.iterdir()), ["first input.c", "oracle-only.c", "report.md"])
         c = (out / "first input.c").read_text()
-        self.assertIn("struct ggml_tensor * neg_x = ggml_neg(ctx1, x);", c)  # roles, not harness ids
+        self.assertIn("struct ggml_tensor * neg_x = output(gf1, ggml_neg(ctx1, x));", c)  # roles, not harness ids
         self.assertNotIn("g0.t", c)
-        self.assertIn('printf("expected: %s\\n", "it places the graph");', c)
+        self.assertIn('fprintf(stderr, "contract: %s\\nexpected: %s\\n", "ggml-alloc.h:70: \\"the contract\\"", '
+                      '"it places the graph");', c)
         self.assertIn("ggml_gallocr_alloc_graph(galloc, gf1)", c)
         self.assertIn(f"wrote {out / 'first input.c'} (", stdout)
         report = (out / "report.md").read_text()

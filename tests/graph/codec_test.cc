@@ -82,14 +82,7 @@ TEST(GraphCodec, DeletingAnOpAndWhatNamesItLeavesAProgram) {
 // What the format cannot express names the op and why.
 TEST(GraphCodec, ProgramsTheFormatCannotExpressAreRefusedByOp) {
   auto codec = MakeCodec(AllocatorRules{});
-  auto refusal = [&](const std::string& text) -> std::string {
-    try {
-      codec->Encode(text);
-    } catch (const programs::Unencodable& e) {
-      return e.what();
-    }
-    return "(encoded)";
-  };
+  auto refusal = [&](const std::string& text) { return testing::RefusalOf(*codec, text); };
   auto edit = [](std::string s, const std::string& from, const std::string& to) {
     s.replace(s.find(from), from.size(), to);
     return s;

@@ -55,14 +55,7 @@ TEST(HandoffCodec, NonUtf8LanguagesRoundTripAsBytes) {
 
 TEST(HandoffCodec, ProgramsTheFormatCannotExpressAreRefusedByOp) {
   auto codec = MakeCodec();
-  auto refusal = [&](const std::string& text) -> std::string {
-    try {
-      codec->Encode(text);
-    } catch (const programs::Unencodable& e) {
-      return e.what();
-    }
-    return "(encoded)";
-  };
+  auto refusal = [&](const std::string& text) { return testing::RefusalOf(*codec, text); };
   // A join before any job: join is not legal with no job in flight.
   EXPECT_EQ(refusal(R"({"format": "handoff", "ops": [{"id": 0, "op": "join", "job": "#0"}]})"),
             "op #0 (join): names #0, which comes after it");

@@ -59,14 +59,7 @@ TEST(RuntimeCodecGolden, ThePinnedBytesDecodeToTheWrittenPrograms) {
 }
 
 TEST(RuntimeCodec, ProgramsTheFormatsCannotExpressAreRefusedByOp) {
-  auto refusal = [&](const programs::Codec& codec, const std::string& text) -> std::string {
-    try {
-      codec.Encode(text);
-    } catch (const programs::Unencodable& e) {
-      return e.what();
-    }
-    return "(encoded)";
-  };
+  auto refusal = [&](const programs::Codec& codec, const std::string& text) { return testing::RefusalOf(codec, text); };
   // A context needs a pool on the stack; a fill value no pattern starts with; a buffer destroyed twice.
   EXPECT_EQ(refusal(*MakeEncoderCodec(), R"({"format": "runtime-encoder", "ops": [{"id": 0, "op": "create-context", "n_cb": 1}]})"),
             "op #0: this kind of op is not legal here");

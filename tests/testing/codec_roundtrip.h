@@ -50,6 +50,16 @@ inline std::vector<fs::path> InputsOf(const fs::path& root, const std::string& t
   return out;
 }
 
+// Why `codec` refuses to encode `text` (Unencodable's message), or "(encoded)".
+inline std::string RefusalOf(const programs::Codec& codec, const std::string& text) {
+  try {
+    codec.Encode(text);
+  } catch (const programs::Unencodable& e) {
+    return e.what();
+  }
+  return "(encoded)";
+}
+
 // The round trip of every input of `target`; at least `at_least` inputs must be there (an empty corpus
 // would pass nothing).
 inline void ExpectEveryInputRoundTrips(const programs::Codec& codec, const fs::path& root, const std::string& target,

@@ -195,6 +195,26 @@ def diff(expected_text, actual_text, expected_name, actual_name):
                                         fromfile=expected_name, tofile=actual_name))
 
 
+def check_guard_list(output: str, def_file: Path) -> bool:
+    """Whether the guard's list differs from the sweep (prints the difference): the ops the CPU backend accepts
+    for F16 and aborts on, as LIFELINE_CPU_F16_UNSUPPORTED(<OP>) / LIFELINE_CPU_F16_GLU_UNSUPPORTED(<GLU>)."""
+    swept = set()
+    for line in output.splitlines():
+        parts = line.split()
+        if len(parts) >= 4 and parts[1] == "f16" and parts[2] == "supports_op=1" and parts[3] == "compute=abort":
+            swept.add(parts[0])
+    listed = set()
+    for m in re.finditer(r"^LIFELINE_CPU_F16_(GLU_)?UNSUPPORTED\((\w+)\)", def_file.read_text(), re.M):
+        listed.add(("GLU:" if m.group(1) else "") + m.group(2))
+    if swept == listed:
+        print(f"ok: {def_file} lists the {len(listed)} ops the CPU backend accepts for F16 and aborts on")
+        return False
+    print(f"FAILED: {def_file} is not the sweep's F16 aborts: missing {sorted(swept - listed)}, "
+          f"not aborting (any more) {sorted(listed - swept)}; the guard ggml-cpu-scale-f16-unsupported follows "
+          "that list, so update it with the sweep", file=sys.stderr)
+    return True
+
+
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -205,6 +225,9 @@ def main(argv):
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--check", type=Path, metavar="MD", help="MD must equal the table of this output")
     mode.add_argument("--write", type=Path, metavar="MD", help="write the table of this output to MD")
+    p.add_argument("--check-guard-list", type=Path, metavar="DEF",
+                   help="the guard's list (harness/programs/graph/upstream/ggml_cpu_f16_unsupported.def) must name "
+                        "exactly the ops whose F16 row says supports_op=1 and compute=abort")
     args = p.parse_args(argv)
 
     if args.run:
@@ -234,6 +257,8 @@ def main(argv):
     except SweepError as e:
         print(f"sweep_table: {origin}: {e}", file=sys.stderr)
         return 2
+    if args.check_guard_list:
+        failed = check_guard_list(output, args.check_guard_list) or failed
     if args.check:
         committed = args.check.read_text() if args.check.exists() else ""
         if committed != text:

@@ -302,12 +302,10 @@ bool SameOp(const Op& a, const Op& b) {
 }
 
 std::vector<uint8_t> Encode(const Program& target, const Peers& peers) {
-  Source src = Source::Encoder();
-  Run(src, peers, &target);
-  std::vector<uint8_t> bytes = src.Bytes();
-  programs::CheckRoundTrip(ToIds(Decode(bytes.data(), bytes.size(), peers)), target,
-                           [](const Op& a, const Op& b) { return SameOp(a, b); });
-  return bytes;
+  return programs::EncodeChecked(
+      target, [&](Source& src) { Run(src, peers, &target); },
+      [&](const std::vector<uint8_t>& b) { return ToIds(Decode(b.data(), b.size(), peers)); },
+      [](const Op& a, const Op& b) { return SameOp(a, b); });
 }
 
 std::string_view FlavorName(Flavor f) { return kFlavorNames[static_cast<int>(f)]; }

@@ -58,9 +58,14 @@ class OpIds {
 
 }  // namespace lifeline::programs
 
-// In a target's file: `LIFELINE_TARGET_CODEC(<expression making a std::unique_ptr<Codec>>)`.
+// In a target's file: `LIFELINE_TARGET_CODEC(<expression making a std::unique_ptr<Codec>>)`. Codecs are built in
+// the asan lane only (harness/CMakeLists.txt: LIFELINE_PROGRAM_CODEC); elsewhere the macro defines nothing.
+#if defined(LIFELINE_PROGRAM_CODEC)
 #define LIFELINE_TARGET_CODEC(make)                                   \
   const ::lifeline::programs::Codec* ::lifeline::programs::TargetCodec() { \
     static const auto codec = (make);                                  \
     return codec.get();                                                \
   }
+#else
+#define LIFELINE_TARGET_CODEC(make)
+#endif

@@ -141,4 +141,15 @@ void CheckRoundTrip(const std::vector<Op>& back, const std::vector<Op>& target, 
   }
 }
 
+// A family's Encode: `run(src)` decodes into an encoding source (the family's decoder with its target),
+// `decode_ids(bytes)` decodes the recorded bytes again into id form, and CheckRoundTrip holds them to `target`.
+template <typename Run, typename DecodeIds, typename Same, typename Op>
+std::vector<uint8_t> EncodeChecked(const std::vector<Op>& target, Run&& run, DecodeIds&& decode_ids, Same&& same) {
+  Source src = Source::Encoder();
+  run(src);
+  std::vector<uint8_t> bytes = src.Bytes();
+  CheckRoundTrip(decode_ids(bytes), target, same);
+  return bytes;
+}
+
 }  // namespace lifeline::programs

@@ -435,11 +435,14 @@ bool SameStep(const Step& a, const Step& b) {
 }
 
 std::vector<uint8_t> Encode(const Program& target, const AllocatorRules& rules) {
-  Source src = Source::Encoder();
-  Run(src, rules, &target);
-  std::vector<uint8_t> bytes = src.Bytes();
-  const Program back = ToIds(Decode(bytes.data(), bytes.size(), rules));
-  programs::CheckRoundTrip(back.steps, target.steps, SameStep);
+  Program back;
+  std::vector<uint8_t> bytes = programs::EncodeChecked(
+      target.steps, [&](Source& src) { Run(src, rules, &target); },
+      [&](const std::vector<uint8_t>& b) {
+        back = ToIds(Decode(b.data(), b.size(), rules));
+        return back.steps;
+      },
+      SameStep);
   if (!SameAllocators(back, target)) throw Unencodable("the allocators decode otherwise");
   return bytes;
 }

@@ -123,12 +123,9 @@ bool SameOp(const Op& a, const Op& b) {
 }
 
 std::vector<uint8_t> Encode(const Program& target) {
-  Source src = Source::Encoder();
-  Run(src, &target);
-  std::vector<uint8_t> bytes = src.Bytes();
-  const Program back = ToIds(Decode(bytes.data(), bytes.size()));
-  programs::CheckRoundTrip(back, target, SameOp);
-  return bytes;
+  return programs::EncodeChecked(
+      target, [&](Source& src) { Run(src, &target); },
+      [](const std::vector<uint8_t>& b) { return ToIds(Decode(b.data(), b.size())); }, SameOp);
 }
 
 const char* const kOpNames[] = {"bind", "rebind", "submit-async", "submit-sync", "start", "cancel", "join"};

@@ -164,12 +164,10 @@ bool SameOp(const EncoderOp& a, const EncoderOp& b) {
 }
 
 std::vector<uint8_t> Encode(const EncoderProgram& target) {
-  Source src = Source::Encoder();
-  RunEncoder(src, &target);
-  std::vector<uint8_t> bytes = src.Bytes();
-  programs::CheckRoundTrip(ToIds(DecodeEncoder(bytes.data(), bytes.size())), target,
-                           [](const EncoderOp& a, const EncoderOp& b) { return SameOp(a, b); });
-  return bytes;
+  return programs::EncodeChecked(
+      target, [&](Source& src) { RunEncoder(src, &target); },
+      [](const std::vector<uint8_t>& b) { return ToIds(DecodeEncoder(b.data(), b.size())); },
+      [](const EncoderOp& a, const EncoderOp& b) { return SameOp(a, b); });
 }
 
 std::string Describe(const EncoderOp& op) {
@@ -281,12 +279,10 @@ bool SameOp(const ReclaimOp& a, const ReclaimOp& b) {
 }
 
 std::vector<uint8_t> Encode(const ReclaimProgram& target) {
-  Source src = Source::Encoder();
-  RunReclaim(src, &target);
-  std::vector<uint8_t> bytes = src.Bytes();
-  programs::CheckRoundTrip(ToIds(DecodeReclaim(bytes.data(), bytes.size())), target,
-                           [](const ReclaimOp& a, const ReclaimOp& b) { return SameOp(a, b); });
-  return bytes;
+  return programs::EncodeChecked(
+      target, [&](Source& src) { RunReclaim(src, &target); },
+      [](const std::vector<uint8_t>& b) { return ToIds(DecodeReclaim(b.data(), b.size())); },
+      [](const ReclaimOp& a, const ReclaimOp& b) { return SameOp(a, b); });
 }
 
 std::string Describe(const ReclaimOp& op) {

@@ -40,19 +40,42 @@ class GgmlAdapter final : public GgmlGraphAdapter {
     LIFELINE_CHECK(st == GGML_STATUS_SUCCESS,
                    "ggml_backend_graph_compute of " + what + " returned " + std::string(ggml_status_to_string(st)));
   }
+  // Guard ggml-cpu-scale-f16-unsupported, for its whole class: a node whose op the CPU backend accepts for a
+  // float16 source but whose kernel aborts on it (ggml_cpu_f16_unsupported.def, the measured sweep's list).
   Status Refuse(const Instance& inst, const std::string& what) override {
     for (int i = 0; i < ggml_graph_n_nodes(inst.graph); ++i) {
       const ggml_tensor* t = ggml_graph_node(inst.graph, i);
-      if (t->op == GGML_OP_SCALE && t->src[0]->type != GGML_TYPE_F32 &&
+      if (CpuAbortsOnF16(t) &&
           GuardHolds(Guard::kGgmlCpuScaleF16Unsupported, [&] {
-            return std::string(t->name) + " scales a " + ggml_type_name(t->src[0]->type) + " tensor: the CPU backend " +
+            return std::string(t->name) + " is a " + ggml_op_desc(t) + " of a float16 tensor: the CPU backend " +
                    "claims the op but aborts computing it; " + what + " is refused before it is placed";
           })) {
-        return Unimplemented(std::string(t->name) + ": ggml's CPU backend cannot compute scale on " +
-                             ggml_type_name(t->src[0]->type) + " (guard ggml-cpu-scale-f16-unsupported)");
+        return Unimplemented(std::string(t->name) + ": ggml's CPU backend cannot compute " + ggml_op_desc(t) +
+                             " on float16 (guard ggml-cpu-scale-f16-unsupported)");
       }
     }
     return Status::Ok();
+  }
+
+  static bool CpuAbortsOnF16(const ggml_tensor* t) {
+    bool f16 = false;
+    for (const ggml_tensor* s : t->src) f16 = f16 || (s != nullptr && s->type == GGML_TYPE_F16);
+    if (!f16) return false;
+    switch (t->op) {
+#define LIFELINE_CPU_F16_UNSUPPORTED(op) case GGML_OP_##op: return true;
+#define LIFELINE_CPU_F16_GLU_UNSUPPORTED(glu)
+#include "harness/programs/graph/upstream/ggml_cpu_f16_unsupported.def"
+#undef LIFELINE_CPU_F16_UNSUPPORTED
+#undef LIFELINE_CPU_F16_GLU_UNSUPPORTED
+      case GGML_OP_GLU:
+#define LIFELINE_CPU_F16_UNSUPPORTED(op)
+#define LIFELINE_CPU_F16_GLU_UNSUPPORTED(glu) if (ggml_get_glu_op(t) == GGML_GLU_OP_##glu) return true;
+#include "harness/programs/graph/upstream/ggml_cpu_f16_unsupported.def"
+#undef LIFELINE_CPU_F16_UNSUPPORTED
+#undef LIFELINE_CPU_F16_GLU_UNSUPPORTED
+        return false;
+      default: return false;
+    }
   }
   void CheckReleased() override {}  // the host bytes: GgmlGraphAdapter::Teardown
 };

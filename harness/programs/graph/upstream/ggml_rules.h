@@ -6,8 +6,9 @@
 
 namespace lifeline::graphs {
 
-// ggml's CPU backend (ggml_adapter.h): with guard ggml-cpu-scale-f16-unsupported on, a graph holding a
-// scale of a float16 tensor is refused.
+// ggml's CPU backend (ggml_adapter.h): with guard ggml-cpu-scale-f16-unsupported on, a graph holding a node
+// of its class (ggml_cpu_f16_unsupported.def: ops the backend claims for float16 and aborts on) is refused; of
+// the programs' ops that is scale alone (refuses_f16_scale).
 AllocatorRules GgmlRules();
 
 // ggml-vulkan (ggml_vulkan_adapter.h): it computes scale only on float32, and ops marked for the CPU split

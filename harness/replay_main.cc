@@ -85,8 +85,10 @@ int Program(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (LLVMFuzzerInitialize != nullptr) LLVMFuzzerInitialize(&argc, &argv);
+  // The codec runs nothing, so it needs none of what LLVMFuzzerInitialize sets up (torch_capsule_lifecycle
+  // imports torch there).
   if (argc >= 2 && std::string(argv[1]) == "--program") return Program(argc, argv);
+  if (LLVMFuzzerInitialize != nullptr) LLVMFuzzerInitialize(&argc, &argv);
   if (argc < 2) return Fail("no inputs given; usage: " + std::string(argv[0]) + " FILE|DIR...");
 
   std::vector<fs::path> inputs;

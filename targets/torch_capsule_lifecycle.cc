@@ -24,6 +24,8 @@
 // the decoded program).
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "core/guards.h"
 #include "harness/programs/capsule/codec.h"
@@ -33,21 +35,37 @@
 #include "harness/programs/capsule/upstream/numpy_peer.h"
 #include "harness/programs/capsule/upstream/torch_peer.h"
 
-// -detect_leaks=0 by default: harness/programs/capsule/detect_leaks_flag.h says why.
+namespace {
+
+struct Parties {
+  std::unique_ptr<lifeline::capsule::Subject> subject = lifeline::capsule::MakeLifelineSubject();
+  std::unique_ptr<lifeline::capsule::Peer> numpy = lifeline::capsule::MakeNumpyPeer();
+  std::unique_ptr<lifeline::capsule::Peer> torch = lifeline::capsule::MakeTorchPeer();
+  std::vector<const lifeline::capsule::Peer*> peers{numpy.get(), torch.get()};
+  lifeline::capsule::Peers rules = lifeline::capsule::RulesOf(peers);
+};
+
+const Parties& TheParties() {
+  static const Parties parties;
+  return parties;
+}
+
+}  // namespace
+
+// -detect_leaks=0 by default: harness/programs/capsule/detect_leaks_flag.h says why. The parties are made
+// here, not in the first input: importing torch takes seconds under ASan, and libFuzzer's -timeout counts
+// the first input's time (a loaded 2-core machine took 11 s and reported a timeout on the empty input).
 extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
   lifeline::capsule::DefaultNoPerInputLeakCheck(argc, argv);
+  TheParties();
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace lifeline::capsule;
-  static const std::unique_ptr<Subject> subject = MakeLifelineSubject();
-  static const std::unique_ptr<Peer> numpy = MakeNumpyPeer();
-  static const std::unique_ptr<Peer> torch = MakeTorchPeer();
-  static const std::vector<const Peer*> peers{numpy.get(), torch.get()};
-  static const Peers rules = RulesOf(peers);
+  const Parties& parties = TheParties();
   lifeline::BeginGuardedInput();
-  Execute(Decode(data, size, rules), *subject, peers);
+  Execute(Decode(data, size, parties.rules), *parties.subject, parties.peers);
   return 0;
 }
 

@@ -13,7 +13,7 @@ namespace lifeline::rtprog {
 namespace {
 
 TEST(RuntimeDecoderGolden, EncoderBytesDecodeToThePinnedProgram) {
-  // repro/metal-encode-async-block/stored-stack-callback
+  // repro/metal-encode-async-block/stored-stack-callback as it was before its reduction
   const std::vector<uint8_t> bytes = {0x01, 0x05, 0x00, 0x40, 0x00, 0x00, 0x00, 0x01, 0x02, 0x05,
                                       0x40, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x04, 0x01, 0x02};
   EXPECT_EQ(Describe(DecodeEncoder(bytes.data(), bytes.size())),
@@ -25,7 +25,7 @@ TEST(RuntimeDecoderGolden, EncoderBytesDecodeToThePinnedProgram) {
 }
 
 TEST(RuntimeDecoderGolden, ReclaimBytesDecodeToThePinnedProgram) {
-  // repro/igl-capture-retains-buffers/purge-workaround
+  // repro/igl-capture-retains-buffers/purge-workaround as it was before its reduction
   const std::vector<uint8_t> bytes = {0x01, 0x04, 0x03, 0x01, 0x0f, 0x00, 0x00, 0x01};
   EXPECT_EQ(Describe(DecodeReclaim(bytes.data(), bytes.size())),
             "#0 capture-on\n"

@@ -1,47 +1,54 @@
 """`lifeline bisect <bug-id> --upstream-repo DIR [--good REV] [--bad REV] [--input NAME] [--source FILE.c]
-[--jobs N] [--record]`: the first upstream commit where a finding's exported reproducer fails (ClusterFuzz's
-regression range, syzbot's cause bisection).
+[--signature JSON] [--max-skips N] [--jobs N] [--record]`: the first upstream commit where a finding's exported
+reproducer fails (ClusterFuzz's regression range, syzbot's cause bisection).
 
 The reproducer is the finding's standalone C file for reproducer input --input (default: the first with a
-signature), as export.py writes it today: `lifeline export-source` for that input (or, with an export.py without
-that verb, `lifeline export <bug-id>` into a temporary folder); or, with --source, a C file of one's own. Its signature and environment are the reproducer's, as
-`lifeline export-check` takes them (export.py `signature_for`, `run_env`).
+signature) as export.py writes it today: `lifeline export-source` for that input (with an export.py without that
+verb, `lifeline export <bug-id>` into a temporary folder); or, with --source, a C file of one's own. Its signature
+and environment are the input's, as `lifeline export-check` takes them (export.py `signature_for`, `run_env`);
+--signature replaces the signature (e.g. an assert whose wording changed over the years).
 
 DIR is a git checkout of ggml (ggml-org/ggml, or a llama.cpp/whisper.cpp one with ggml in ggml/); it is never
-changed: the bisection runs in a scratch clone that shares its objects (`git clone --shared`, a temporary folder
-removed at the end, on an error and on Ctrl-C), so DIR's HEAD, work tree, index and refs stay as they were, and
-a read-only checkout works. The clone checks out only the top-level files and cmake/, include/, src/ (or ggml/).
-`git bisect run` checks out each commit there and runs one step, which
-  1. compiles the C file against that commit's include/ (a commit where it does not compile is skipped),
+changed: the bisection runs in a scratch clone that shares its objects (`git clone --shared` into a temporary
+folder, removed at the end, on an error and on Ctrl-C or SIGTERM), so DIR's HEAD, work tree, index and refs stay
+as they were, and a read-only or bare checkout works. The clone checks out only the top-level files and cmake/,
+include/, src/ (or ggml/). `git bisect run` checks out each commit there and runs one step, which
+  1. compiles the C file against that commit's public headers (include/, before 2024-06-26 include/ggml/), a
+     function they do not declare being an error,
   2. builds ggml-base and ggml-cpu (before ggml had them: ggml) with ggml's CMake, static, ASan+UBSan as the
      asan lane builds ggml (-O1 -g -fno-omit-frame-pointer -UNDEBUG; UBSan fatal except pointer-overflow, which
      the reproducers' suppression file needs recoverable), GGML_OPENMP=OFF, GGML_NATIVE=OFF, no tests or
-     examples. Builds are cached in build/bisect/cache/, keyed by what a build reads (the trees of
-     CMakeLists.txt, cmake/, include/ and src/) and the flags, so a commit that changes only examples or docs
-     reuses its parent's libraries and a second bisection reuses the first one's,
-  3. links the file with those libraries, runs it in the reproducer's environment and parses its output
-     with the project's crash parser (crash.py `parse`, `matches`):
-       exit 0  good: it runs clean
-       exit 1  bad: it fails with the reproducer's signature
-       exit 125 skip: the file does not compile or link there, ggml does not build, or the run fails
-                otherwise (another signature, an exit without a report, a timeout); the step line says which.
-Before bisecting, --bad must reproduce and --good must run clean (else an error says what each gave).
+     examples. Builds are cached in build/bisect/cache/, keyed by what a build reads (the git trees of
+     CMakeLists.txt, cmake/, include/ and src/), the flags and the compiler, so commits that change only docs,
+     examples or tests share a build and a second bisection reuses the first one's; a build that fails is
+     remembered; one build at a time per machine (a lock),
+  3. links the file with those libraries, runs it in the reproducer's environment and parses its output with
+     the project's crash parser (crash.py `parse`, `matches`):
+       exit 0   good: it runs clean
+       exit 1   bad: it fails with the signature
+       exit 125 skip: the file does not compile or link there, ggml does not build, or the run fails otherwise
+                (another signature, an exit without a report, a timeout); the step line says which.
+Before bisecting, --bad must reproduce and --good must run clean, else an error says what each gave.
 
---good defaults to the first commit whose src/CMakeLists.txt builds ggml-base as a library, where ggml's CPU backend
-became the ggml-cpu library beside it (in ggml-org/ggml e33cebed, "cmake : restore CMakeLists.txt (llama/10256)",
-2024-11-15): the libraries a reproducer links, with ggml-cpu.h as it has been since (it appeared 2024-11-03, 40
-commits before). Where that commit cannot be tested (a sync from llama.cpp lands in pieces that may not build),
-the next commits towards --bad are tried, up to 8. --bad defaults to DIR's HEAD. Before 2024-06-26 ggml's headers
-were in include/ggml/, and the reproducer is compiled against those.
+--bad defaults to DIR's HEAD. --good defaults to the first commit whose src/CMakeLists.txt builds ggml-base as a
+library beside ggml-cpu (ggml-org/ggml e33cebed, "cmake : restore CMakeLists.txt (llama/10256)", 2024-11-15): the
+libraries a reproducer links, with ggml-cpu.h as it has been since (it appeared 40 commits before, 2024-11-03).
+Where that commit cannot be tested (a sync from llama.cpp lands in pieces, some of which do not build), the next
+commits towards --bad are tried, up to 8.
 
-Prints one line per step (commit, date, verdict, why), then the first bad commit (hash, date, subject), the
-range, the number of steps and of skipped commits, and the wall time. When skipped commits border it, git cannot
-tell which is first: the candidates are listed and the result is uncertain. Logs: build/bisect/<bug-id>/
-(one file per commit tested). With --record, a certain result goes into repro/<bug-id>/bug.json as
-"introduced_by": {"commit", "subject", "date" (author date), "repo", "range": [good, bad], "export": input}.
+Prints one line per step (commit, date, verdict, why, the build cached or made, git's estimate of the steps
+left), then the first bad commit (hash, author date, subject), the range, the steps, how many were skipped and the
+wall time. When skipped commits border it, git cannot tell which is first: the candidates are listed and the
+result is uncertain. git tests every commit of a stretch that cannot be tested before it says so; after
+--max-skips skipped steps (default 50) the bisection stops with the range it has narrowed, also uncertain.
+Logs: build/bisect/<bug-id>/ (one file per commit tested; git-bisect.log). With --record, a certain result goes
+into repro/<bug-id>/bug.json as "introduced_by": {"commit", "subject", "date", "repo", "range": [good, bad],
+"export": <input>} (not with --source or --signature: the record names the export and signature it holds for);
+when the export already fails at the default --good, that is recorded too, as {"before": <that commit>, "subject",
+"date", "repo", "range", "export"}: the finding is older than any commit the export builds against (exit 0).
 
-Exit status: 0 a first bad commit was found; 1 none was (--bad does not reproduce, --good does, or only skipped
-commits are left); 2 bad arguments; 130 interrupted.
+Exit status: 0 a first bad commit was found; 1 none was (--bad does not reproduce, --good does, or the result is
+uncertain); 2 bad arguments; 130 interrupted.
 """
 from __future__ import annotations
 
@@ -92,12 +99,15 @@ SPARSE = ["/*", "!/*/", "/cmake/", "/include/", "/src/", "/ggml/"]
 CPU_LIBRARY_MARK = "src/ggml-cpu/CMakeLists.txt"  # ggml's CPU backend as a library of its own
 BASE_LIBRARY_MARK = "add_library(ggml-base"  # in src/CMakeLists.txt since the libraries split (the default --good)
 DEFAULT_GOOD_TRIES = 8
+MAX_SKIPS = 50    # skipped steps before a bisection stops with the range it has narrowed (--max-skips)
+MAX_LISTED = 40   # candidates printed in full
 RUN_TIMEOUT_S = 300
 BUILD_TIMEOUT_S = 3600
 GIT_TIMEOUT_S = 600
 STEP_MARK = "lifeline-bisect-step "
 TIMED_OUT = -1000  # _sh's exit status of a command it stopped at its timeout
 OK, BAD, SKIP = 0, 1, 125
+PLAIN_PATH = re.compile(r"/[A-Za-z0-9._+/-]*")  # shellsafe's plain names, and `+` (fetch's /work/.mirror/owner+name)
 
 
 # ---- one step ---------------------------------------------------------------------------------------
@@ -108,6 +118,7 @@ class Verdict:
     what: str         # "good", "bad", "skip"
     why: str          # one line: the signature found, or why the commit cannot be tested
     build: str = ""   # how ggml was had: "cached build", "built in 240 s"
+    ran: bool = False  # whether the reproducer ran (a skip for what it did, not for a build that failed)
 
 
 def _sh(cmd: list, cwd=None, env=None, timeout=None) -> tuple[int, str]:
@@ -303,7 +314,7 @@ def evaluate(cfg: dict, tree: Path, log) -> Verdict:
     shown_env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(cfg["env"].items()) if k.endswith("SAN_OPTIONS"))
     log.write(f"$ {shown_env} {work / 'repro'}   # exit {rc}\n{out}\n")
     v = classify(rc, out, cfg["signature"])
-    v.build = how
+    v.build, v.ran = how, True
     return v
 
 
@@ -351,9 +362,9 @@ def _fail(msg: str) -> UsageError:
 
 def _plain_path(flag: str, value: str) -> Path:
     p = Path(value).absolute()
-    if not is_safe(str(p)):
-        raise _fail(f"{flag} '{value}': only plain paths (letters, digits, . _ / -) are taken: the path reaches "
-                    "`git bisect run`'s shell, CMake and the compilers")
+    if not PLAIN_PATH.fullmatch(str(p)):
+        raise _fail(f"{flag} '{value}': only plain paths (letters, digits, . _ + / -) are taken: no blanks or shell "
+                    "characters, which CMake, the compilers and a shell would read otherwise")
     return p
 
 
@@ -398,6 +409,19 @@ def _reproducer(bug: repro.Bug, exporter, name: Optional[str]) -> tuple[repro.Re
         raise _fail(f"{rep.input.name}: its signature is lifeline's own oracle ({sig['type']}), which a C reproducer "
                     "does not have; give the reproducer an \"export\" signature in bug.json")
     return rep, sig
+
+
+def _signature_arg(text: str) -> dict:
+    """--signature: a signature as bug.json writes one, {"type": T, "frame": F, "message": M} (frame and message
+    optional)."""
+    try:
+        sig = json.loads(text)
+    except ValueError as e:
+        raise _fail(f"--signature is not JSON ({e.msg}): give {{\"type\": ..., \"frame\": ...}}")
+    if not isinstance(sig, dict) or not isinstance(sig.get("type"), str) or not sig["type"] or any(
+            k not in ("type", "frame", "message") or not isinstance(v, str) for k, v in sig.items()):
+        raise _fail("--signature must be an object with a \"type\" and optionally \"frame\" and \"message\" (strings)")
+    return sig
 
 
 def _run_env(rep, exporter) -> dict:
@@ -468,13 +492,17 @@ def _check(cfg: dict, tree: Path, flag: str, info: dict, then: str = "") -> Verd
     _git(tree, "checkout", "--quiet", "--detach", info["commit"])
     v = run_step(cfg, tree)
     print(f"check {flag} {_short(info)}: {v.what}: {v.why}" + (f" [{v.build}]" if v.build else "")
-          + (then if v.code == SKIP else ""), flush=True)
+          + (then if v.code == SKIP and not v.ran else ""), flush=True)
     return v
 
 
 def _check_failed(flag: str, info: dict, must: str, hint: str, log_dir: Path) -> None:
     print(f"lifeline bisect: {flag} {info['commit'][:12]} must {must}; {hint} (log: "
           f"{log_dir / (info['commit'][:12] + '.log')})", file=sys.stderr)
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" + ("" if n == 1 else "s")
 
 
 def _short(info: dict) -> str:
@@ -488,6 +516,10 @@ def _raise_interrupt(signum, frame):
 def cmd_bisect(args) -> int:
     bug, exporter = _load(args.bug_id)
     rep, signature = _reproducer(bug, exporter, args.input)
+    if args.signature is not None:
+        signature = _signature_arg(args.signature)
+        if args.record:
+            raise _fail("--record records a bisection with the finding's own signature, not a --signature")
     repo = _plain_path("--upstream-repo", args.upstream_repo)
     if not repo.is_dir():
         raise _fail(f"--upstream-repo '{args.upstream_repo}' is not a directory")
@@ -507,6 +539,8 @@ def cmd_bisect(args) -> int:
                         "program (leave out --record, or --source)")
     if args.jobs < 1:
         raise _fail("--jobs must be at least 1")
+    if args.max_skips < 1:
+        raise _fail("--max-skips must be at least 1")
     bad = _resolve(repo, "--bad", args.bad if args.bad is not None else "HEAD")
     if args.good is not None:
         good = _resolve(repo, "--good", args.good)
@@ -570,13 +604,24 @@ def cmd_bisect(args) -> int:
             info = _commit_info(repo, candidate)
             v = _check(cfg, tree, "--good" if args.good is not None else "--good (default)", info,
                        "; trying the next commit" if i + 1 < len(goods) and args.good is None else "")
-            if v.code != SKIP or args.good is not None:
-                break
+            if v.code != SKIP or v.ran or args.good is not None:
+                break  # only a commit that cannot be built is passed over: the next would run the same way
         if v.code != OK:
+            if v.code == BAD and args.good is None and args.record:
+                # The finding is as old as the oldest commit the export builds against: that is the result.
+                record(bug.path / "bug.json", {"before": info["commit"], "subject": info["subject"],
+                                               "date": info["date"], "repo": repo_name(repo, gdir_rel),
+                                               "range": [info["commit"], bi["commit"]], "export": rep.input.name})
+                print(f"lifeline bisect: the finding is already there at the default --good {_short(info)}, the "
+                      f"oldest commit the export builds against; recorded introduced_by {{\"before\": "
+                      f"\"{info['commit'][:12]}\"}} in {bug.path / 'bug.json'}")
+                return 0
             if v.code == BAD:
                 hint = "the finding is already there: give an older --good" + (
                     " (the default is the oldest commit with ggml's ggml-base and ggml-cpu libraries)"
                     if args.good is None else "")
+            elif v.ran:
+                hint = "it fails otherwise there: give another --good, or a --signature that fits"
             else:
                 hint = ("it cannot be tested there: give another --good" if args.good is not None else
                         f"none of the {len(goods)} commits tried from the default on can be tested: give --good")
@@ -586,7 +631,7 @@ def cmd_bisect(args) -> int:
         good = gi["commit"]
         checks = len(_steps(scratch))
         n = int(_git(repo, "rev-list", "--count", f"{good}..{bad}").strip() or 0)
-        print(f"range: {_short(gi)} .. {_short(bi)}: {n} commits", flush=True)
+        print(f"range: {_short(gi)} .. {_short(bi)}: {_count(n, 'commit')}", flush=True)
         if n <= 1:
             steps = []
             result = {"certain": True, "first": bi}
@@ -595,10 +640,10 @@ def cmd_bisect(args) -> int:
             proc = subprocess.Popen(["git", "bisect", "run", sys.executable, str(step_script)], cwd=tree,
                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                     process_group=0)
-            output = _follow(proc, scratch, log_dir, started, checks)
+            output, stopped = _follow(proc, scratch, log_dir, started, checks, args.max_skips)
             proc = None
             steps = _steps(scratch)[checks:]
-            result = _outcome(output, tree)
+            result = _bracket(tree) if stopped else _outcome(output, tree)
             _git(tree, "bisect", "reset", "--quiet", check=False)
             if result is None:
                 print(f"lifeline bisect: git bisect run stopped without a result; see {log_dir / 'git-bisect.log'}",
@@ -606,15 +651,21 @@ def cmd_bisect(args) -> int:
                 return 1
         seconds = time.monotonic() - t0
         skipped = [s for s in steps if s["code"] == SKIP]
-        print(f"range tested: {good[:12]}..{bad[:12]} ({n} commits), {len(steps)} steps after {checks} checks, "
+        print(f"range tested: {good[:12]}..{bad[:12]} ({_count(n, 'commit')}), {_count(len(steps), 'step')} after "
+              f"{_count(checks, 'check')}, "
               f"{len(skipped)} skipped, {seconds:.0f} s", flush=True)
         if not result["certain"]:
-            print(f"first bad commit: uncertain: skipped commits border it; it is one of these "
-                  f"{len(result['candidates'])}:")
-            for c in result["candidates"]:
+            cands = result["candidates"]
+            why = (f"stopped after {len(skipped)} skipped step(s) (--max-skips)" if result.get("stopped") else
+                   "skipped commits border it")
+            print(f"first bad commit: uncertain: {why}; it is one of these {len(cands)}, newest first:")
+            for c in cands[:MAX_LISTED] if len(cands) > MAX_LISTED + 1 else cands:
                 tested = next((s for s in steps if s["commit"] == c["commit"]), None)
                 print(f"  {c['commit']} {c['date']} {c['subject']}"
                       + (f"  [skipped: {tested['why']}]" if tested and tested["code"] == SKIP else ""))
+            if len(cands) > MAX_LISTED + 1:
+                print(f"  ... {len(cands) - MAX_LISTED - 1} more, down to\n  {cands[-1]['commit']} {cands[-1]['date']} "
+                      f"{cands[-1]['subject']}")
             if args.record:
                 print("lifeline bisect: nothing recorded: the first bad commit is uncertain", file=sys.stderr)
             return 1
@@ -665,10 +716,12 @@ def _stop(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def _follow(proc: subprocess.Popen, scratch: Path, log_dir: Path, started: str, checks: int) -> str:
-    """git bisect run's output, kept in git-bisect.log with `git bisect start`'s; prints one line per step as each
-    ends, with git's estimate of the steps left after it."""
-    lines, left = [], _left(started)
+def _follow(proc: subprocess.Popen, scratch: Path, log_dir: Path, started: str, checks: int,
+            max_skips: int) -> tuple[str, bool]:
+    """(git bisect run's output, whether it was stopped at `max_skips` skipped steps). The output goes to
+    git-bisect.log after `git bisect start`'s; one line is printed per step as each ends, with git's estimate of
+    the steps left after it."""
+    lines, left, stopped = [], _left(started), False
     with open(log_dir / "git-bisect.log", "w", encoding="utf-8", errors="replace") as log:
         log.write(started)
         for raw in proc.stdout:
@@ -685,10 +738,15 @@ def _follow(proc: subprocess.Popen, scratch: Path, log_dir: Path, started: str, 
                       + (f" [{s['build']}]" if s["build"] else "") + _left_text(left),
                       flush=True)
                 left = None
+                if sum(1 for x in steps[checks:] if x["code"] == SKIP) >= max_skips:
+                    # git tests every commit of a skipped stretch before it gives up: stop here instead.
+                    stopped = True
+                    _stop(proc)
+                    break
             elif line.startswith("lifeline bisect:"):
                 print(line.rstrip(), flush=True)
     proc.wait()
-    return "".join(lines)
+    return "".join(lines), stopped
 
 
 def _left_text(left: Optional[str]) -> str:
@@ -708,6 +766,20 @@ def _steps(scratch: Path) -> list:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
 
 
+def _bracket(tree: Path) -> dict:
+    """What a bisection stopped early has narrowed the range to: every commit that is an ancestor of the oldest bad
+    one and of no good one (newest first, the bad one included)."""
+    bad = _git(tree, "rev-parse", "refs/bisect/bad").strip()
+    goods = _git(tree, "for-each-ref", "--format=%(objectname)", "refs/bisect/good-*").split()
+    return {"certain": False, "stopped": True, "candidates": _infos(tree, [bad, "--not", *goods])}
+
+
+def _infos(tree: Path, revs: list) -> list:
+    """_commit_info of each commit `git log revs` lists, in one call, newest first."""
+    out = _git(tree, "log", "--format=%H%x09%as%x09%s", *revs, "--")
+    return [dict(zip(("commit", "date", "subject"), line.split("\t", 2))) for line in out.splitlines() if line]
+
+
 def _outcome(output: str, tree: Path) -> Optional[dict]:
     """{"certain": True, "first": info} or {"certain": False, "candidates": [info...]} from git bisect run's output;
     None when it stopped otherwise (a step that failed)."""
@@ -717,7 +789,7 @@ def _outcome(output: str, tree: Path) -> Optional[dict]:
     if "only 'skip'ped commits left" in output:
         block = output.split("could be any of:", 1)[-1].split("We cannot bisect more", 1)[0]
         hashes = re.findall(r"^([0-9a-f]{40})", block, re.M)
-        return {"certain": False, "candidates": [_commit_info(tree, h) for h in hashes]}
+        return {"certain": False, "candidates": _infos(tree, ["--no-walk=sorted", *hashes])}
     return None
 
 
@@ -737,12 +809,19 @@ def add_parser(sub) -> None:
     b.add_argument("bug_id", metavar="BUG_ID")
     b.add_argument("--upstream-repo", required=True, metavar="DIR",
                    help="a git checkout of ggml (ggml-org/ggml, or llama.cpp with ggml in ggml/); never changed")
-    b.add_argument("--good", metavar="REV", help="a commit that runs clean (default: the first commit with ggml's "
-                   "ggml-cpu library, 813a12ce in ggml-org/ggml, 2024-11-14)")
+    b.add_argument("--good", metavar="REV", help="a commit that runs clean (default: the first commit whose CMake builds "
+                   "ggml-base and ggml-cpu as libraries, e33cebed in ggml-org/ggml, 2024-11-15, or the next that can "
+                   "be tested)")
     b.add_argument("--bad", metavar="REV", help="a commit that reproduces the finding (default: the checkout's HEAD)")
     b.add_argument("--input", metavar="NAME", help="which reproducer input's export and signature (default: the first)")
     b.add_argument("--source", metavar="FILE.c", help="bisect with this C file instead of the export (the input's "
                    "signature and environment still apply)")
-    b.add_argument("--jobs", type=int, default=2, help="parallel compile jobs per ggml build (default 2)")
+    b.add_argument("--signature", metavar="JSON", help="classify runs by this signature instead of the input's, e.g. "
+                   "'{\"type\": \"assert\", \"frame\": \"ggml_gallocr_init_tensor\"}' (an assert whose wording "
+                   "changed over time); not with --record")
+    b.add_argument("--jobs", type=int, default=2, metavar="N", help="parallel compile jobs per ggml build (default 2)")
+    b.add_argument("--max-skips", type=int, default=MAX_SKIPS, metavar="N", help="stop after N skipped steps and "
+                   f"print the range narrowed so far (default {MAX_SKIPS}; git would test every commit of a stretch "
+                   "that cannot be tested)")
     b.add_argument("--record", action="store_true",
                    help="write the result into repro/<BUG_ID>/bug.json as \"introduced_by\"")

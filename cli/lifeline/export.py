@@ -309,7 +309,13 @@ def _report(bug: repro.Bug, exporter: Exporter, rows: list) -> str:
     intro = doc.get("introduced_by")
     if isinstance(intro, dict) and intro.get("commit"):
         md.append(f"- **First bad commit** (`lifeline bisect`, {intro.get('repo', 'upstream')}): {intro['commit'][:12]} "
-                  f"\"{intro.get('subject', '')}\" ({intro.get('date', '')}).")
+                  f"\"{intro.get('subject', '')}\" ({intro.get('date', '')})."
+                  + (f" {intro['note']}" if intro.get("note") else ""))
+    elif isinstance(intro, dict) and intro.get("before"):
+        md.append(f"- **Introduced**: before {intro.get('repo', 'upstream')} {intro['before'][:12]} "
+                  f"\"{intro.get('subject', '')}\" ({intro.get('date', '')}), the oldest commit this reproducer builds "
+                  f"against (`lifeline bisect`): it fails there already."
+                  + (f" {intro['note']}" if intro.get("note") else ""))
     md.append("")
     if r.get("contract"):
         md += _section("The contract", f"> {r['contract']}")

@@ -23,6 +23,9 @@
                                                     CMD must fail with that crash (lane self-tests)
   lifeline export BUG_ID [--out DIR] [--configs]    a finding in upstream code as short standalone reproducers on
                                                     upstream's public API (one file per input) and report.md
+  lifeline bisect BUG_ID --upstream-repo DIR [--good REV] [--bad REV] [--input NAME] [--source FILE.c] [--record]
+                                                    the first upstream commit where the finding's exported C
+                                                    reproducer fails (git bisect run over a ggml checkout)
 
   lifeline repro-plan --lane L [--repro-root DIR]   internal: the reproducer tests CMake registers for lane L
                                                     (see lifeline/plan.py); not listed by --help
@@ -33,13 +36,15 @@
 
 Bad arguments give a one-line error and exit status 2. One module per verb: ctest.py (test), fuzz.py, coverage.py,
 triage.py, promote.py (promote, corpus merge), reduce.py, report.py, inventory.py (list), classify.py (classify,
-expect-crash), repro.py (repro-check), plan.py (repro-plan), export.py (export, export-plan, export-check).
+expect-crash), repro.py (repro-check), plan.py (repro-plan), export.py (export, export-plan, export-check),
+bisect.py (bisect).
 """
 from __future__ import annotations
 
 import sys
 
-from . import classify, coverage, ctest, export, fuzz, inventory, options, plan, promote, reduce, report, repro, triage
+from . import (bisect, classify, coverage, ctest, export, fuzz, inventory, options, plan, promote, reduce, report, repro,
+               triage)
 from .bugs import known_bug_ids
 from .paths import LANES, ROOT
 from .usage import Parser, UsageError
@@ -48,7 +53,7 @@ COMMANDS = {"test": ctest.cmd_test, "fuzz": fuzz.cmd_fuzz, "list": inventory.cmd
             "classify": classify.cmd_classify, "repro-check": repro.cmd_repro_check,
             "expect-crash": classify.cmd_expect_crash, "triage": triage.cmd_triage, "promote": promote.cmd_promote,
             "report": report.cmd_report, "corpus": promote.cmd_corpus, "export": export.cmd_export,
-            "coverage": coverage.cmd_coverage, "reduce": reduce.cmd_reduce}
+            "coverage": coverage.cmd_coverage, "reduce": reduce.cmd_reduce, "bisect": bisect.cmd_bisect}
 
 
 def _repro_plan_parser() -> Parser:
@@ -137,6 +142,7 @@ def main(argv: list[str]) -> int:
     x.add_argument("--out", help="where to write (default export-out/<BUG_ID>/)")
     x.add_argument("--configs", action="store_true", help="also build ggml with asserts and -DNDEBUG, with and without "
                    "OpenMP, run each C reproducer in each, and record what each gave in bug.json's report")
+    bisect.add_parser(sub)
     e = sub.add_parser("expect-crash", help="run a command that must fail with a given crash type and frame")
     e.add_argument("--type", required=True)
     e.add_argument("--frame", help="a function that must be in the crash state")
@@ -154,7 +160,7 @@ def main(argv: list[str]) -> int:
         args.launcher = launcher
         if args.command is None:
             raise UsageError("lifeline: a command is required (test, fuzz, coverage, triage, promote, reduce, report, "
-                             "corpus, list, classify, repro-check, export)")
+                             "corpus, list, classify, repro-check, export, bisect)")
         if getattr(args, "reintroduce", None) and args.reintroduce not in known_bug_ids():
             raise UsageError(f"lifeline {args.command}: unknown bug id '{args.reintroduce}'; see `lifeline list`")
         return COMMANDS[args.command](args)

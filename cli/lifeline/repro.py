@@ -26,6 +26,10 @@ bug.json (see README "Adding a reproducer"):
                upstream issue or pull request URL that bug.json's "upstream" or "notes" cites must be one of them:
                a finding cannot cite a report of its own mechanism and still say "upstream-open".
   triage       with status upstream-open: {"date": "YYYY-MM-DD", "searched": ["where and what", ...]}
+  introduced_by  optional, written by `lifeline bisect --record`: {"commit": SHA, "subject", "date", "repo",
+               "range": [GOOD, BAD], "export": INPUT} (the first bad commit), or {"before": SHA, ...} (the export
+               already fails at the oldest commit it builds against); "note": TEXT may add what bisecting by hand
+               found
   guard        optional, a finding in upstream code with reproducers only: the guard of core/guard_list.def that steps around the finding
                by default (core/guards.h); its inputs must run clean with it on and reproduce with it off
   guard_notes  with a guard: what it checks and what it does instead (for lifeline's readers; `notes` stay
@@ -286,6 +290,7 @@ def check_status(doc: dict, status: str, where: str) -> None:
     if unclassified:
         raise BugJsonError(f"{where}: cites {unclassified[0]} without saying what it is to this finding: list it in "
                            f"'prior_art' with a relation ({', '.join(RELATIONS)})")
+    check_introduced_by(doc, where)
     same = sorted(u for u, r in relation.items() if r == "same-mechanism")
     fixes = sorted(u for u, r in relation.items() if r == "fix")
     if status == "upstream-open":
@@ -307,6 +312,30 @@ def check_status(doc: dict, status: str, where: str) -> None:
         raise BugJsonError(f"{where}: status 'upstream-fixed' needs the fix: a 'prior_art' entry with relation 'fix'")
     elif status == "not-a-bug" and (not isinstance(doc.get("not_a_bug"), str) or not doc["not_a_bug"].strip()):
         raise BugJsonError(f"{where}: status 'not-a-bug' needs 'not_a_bug': why it is not one")
+
+
+def check_introduced_by(doc: dict, where: str) -> None:
+    """bug.json's "introduced_by" (module docstring): what `lifeline bisect --record` writes, and report.md quotes."""
+    if "introduced_by" not in doc:
+        return
+    intro = doc["introduced_by"]
+    sha = re.compile(r"[0-9a-f]{40}")
+    if not isinstance(intro, dict) or sum(k in intro for k in ("commit", "before")) != 1:
+        raise BugJsonError(f"{where}: 'introduced_by' must be an object with 'commit' (the first bad commit) or "
+                           "'before' (the oldest commit the export builds against, where it already fails)")
+    key = "commit" if "commit" in intro else "before"
+    if not isinstance(intro[key], str) or not sha.fullmatch(intro[key]):
+        raise BugJsonError(f"{where}: introduced_by.{key} must be a full 40-digit lower-case commit hash")
+    for k in ("subject", "repo", "export"):
+        if not isinstance(intro.get(k), str) or not intro[k].strip():
+            raise BugJsonError(f"{where}: introduced_by.{k} must be a non-empty str")
+    if not isinstance(intro.get("date"), str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", intro["date"]):
+        raise BugJsonError(f"{where}: introduced_by.date must be YYYY-MM-DD")
+    rng = intro.get("range")
+    if not isinstance(rng, list) or len(rng) != 2 or not all(isinstance(c, str) and sha.fullmatch(c) for c in rng):
+        raise BugJsonError(f"{where}: introduced_by.range must be [GOOD, BAD], two full commit hashes")
+    if "note" in intro and not isinstance(intro["note"], str):
+        raise BugJsonError(f"{where}: introduced_by.note must be a str")
 
 
 def check_patch(repro_dir: Path, patch: str, where: str, ctx: str) -> None:

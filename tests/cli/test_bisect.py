@@ -34,6 +34,7 @@ from lifeline import export as exportmod  # noqa: E402
 BUG = "ggml-fake-sum-overread"
 SUM_SIG = {"type": "heap-buffer-overflow", "frame": "ggml_sum"}
 MEAN_SIG = {"type": "heap-buffer-overflow", "frame": "ggml_mean"}
+OLD_SIG = {"type": "heap-use-after-free", "frame": "old_read"}  # input `old`: its own use after free, at every commit
 
 SUM = "int ggml_sum(const int * a, int n) { int s = 0; for (int i = 0; i < %s; ++i) s += a[i]; return s; }\n"
 MEAN = "int ggml_mean(const int * a, int n) { int s = 0; for (int i = 0; i < %s; ++i) s += a[i]; return s / n; }\n"
@@ -139,8 +140,13 @@ class Bisect(unittest.TestCase):
         fake.mkdir()
         cls.sources = cls.tmp / "sources"
         cls.sources.mkdir()
-        for name, fn, sleepy in (("sum", "ggml_sum", 0), ("mean", "ggml_mean", 0), ("sleepy", "ggml_sum", 1)):
+        for name, fn, sleepy in (("sum", "ggml_sum", 0), ("mean", "ggml_mean", 0), ("sleepy", "ggml_sum", 1),
+                                 ("old", "ggml_sum", 0)):
             text = PROGRAM.replace("FN(", fn + "(").replace("SLEEPY", str(sleepy))
+            if name == "old":  # no element past the array at any commit; a read after free at all of them
+                text = text.replace("(a, 4)", "(a, 0)").replace("return 0;\n}", "return old_read(a);\n}").replace(
+                    "int main(void) {", "__attribute__((noinline)) int old_read(const int * a) { return a[0] == 42; }\n"
+                    "int main(void) {")
             (cls.sources / f"{name}.c").write_text(text)
             if name != "sleepy":
                 (fake / f"{name}.c").write_text(text)
@@ -152,7 +158,8 @@ class Bisect(unittest.TestCase):
         cls.bug_json = cls.write_bug(BUG, {
             "status": "upstream-open", "triage": triage, "target": "ggml_graph_topology",
             "reproducers": [{"input": "sum", "expect": {"asan": SUM_SIG}},
-                            {"input": "mean", "expect": {"asan": MEAN_SIG}}]})
+                            {"input": "mean", "expect": {"asan": MEAN_SIG}},
+                            {"input": "old", "expect": {"asan": OLD_SIG}}]})
         # Findings of targets without a C exporter on ggml-base and ggml-cpu: export.py's table says which exist.
         cls.refused = {"numpy_capsules": "has no exporter"}
         for target, e in exportmod.EXPORTERS.items():
@@ -212,7 +219,7 @@ class Bisect(unittest.TestCase):
         self.assertIn("step 1: ", out)
         self.assertIn(f"first bad commit: {self.c[2]}\n", out)
         self.assertIn("subject: ggml : sum reads a[n]", out)
-        self.assertRegex(out, r"range tested: \w{12}\.\.\w{12} \(6 commits\), \d+ steps after 3 checks, "
+        self.assertRegex(out, r"range tested: \w{12}\.\.\w{12} \(6 commits\), \d+ steps? after 3 checks, "
                               r"\d+ skipped, \d+ s")
         doc = json.loads(self.bug_json.read_text())
         intro = doc.pop("introduced_by")
@@ -224,6 +231,22 @@ class Bisect(unittest.TestCase):
         self.assert_upstream_untouched()
         self.assertTrue((self.root / "build" / "bisect" / BUG / "git-bisect.log").is_file())
 
+    def test_a_finding_already_there_at_the_default_good_is_recorded_as_older(self):
+        before = self.bug_json.read_text()
+        rc, out, err = self.bisect(BUG, "--upstream-repo", self.upstream, "--input", "old", "--record")
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn(f"check --good (default) {self.c[0][:12]} ", out)
+        self.assertIn("bad: heap-use-after-free | old_read", out)
+        self.assertIn(f"the finding is already there at the default --good {self.c[0][:12]}", out)
+        self.assertNotIn("step 1: ", out)
+        doc = json.loads(self.bug_json.read_text())
+        intro = doc.pop("introduced_by")
+        self.assertEqual(intro, {"before": self.c[0], "subject": "ggml : initial", "date": intro["date"],
+                                 "repo": "ggml-org/ggml", "range": [self.c[0], self.c[-1]], "export": "old"})
+        self.assertEqual(json.dumps(doc, indent=2) + "\n", before)
+        self.bug_json.write_text(before)
+        self.assert_upstream_untouched()
+
     def test_a_skipped_commit_beside_the_first_bad_one_makes_it_uncertain(self):
         rc, out, err = self.bisect(BUG, "--upstream-repo", self.upstream, "--input", "mean",
                                    "--source", self.sources / "mean.c", "--good", self.c[1], "--bad", "master")
@@ -233,6 +256,17 @@ class Bisect(unittest.TestCase):
         self.assertIn(f"  {self.c[4]} ", out)
         self.assertIn("[skipped: ggml does not build here", out)
         self.assertRegex(out, r"[1-9]\d* skipped")
+        self.assert_upstream_untouched()
+
+    def test_a_bisection_stops_at_max_skips_with_the_range_it_has_narrowed(self):
+        rc, out, err = self.bisect(BUG, "--upstream-repo", self.upstream, "--input", "mean",
+                                   "--source", self.sources / "mean.c", "--good", self.c[1], "--max-skips", "1")
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("first bad commit: uncertain: stopped after 1 skipped step(s) (--max-skips)", out)
+        listed = [line.split()[0] for line in out.splitlines() if line.startswith("  ") and len(line.split()[0]) == 40]
+        self.assertIn(self.c[3], listed)
+        self.assertIn(self.c[4], listed)
+        self.assertNotIn(self.c[1], listed)  # the good end
         self.assert_upstream_untouched()
 
     def test_the_ends_are_checked_first(self):
@@ -307,6 +341,10 @@ class Bisect(unittest.TestCase):
             ([BUG, "--upstream-repo", up, "--good", self.c[3], "--bad", self.c[1]], "is not an ancestor of --bad"),
             ([BUG, "--upstream-repo", up, "--good", self.c[3], "--bad", self.c[3]], "the same commit"),
             ([BUG, "--upstream-repo", up, "--input", "nothing"], "no reproducer input 'nothing'"),
+            ([BUG, "--upstream-repo", up, "--max-skips", "0"], "--max-skips must be at least 1"),
+            ([BUG, "--upstream-repo", up, "--signature", "{type: x}"], "--signature is not JSON"),
+            ([BUG, "--upstream-repo", up, "--signature", '{"frame": "f"}'], "--signature must be an object with a"),
+            ([BUG, "--upstream-repo", up, "--signature", '{"type": "assert"}', "--record"], "not a --signature"),
             ([BUG, "--upstream-repo", up, "--source", str(self.sources / "sum.c"), "--record"], "--record records"),
             ([BUG], "the following arguments are required: --upstream-repo"),
         ]

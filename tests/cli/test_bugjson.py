@@ -178,6 +178,27 @@ class BugJson(unittest.TestCase):
                 self.write(self.finding(status="upstream-fixed", prior_art=bad))
                 self.assertIn(why, self.error())
 
+    def test_introduced_by_is_what_bisect_records(self):
+        sha, sha2 = "a" * 40, "b" * 40
+        found = {"commit": sha, "subject": "s", "date": "2025-12-10", "repo": "ggml-org/ggml", "range": [sha2, sha],
+                 "export": "in"}
+        older = {k: v for k, v in dict(found, before=sha).items() if k != "commit"}
+        rel = [{"url": "https://github.com/ggml-org/llama.cpp/issues/7", "relation": "related"}]
+        for intro in (found, older, dict(found, note="by hand")):
+            with self.subTest(intro=intro):
+                self.write(self.finding(status="upstream-open", triage=TRIAGE, prior_art=rel, introduced_by=intro))
+                self.assertEqual(repro.load(self.dir).status, "upstream-open")
+        for bad, why in (("x", "'introduced_by' must be an object with 'commit'"),
+                         (dict(found, before=sha), "'introduced_by' must be an object with 'commit'"),
+                         (dict(found, commit="f2ff0f28"), "introduced_by.commit must be a full 40-digit"),
+                         (dict(found, subject=""), "introduced_by.subject must be a non-empty str"),
+                         (dict(found, date="2025-12"), "introduced_by.date must be YYYY-MM-DD"),
+                         (dict(found, range=[sha]), "introduced_by.range must be [GOOD, BAD]"),
+                         (dict(found, note=1), "introduced_by.note must be a str")):
+            with self.subTest(bad=bad):
+                self.write(self.finding(status="upstream-open", triage=TRIAGE, prior_art=rel, introduced_by=bad))
+                self.assertIn(why, self.error())
+
     def test_checked_in_findings_say_where_upstream_stands(self):
         """Every repro/ finding in upstream code has a status its bug.json backs (the re-triage of issue 34)."""
         from support import ROOT

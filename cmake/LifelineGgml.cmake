@@ -80,6 +80,14 @@ if(LIFELINE_GGML_DIR)
     # Sanitizers, libFuzzer coverage, -O1 -g and -UNDEBUG, as for the project's own code.
     target_link_libraries(${t} PRIVATE lifeline_lane lifeline_ggml_recover)
   endforeach()
+  # Files of ggml-base and ggml-cpu that no lifeline program reaches compile at -O0, with the lane's
+  # sanitizers and coverage as before: GGUF files, the meta backend (only for its own buffer type),
+  # quantization and repacking (the programs make F32, F16 and I8 tensors, never a quantized one) and
+  # ggml-opt (training). The five took 50 s of a fuzz lane build at -O1 and 21 s at -O0.
+  set(LIFELINE_GGML_COLD_SOURCES gguf.cpp ggml-backend-meta.cpp ggml-quants.c ggml-opt.cpp ggml-cpu/repack.cpp)
+  list(TRANSFORM LIFELINE_GGML_COLD_SOURCES PREPEND "${LIFELINE_GGML_DIR}/src/")
+  set_source_files_properties(${LIFELINE_GGML_COLD_SOURCES} DIRECTORY "${LIFELINE_GGML_DIR}/src"
+                              PROPERTIES COMPILE_OPTIONS -O0)
   file(STRINGS "${LIFELINE_GGML_DIR}/CMakeLists.txt" _ggml_version_lines REGEX "^set\\(GGML_VERSION_(MAJOR|MINOR|PATCH) ")
   string(REGEX REPLACE "[^0-9;]" "" _ggml_version "${_ggml_version_lines}")
   string(REPLACE ";" "." LIFELINE_GGML_VERSION "${_ggml_version}")
@@ -133,6 +141,13 @@ if(LIFELINE_GGML AND LIFELINE_VULKAN AND LIFELINE_LANE IN_LIST LIFELINE_GGML_VUL
     COMMENT "ggml-vulkan: shaders and patched sources (shared by every lane, in ${_vk_shared})"
     USES_TERMINAL)
   add_library(lifeline_ggml_vulkan STATIC ${_vk_host})
+  # The host sources compile at -O0 (after the lane's -O1; sanitizers and coverage as the lane has them). At -O1,
+  # clang 14 took 180 s on ggml-vulkan.cpp alone in a fuzz lane build on this 2-core machine (47 s at -O0), and
+  # a lane with the Vulkan variant compiles it twice: the longest step of every lane that builds it. Replaying
+  # the target's 203 seed and regression inputs takes 1.07-1.14x as long (fuzz lane, two rounds): most of a run
+  # is in the ICD and the loader, not in ggml-vulkan's host code.
+  set(LIFELINE_GGML_VULKAN_HOST_OPTIONS -O0)
+  set_source_files_properties(${_vk_host} PROPERTIES COMPILE_OPTIONS "${LIFELINE_GGML_VULKAN_HOST_OPTIONS}")
   add_dependencies(lifeline_ggml_vulkan lifeline_ggml_vulkan_shared)
   target_include_directories(lifeline_ggml_vulkan PRIVATE ${_vk_src} ${_vk_shared} ${LIFELINE_GGML_DIR}/src)
   target_include_directories(lifeline_ggml_vulkan SYSTEM PUBLIC ${LIFELINE_GGML_DIR}/include)
@@ -231,6 +246,7 @@ function(lifeline_add_upstream_variant out_var id target patch)
   add_library(${name}_patched OBJECT ${outputs})
   if(base STREQUAL "lifeline_ggml_vulkan")
     add_dependencies(${name}_patched lifeline_ggml_vulkan_shared)  # the compat copies come from its build
+    set_source_files_properties(${outputs} PROPERTIES COMPILE_OPTIONS "${LIFELINE_GGML_VULKAN_HOST_OPTIONS}")
   endif()
   target_include_directories(${name}_patched PRIVATE $<TARGET_PROPERTY:${base},INCLUDE_DIRECTORIES>)
   target_compile_definitions(${name}_patched PRIVATE $<TARGET_PROPERTY:${base},COMPILE_DEFINITIONS>)

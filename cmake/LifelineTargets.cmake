@@ -113,7 +113,8 @@ function(lifeline_add_fuzz_target name)
                      -DWORK=${CMAKE_BINARY_DIR}/fuzz-smoke/${name} -DRUNS=${ARG_SMOKE_RUNS}
                      -DDICT=${PROJECT_SOURCE_DIR}/corpus/${name}.dict
                      -P ${PROJECT_SOURCE_DIR}/cmake/run_fuzz_smoke.cmake)
-    set_tests_properties(fuzz-smoke.${name} PROPERTIES LABELS "fuzz-smoke;${ARG_LABELS}" TIMEOUT 300)
+    set_tests_properties(fuzz-smoke.${name} PROPERTIES LABELS "fuzz-smoke;${ARG_LABELS}" TIMEOUT 300
+                         COST 100)  # among the longest of a lane (10-80 s): started before the short ones
   endif()
   # regression.<name>: the coverage-merged regression corpus beside the seeds (corpus/regression/<name>/,
   # `lifeline corpus merge --into regression`), replayed the same way in every lane that builds the target.

@@ -65,8 +65,16 @@ function(lifeline_register_exports)
       string(MAKE_C_IDENTIFIER "export_${id}" name)
       add_custom_target(${name} ALL DEPENDS ${sources})
     endif()
+    set(other "")
+    if(ext STREQUAL "c" AND LIFELINE_GGML_OTHER_SOURCE)  # as for the pinned reproducer tests
+      set(other --other-source "${LIFELINE_GGML_OTHER_SOURCE}")
+    endif()
     add_test(NAME repro.${id}.${LIFELINE_LANE}.export
-             COMMAND ${LIFELINE_CLI} export-check --repro-dir ${root}/${id} --lane ${LIFELINE_LANE} --exe-dir ${dir})
+             COMMAND ${LIFELINE_CLI} export-check --repro-dir ${root}/${id} --lane ${LIFELINE_LANE} --exe-dir ${dir}
+                     ${other})
     set_tests_properties(repro.${id}.${LIFELINE_LANE}.export PROPERTIES LABELS "repro;upstream;upstream-open" TIMEOUT 300)
+    if(other)
+      set_tests_properties(repro.${id}.${LIFELINE_LANE}.export PROPERTIES SKIP_RETURN_CODE 77)
+    endif()
   endforeach()
 endfunction()

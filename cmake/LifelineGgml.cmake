@@ -93,6 +93,12 @@ if(LIFELINE_GGML_DIR)
   string(REPLACE ";" "." LIFELINE_GGML_VERSION "${_ggml_version}")
   message(STATUS "lifeline: upstream ggml ${LIFELINE_GGML_VERSION} from ${LIFELINE_GGML_DIR}")
   set(LIFELINE_GGML ON)
+  # A source other than the pinned one (`lifeline fuzz|test --ggml-source DIR`): a pinned reproducer or export
+  # that runs clean there is reported as "not reproduced on this source: fixed?" (skipped), not failed.
+  set(LIFELINE_GGML_OTHER_SOURCE "")
+  if(LIFELINE_GGML_SOURCE_DIR)
+    set(LIFELINE_GGML_OTHER_SOURCE "ggml ${LIFELINE_GGML_VERSION} from ${LIFELINE_GGML_DIR}")
+  endif()
 elseif(LIFELINE_GGML_SKIP_REASON)
   message(STATUS "lifeline: upstream tests skipped: ${LIFELINE_GGML_SKIP_REASON}")
   list(APPEND LIFELINE_SKIPPED_TARGETS "ggml_graph_topology: ${LIFELINE_GGML_SKIP_REASON}")
@@ -116,6 +122,13 @@ if(LIFELINE_GGML AND LIFELINE_VULKAN AND LIFELINE_LANE IN_LIST LIFELINE_GGML_VUL
   find_package(Vulkan REQUIRED)
   find_program(LIFELINE_GLSLC glslc REQUIRED)
   set(_vk_shared ${PROJECT_SOURCE_DIR}/build/upstream/ggml-vulkan)
+  if(LIFELINE_GGML_SOURCE_DIR)
+    # Another ggml source (--ggml-source) gets shaders of its own, so going back and forth between it and the
+    # pinned source rebuilds neither.
+    string(MD5 _vk_key "${LIFELINE_GGML_DIR}")
+    string(SUBSTRING "${_vk_key}" 0 12 _vk_key)
+    set(_vk_shared ${_vk_shared}-${_vk_key})
+  endif()
   # The first lane to configure it picks its compiler; later lanes leave it (a lane on another clang, tsan,
   # would otherwise wipe the shared cache). What it builds has no sanitizer and links into any lane.
   set(_vk_compiler "")
@@ -257,4 +270,46 @@ function(lifeline_add_upstream_variant out_var id target patch)
   lifeline_add_fuzz_executable(${name} ${target} ${dir} LIBS ${libs})
   target_sources(${name} PRIVATE $<TARGET_OBJECTS:${name}_patched>)
   set(${out_var} ${name} PARENT_SCOPE)
+endfunction()
+
+# Whether fuzz target `target` (lifeline_add_fuzz_target) runs upstream ggml: its libraries include the ggml
+# graph adapters. In `out`.
+function(lifeline_target_runs_ggml target out)
+  get_property(libs GLOBAL PROPERTY LIFELINE_TARGET_LIBS_${target})
+  list(FILTER libs INCLUDE REGEX "^lifeline_graph_ggml")
+  if(libs)
+    set(${out} ON PARENT_SCOPE)
+  else()
+    set(${out} OFF PARENT_SCOPE)
+  endif()
+endfunction()
+
+# build/<lane>/upstream-ggml.txt: which ggml the lane built and for which targets, one `key value` per line,
+# read by `lifeline fuzz` and `lifeline test` (cli/lifeline/build.py upstream_ggml) for their summaries. No file
+# when the lane builds no ggml. Called once every target is defined.
+function(lifeline_write_upstream_ggml)
+  set(file ${CMAKE_BINARY_DIR}/upstream-ggml.txt)
+  if(NOT LIFELINE_GGML)
+    file(REMOVE ${file})
+    return()
+  endif()
+  set(targets "")
+  get_property(all GLOBAL PROPERTY LIFELINE_FUZZ_TARGETS)
+  foreach(t IN LISTS all)
+    lifeline_target_runs_ggml(${t} runs)
+    if(runs)
+      list(APPEND targets ${t})
+    endif()
+  endforeach()
+  list(JOIN targets " " targets)
+  set(pinned 1)
+  set(pin "")
+  if(LIFELINE_GGML_SOURCE_DIR)
+    set(pinned 0)
+  elseif(EXISTS "${PROJECT_SOURCE_DIR}/build/upstream/fetched.txt")
+    file(STRINGS "${PROJECT_SOURCE_DIR}/build/upstream/fetched.txt" pin REGEX "^package ")
+    string(REGEX REPLACE "^package ([^ ]+).*$" "npm \\1" pin "${pin}")
+  endif()
+  file(WRITE ${file} "version ${LIFELINE_GGML_VERSION}\nsource ${LIFELINE_GGML_DIR}\npinned ${pinned}\n"
+                     "pin ${pin}\ntargets ${targets}\n")
 endfunction()

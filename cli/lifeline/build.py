@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import os
 import subprocess
+from pathlib import Path
 
 from .paths import ROOT
+from .usage import UsageError
 
 
 def run(cmd, **kw) -> int:
@@ -33,10 +35,60 @@ def ensure_upstream() -> None:
               "skipped and ggml_graph_topology not built", flush=True)
 
 
-def configure_and_build(lane: str, targets: list | None = None) -> bool:
-    """Configures the lane's preset and builds it: everything, or only `targets` (CMake target names)."""
-    if run(["cmake", "--preset", lane], cwd=ROOT, stdout=subprocess.DEVNULL) != 0:
-        print(f"lifeline: configuring lane {lane} failed; rerun `cmake --preset {lane}` to see why")
+PINNED_GGML = ROOT / "build" / "upstream" / "llama.cpp" / "ggml"
+
+
+def resolve_ggml_source(path: str, flag: str = "--ggml-source") -> Path | None:
+    """The ggml tree a --ggml-source argument names: a ggml checkout (src/ggml-alloc.c and CMakeLists.txt at its
+    top), or a llama.cpp or whisper.cpp checkout (the same under ggml/). None when it is the pinned tree. A path
+    that is neither is a usage error naming what is missing."""
+    d = Path(path).expanduser()
+    if not d.is_dir():
+        raise UsageError(f"lifeline: {flag} '{path}' is not a directory")
+    for tree in (d, d / "ggml"):
+        if (tree / "src" / "ggml-alloc.c").is_file() and (tree / "CMakeLists.txt").is_file():
+            tree = tree.resolve()
+            return None if tree == PINNED_GGML.resolve() else tree
+    raise UsageError(f"lifeline: {flag} '{path}' is not a ggml source tree: it has no src/ggml-alloc.c and "
+                     "CMakeLists.txt (nor ggml/src/ggml-alloc.c, as a llama.cpp or whisper.cpp checkout has)")
+
+
+def upstream_ggml(lane_dir: Path) -> dict | None:
+    """What the lane in `lane_dir` built as upstream ggml, from the upstream-ggml.txt its configuration wrote:
+    {"version", "source", "pinned" (bool), "pin" (the pinned package, when pinned), "targets" (list)}, or None
+    when the lane builds no ggml (or was configured before the file existed)."""
+    try:
+        text = (lane_dir / "upstream-ggml.txt").read_text()
+    except OSError:
+        return None
+    info = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        if key:
+            info[key] = value
+    if "version" not in info or "source" not in info:
+        return None
+    out = {"version": info["version"], "source": info["source"], "pinned": info.get("pinned") == "1",
+           "targets": info.get("targets", "").split()}
+    if info.get("pin"):
+        out["pin"] = info["pin"]
+    return out
+
+
+def describe_ggml(info: dict) -> str:
+    """One line naming the upstream ggml a lane was built from."""
+    if info["pinned"]:
+        return f"upstream ggml {info['version']}: the pinned source ({info.get('pin', 'scripts/fetch-ggml.sh')}), {info['source']}"
+    return f"upstream ggml {info['version']}: --ggml-source {info['source']} (not the pinned version)"
+
+
+def configure_and_build(lane: str, targets: list | None = None, ggml_source: Path | None = None) -> bool:
+    """Configures the lane's preset and builds it: everything, or only `targets` (CMake target names).
+    `ggml_source` (resolve_ggml_source) builds that ggml tree instead of the pinned one; without it the lane is
+    set back to the pinned tree, so a configuration always follows the command that made it."""
+    source = f"-DLIFELINE_GGML_SOURCE_DIR={ggml_source or ''}"
+    if run(["cmake", "--preset", lane, source], cwd=ROOT, stdout=subprocess.DEVNULL) != 0:
+        print(f"lifeline: configuring lane {lane} failed; rerun `cmake --preset {lane} '{source}'` to see why")
         return False
     only = ["--target", *targets] if targets else []
     return run(["cmake", "--build", "--preset", lane, "-j", str(os.cpu_count() or 2), *only], cwd=ROOT) == 0

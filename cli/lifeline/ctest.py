@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from .build import configure_and_build, ensure_deps, ensure_upstream
+from .build import configure_and_build, describe_ggml, ensure_deps, ensure_upstream, resolve_ggml_source, upstream_ggml
 from .paths import LANES, ROOT
 from .usage import UsageError
 
@@ -108,16 +108,21 @@ def cmd_test(args) -> int:
     for lane in lanes:
         if lane not in LANES:
             raise UsageError(f"lifeline test: unknown lane '{lane}' (known: {', '.join(LANES)})")
+    ggml_source = resolve_ggml_source(args.ggml_source) if args.ggml_source else None
     ensure_deps()
     ensure_upstream()
     rows, total_pass, total_fail, total_skip = [], 0, 0, 0
+    ggml_lines = {}  # the line naming each lane's upstream ggml -> the lanes built from it
     skipped_by_lane = []
     t_all = time.monotonic()
     for lane in lanes:
         t0 = time.monotonic()
         print(f"\n==== lane {lane}: build ====", flush=True)
-        built = configure_and_build(lane)
+        built = configure_and_build(lane, ggml_source=ggml_source)
         t_build = time.monotonic() - t0
+        info = upstream_ggml(ROOT / "build" / lane) if built else None
+        if info:
+            ggml_lines.setdefault(describe_ggml(info), []).append(lane)
         passed = failed = skipped = 0
         if built:
             print(f"\n==== lane {lane}: ctest ====", flush=True)
@@ -149,6 +154,8 @@ def cmd_test(args) -> int:
         print(f"skipped in lane {lane}:")
         for name, reason in tests:
             print(f"  {name}: {reason or '(no reason in the ctest output; see ctest -V)'}")
+    for line, built_lanes in ggml_lines.items():
+        print(f"{line} (lanes {', '.join(built_lanes)})")
     print(f"all lanes: {time.monotonic() - t_all:.0f} s")
     print(f"lifeline: {total_pass} passed, {total_fail} failed, {total_skip} skipped")
     return 0 if total_fail == 0 else 1

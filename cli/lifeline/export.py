@@ -207,7 +207,7 @@ def code_lines(text: str, language: str) -> int:
 # ---- lifeline export --------------------------------------------------------------------------------
 
 def _load_bug(bug_id: str, repro_root: Path, verb: str = "export") -> repro.Bug:
-    exported = sorted(d.name for d in repro.folders(repro_root) if _status(d) in EXPORTED_STATUSES)
+    exported = sorted(d.name for d in repro.folders(repro_root) if _exportable(d))
     known = "; findings it exports: " + ", ".join(exported) if exported else ""
     if not BUG_ID.fullmatch(bug_id) or not (repro_root / bug_id).is_dir():
         raise UsageError(f"lifeline {verb}: unknown bug id '{bug_id}' (no folder {repro_root / bug_id}){known}")
@@ -226,11 +226,13 @@ def _load_bug(bug_id: str, repro_root: Path, verb: str = "export") -> repro.Bug:
     return bug
 
 
-def _status(d: Path) -> Optional[str]:
+def _exportable(d: Path) -> bool:
+    """A finding the pinned upstream has, with reproducers of its own."""
     try:
-        return repro.load(d).status
+        bug = repro.load(d)
     except repro.BugJsonError:
-        return None
+        return False
+    return bug.status in EXPORTED_STATUSES and bool(bug.reproducers)
 
 
 def _out_dir(out: str) -> Path:
@@ -472,8 +474,11 @@ def cmd_export_source(args) -> int:
     return 0
 
 
-def check(bug: repro.Bug, lane: str, exe_dir: Path) -> bool:
-    """Every reproducer's exported program fails with its signature. Prints one line per input."""
+def check(bug: repro.Bug, lane: str, exe_dir: Path, other_source: str | None = None,
+          not_reproduced: list | None = None) -> bool:
+    """Every reproducer's exported program fails with its signature. Prints one line per input. With
+    `other_source` (the programs were built against that upstream source, not the pinned one) a program that
+    runs clean is not a failure but goes into `not_reproduced`."""
     exporter = EXPORTERS.get(bug.target)
     python = exporter is not None and exporter.language == "Python"
     ok_all, ran = True, 0
@@ -508,6 +513,11 @@ def check(bug: repro.Bug, lane: str, exe_dir: Path) -> bool:
             ok, why = False, "the report was printed but the program exited 0"
         if ok:
             print(f"PASS {name}: {found.signature}")
+        elif rc == 0 and found is None and other_source:
+            print(f"NOT REPRODUCED {name}: the exported program ran clean on {other_source} (the pinned upstream "
+                  f"gives {sig})")
+            if not_reproduced is not None:
+                not_reproduced.append(name)
         elif rc == 0 and found is None:
             print(f"FAIL {name}: the exported program ran clean (expected {sig}); it no longer reproduces the "
                   f"finding\n{repro.tail(out)}")
@@ -527,7 +537,13 @@ def cmd_export_check(args) -> int:
     except repro.BugJsonError as e:
         print(f"FAIL {e}")
         return 1
-    return 0 if check(bug, args.lane, Path(args.exe_dir)) else 1
+    not_reproduced = []
+    ok = check(bug, args.lane, Path(args.exe_dir), args.other_source, not_reproduced)
+    if ok and not_reproduced:
+        total = sum(1 for r in bug.reproducers if signature_for(r, args.lane) is not None)
+        print(repro.not_reproduced_line(not_reproduced, total, args.other_source))
+        return repro.NOT_REPRODUCED_EXIT
+    return 0 if ok else 1
 
 
 def add_internal_parsers(make_parser) -> dict:
@@ -544,5 +560,7 @@ def add_internal_parsers(make_parser) -> dict:
     c.add_argument("--repro-dir", required=True)
     c.add_argument("--lane", required=True, choices=LANES)
     c.add_argument("--exe-dir", required=True, help="the folder of the built exported programs (one per input)")
+    c.add_argument("--other-source", help="the programs were built against this upstream source, not the pinned "
+                   "one: one that runs clean is reported as not reproduced there (exit 77), not as a failure")
     return {"export-plan": (p, cmd_export_plan), "export-source": (s, cmd_export_source),
             "export-check": (c, cmd_export_check)}

@@ -18,7 +18,7 @@ from . import crash as crashmod
 from . import guards as guardsmod
 from . import triage as triagemod
 from .bugs import switch_env
-from .build import configure_and_build, ensure_deps, ensure_upstream, run
+from .build import configure_and_build, describe_ggml, ensure_deps, ensure_upstream, resolve_ggml_source, run, upstream_ggml
 from .options import libfuzzer_flags
 from .paths import FUZZ_LANES, ROOT, fuzz_targets, source_targets, target_labels
 from .shellsafe import SafeLinks
@@ -501,6 +501,10 @@ def cmd_fuzz(args) -> int:
     for t in args.targets:
         if t not in known:
             raise UsageError(f"lifeline fuzz: unknown target '{t}' (known: {', '.join(known)})")
+    if args.ggml_source and (args.no_build or args.engine == "afl"):
+        raise UsageError("lifeline fuzz: --ggml-source builds the lane from that checkout; it cannot go with "
+                         + ("--no-build" if args.no_build else "--engine afl (build-afl.sh builds the pinned ggml)"))
+    ggml_source = resolve_ggml_source(args.ggml_source) if args.ggml_source else None
     out = Path(args.out if args.out is not None else ROOT / ("fuzz-out" if args.lane == "fuzz" else f"fuzz-out-{args.lane}")).resolve()
     _check_writable_dir(out, "output directory")
     _check_file_slot(out / "summary.json")
@@ -511,7 +515,7 @@ def cmd_fuzz(args) -> int:
                 return 1
         else:
             ensure_upstream()
-            if not configure_and_build(args.lane):
+            if not configure_and_build(args.lane, ggml_source=ggml_source):
                 return 1
     if args.engine == "afl":
         lane_dir = ROOT / "build" / "afl"
@@ -594,6 +598,12 @@ def cmd_fuzz(args) -> int:
     if any(r.get("upstream_open") for r in results):
         print("upstream-open: artifacts that replay as a bug upstream has not fixed (repro/*/bug.json with "
               "status upstream-open); not counted as crashes")
+    ggml = upstream_ggml(lane_dir) if args.engine != "afl" else None
+    if ggml and any(r["target"] in ggml["targets"] for r in results):
+        print(describe_ggml(ggml))
+        for r in results:
+            if r["target"] in ggml["targets"]:
+                r["upstream"] = {"ggml": ggml}
     (out / "summary.json").write_text(json.dumps(results, indent=2) + "\n")
     print(f"summary: {out / 'summary.json'}")
     if interrupted:

@@ -76,6 +76,8 @@ def main(argv: list[str]) -> int:
     sub = p.add_subparsers(dest="command", parser_class=Parser)
     t = sub.add_parser("test", help="build every lane and run its ctest")
     t.add_argument("--lanes", help="comma-separated subset of " + ",".join(LANES))
+    t.add_argument("--ggml-source", metavar="DIR", help="build and test this ggml checkout (ggml, or llama.cpp or "
+                   "whisper.cpp with ggml/) instead of the pinned one")
     f = sub.add_parser("fuzz", help="run fuzz jobs from the seed corpus")
     f.add_argument("targets", nargs="*")
     f.add_argument("--time", type=int, default=30, help="seconds per target (default 30)")
@@ -87,6 +89,8 @@ def main(argv: list[str]) -> int:
     f.add_argument("--lane", default="fuzz", help="the lane whose binaries fuzz: fuzz (libFuzzer + ASan+UBSan, "
                    "default) or tsan (libFuzzer + TSan, the targets that start threads)")
     f.add_argument("--engine", choices=("libfuzzer", "afl"), default="libfuzzer")
+    f.add_argument("--ggml-source", metavar="DIR", help="build and fuzz this ggml checkout (ggml, or llama.cpp or "
+                   "whisper.cpp with ggml/) instead of the pinned one")
     tr = sub.add_parser("triage", help="replay crashes, classify, dedup, match known bugs")
     tr.add_argument("crashes", nargs="+")
     tr.add_argument("--target", help="the target (default: from fuzz-out/<target>/artifacts/)")
@@ -137,6 +141,8 @@ def main(argv: list[str]) -> int:
                    help="check the bug.json's upstream_variant: --binary is the target built against upstream "
                         "(fixed: unpatched, reintroduced: with its patch)")
     r.add_argument("--binary")
+    r.add_argument("--other-source", help="(--mode pinned) the target was built from this upstream source, not the "
+                   "pinned one: an input that runs clean is reported as not reproduced there (exit 77), not as a failure")
     x = sub.add_parser("export", help="an upstream-open finding as standalone reproducers and a report")
     x.add_argument("bug_id", metavar="BUG_ID")
     x.add_argument("--out", help="where to write (default export-out/<BUG_ID>/)")

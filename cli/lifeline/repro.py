@@ -396,7 +396,20 @@ def tail(text: str, n: int = 60) -> str:
     return "\n".join("    | " + line for line in text.splitlines()[-n:])
 
 
-def check(bug: Bug, lane: str, mode: str, binary: str, launcher: list, variant: Optional[str] = None) -> bool:
+# The exit status of a pinned check run on an upstream source other than the pinned one (--other-source) in which
+# an input no longer reproduces: ctest's SKIP_RETURN_CODE for those tests, so `lifeline test` lists them as
+# skipped with the reason instead of failing.
+NOT_REPRODUCED_EXIT = 77
+
+
+def not_reproduced_line(names: list, total: int, source: str) -> str:
+    """The one SKIPPED line (ctest's skip reason) for the inputs that ran clean on another upstream source."""
+    return (f"SKIPPED: not reproduced on this source: fixed? {len(names)} of {total} input(s) ran clean on {source} "
+            f"({', '.join(names)}); the pinned upstream still has the finding")
+
+
+def check(bug: Bug, lane: str, mode: str, binary: str, launcher: list, variant: Optional[str] = None,
+          other_source: Optional[str] = None, not_reproduced: Optional[list] = None) -> bool:
     """The reproducer test, on the bug's own target or (variant="upstream") on its upstream variant.
 
     fixed:        every input exits 0 with no report (the fixed code; for the variant, the target built
@@ -408,6 +421,8 @@ def check(bug: Bug, lane: str, mode: str, binary: str, launcher: list, variant: 
                   guard off (LIFELINE_UNGUARD=<guard>) when it has one.
     guarded:      (such a finding with a guard only) every input exits 0 with no report, every guard on: the
                   harness steps around the finding.
+    other_source (pinned only): the target was built from that upstream source, not the pinned one; an input
+    that runs clean there is not a failure but goes into `not_reproduced` (the finding may be fixed there).
     Prints one line per input; returns overall success."""
     if mode not in MODES:
         print(f"FAIL {bug.id}: unknown mode '{mode}' (known: {', '.join(MODES)})")
@@ -492,6 +507,11 @@ def check(bug: Bug, lane: str, mode: str, binary: str, launcher: list, variant: 
         if ok:
             print(f"PASS {rep.input.name}: {found.signature}")
             continue
+        if mode == "pinned" and rc == 0 and found is None and other_source:
+            print(f"NOT REPRODUCED {rep.input.name}: ran clean on {other_source} (the pinned upstream gives {expect})")
+            if not_reproduced is not None:
+                not_reproduced.append(rep.input.name)
+            continue
         if mode == "pinned" and rc == 0 and found is None:
             off = f" with guard {bug.guard} off" if bug.guard else ""
             print(f"FAIL {rep.input.name}: the pinned upstream no longer reproduces it{off} (exit 0, no report; "
@@ -528,4 +548,14 @@ def cmd_repro_check(args) -> int:
         return 0
     if not (args.lane and args.mode and args.binary):
         raise UsageError("lifeline repro-check: --lane, --mode and --binary are required unless --validate-only")
-    return 0 if check(bug, args.lane, args.mode, args.binary, args.launcher, variant=args.variant) else 1
+    if args.other_source and (args.mode != "pinned" or args.variant):
+        raise UsageError("lifeline repro-check: --other-source applies to --mode pinned (a finding's reproducers run on "
+                         "an upstream source other than the pinned one)")
+    not_reproduced = []
+    ok = check(bug, args.lane, args.mode, args.binary, args.launcher, variant=args.variant,
+               other_source=args.other_source, not_reproduced=not_reproduced)
+    if ok and not_reproduced:
+        total = sum(1 for r in bug.reproducers if args.lane in r.expect)
+        print(not_reproduced_line(not_reproduced, total, args.other_source))
+        return NOT_REPRODUCED_EXIT
+    return 0 if ok else 1

@@ -5,6 +5,7 @@ pristine copy; a plan that cannot be made stops configuration with its message.
 Beside the real folders, the copy holds one folder per JSON value of every type at every level of a bug.json
 (json_mutations.py): configuration goes on, and each folder gets exactly the tests `lifeline repro-plan`
 prints for it. A valid folder whose patch does not apply to this lane's ggml gets failing variant tests."""
+import hashlib
 import json
 import re
 import shutil
@@ -177,28 +178,71 @@ if __name__ == "__main__":
 
 
 @unittest.skipUnless(shutil.which("cmake") and shutil.which("ctest") and shutil.which("ninja"), "needs cmake and ninja")
-class ConfigureWithoutTorch(unittest.TestCase):
-    """Without PyTorch the torch target's tests are registered and run as skipped, with the reason: never passed,
-    never missing."""
+class ConfigureWithoutTorchOnAnotherGgml(unittest.TestCase):
+    """One asan configuration (no build) as if python3-torch were not installed, from a ggml source other than the
+    pinned one (`--ggml-source`; here a link to the pinned tree, which CMake takes as another source)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = Path(tempfile.mkdtemp(prefix="lifeline-configure-"))
+        cls.build = cls.tmp / "build"
+        cls.ggml = cls.tmp / "my ggml"
+        cls.ggml.symlink_to(ROOT / "build" / "upstream" / "llama.cpp" / "ggml")
+        cfg = subprocess.run(["cmake", "--preset", "asan", "-B", str(cls.build), "-DLIFELINE_WITHOUT_TORCH=ON",
+                              f"-DLIFELINE_GGML_SOURCE_DIR={cls.ggml}"],
+                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        cls.cfg = cfg
+        # The other source's ggml-vulkan shaders get their own shared folder (cmake/LifelineGgml.cmake): configured,
+        # never built, here; removed with the rest.
+        cls.vk_shared = ROOT / "build" / "upstream" / ("ggml-vulkan-" + hashlib.md5(str(cls.ggml).encode()).hexdigest()[:12])
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+        shutil.rmtree(cls.vk_shared, ignore_errors=True)
+
+    def setUp(self):
+        self.assertEqual(self.cfg.returncode, 0, self.cfg.stdout)
 
     def test_torch_tests_are_skipped_with_the_reason(self):
-        tmp = Path(tempfile.mkdtemp(prefix="lifeline-configure-"))
-        try:
-            build = tmp / "build"
-            cfg = subprocess.run(["cmake", "--preset", "asan", "-B", str(build), "-DLIFELINE_WITHOUT_TORCH=ON"],
-                                 cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            self.assertEqual(cfg.returncode, 0, cfg.stdout)
-            names = registered_tests(build)
-            torch_tests = [n for n in names if ("torch" in n or ".upstream." in n and "turbine" in n)
-                           and not n.endswith(".bug-json") and not n.startswith("unit.python.")]
-            self.assertIn("corpus.torch_capsule_lifecycle", torch_tests)
-            self.assertIn("repro.torch-dlpack-neg-bit-ignored.asan.pinned", torch_tests)
-            self.assertIn("repro.turbine-capsule-rename-back.upstream.asan.reintroduced", torch_tests)
-            run = subprocess.run(["ctest", "--test-dir", str(build), "-R", "torch|turbine-capsule-rename-back\\.upstream",
-                                  "-E", "^unit\\.python\\.", "-V"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            skipped = re.findall(r"\*\*\*Skipped", run.stdout)
-            self.assertEqual(len(skipped), len(torch_tests), run.stdout)
-            self.assertIn("cannot import torch: python3-torch is not installed", run.stdout)
-            self.assertNotIn("Passed", "\n".join(l for l in run.stdout.splitlines() if "Test #" in l and "bug-json" not in l))
-        finally:
-            shutil.rmtree(tmp)
+        build = self.build
+        names = registered_tests(build)
+        torch_tests = [n for n in names if ("torch" in n or ".upstream." in n and "turbine" in n)
+                       and not n.endswith(".bug-json") and not n.startswith("unit.python.")]
+        self.assertIn("corpus.torch_capsule_lifecycle", torch_tests)
+        self.assertIn("repro.torch-dlpack-neg-bit-ignored.asan.pinned", torch_tests)
+        self.assertIn("repro.turbine-capsule-rename-back.upstream.asan.reintroduced", torch_tests)
+        run = subprocess.run(["ctest", "--test-dir", str(build), "-R", "torch|turbine-capsule-rename-back\\.upstream",
+                              "-E", "^unit\\.python\\.", "-V"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        skipped = re.findall(r"\*\*\*Skipped", run.stdout)
+        self.assertEqual(len(skipped), len(torch_tests), run.stdout)
+        self.assertIn("cannot import torch: python3-torch is not installed", run.stdout)
+        self.assertNotIn("Passed", "\n".join(l for l in run.stdout.splitlines() if "Test #" in l and "bug-json" not in l))
+
+    def test_another_ggml_source_is_named_and_its_pinned_checks_may_skip(self):
+        info = dict(line.partition(" ")[::2] for line in (self.build / "upstream-ggml.txt").read_text().splitlines())
+        self.assertEqual((info["source"], info["pinned"]), (str(self.ggml), "0"))
+        self.assertEqual(info["targets"].split(), ["ggml_graph_topology", "ggml_vulkan_graph_topology"])
+        out = subprocess.run(["ctest", "--test-dir", str(self.build), "--show-only=json-v1"], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True, check=True).stdout
+        tests = {t["name"]: t for t in json.loads(out)["tests"]}
+        source = f"ggml {info['version']} from {self.ggml}"
+
+        def other_source(name):
+            cmd = tests[name]["command"]
+            props = {p["name"]: p["value"] for p in tests[name].get("properties", [])}
+            given = cmd[cmd.index("--other-source") + 1] if "--other-source" in cmd else None
+            return given, props.get("SKIP_RETURN_CODE")
+
+        for name in ("repro.ggml-gallocr-leaf-records-unchecked.asan.pinned",
+                     "repro.ggml-sched-inplace-writer-backend.asan.pinned",
+                     "repro.ggml-gallocr-leaf-records-unchecked.asan.export"):
+            with self.subTest(name=name):
+                self.assertEqual(other_source(name), (source, 77))
+        # Checks that do not run the pinned upstream's finding keep failing as they always do.
+        for name in ("repro.ggml-gallocr-leaf-records-unchecked.asan.guarded",
+                     "repro.gallocr-view-leaf-offset.asan.reintroduced"):
+            with self.subTest(name=name):
+                self.assertEqual(other_source(name), (None, None))
+        # torch is not ggml (here its tests are the skipped stand-ins of a build without torch).
+        self.assertIsNone(other_source("repro.torch-dlpack-neg-bit-ignored.asan.pinned")[0])

@@ -240,8 +240,8 @@ class Export(unittest.TestCase):
         rc, out, err = self.cli("export-plan", "--lane", "fuzz", "--repro-root", self.root / "repro")
         self.assertEqual((rc, out), (0, ""))
 
-    def check(self, exe_dir):
-        rc, out, err = self.cli("export-check", "--repro-dir", self.bug, "--lane", "asan", "--exe-dir", exe_dir)
+    def check(self, exe_dir, *extra):
+        rc, out, err = self.cli("export-check", "--repro-dir", self.bug, "--lane", "asan", "--exe-dir", exe_dir, *extra)
         return rc, out + err
 
     def test_check_passes_when_each_export_fails_with_its_signature(self):
@@ -262,6 +262,19 @@ class Export(unittest.TestCase):
         self.assertIn("FAIL first input: the exported program ran clean", out)
         self.assertIn("FAIL oracle-only: the exported program must give", out)
         self.assertIn("crash type is 'heap-buffer-overflow', expected 'assert'", out)
+
+    def test_check_on_another_source_skips_an_export_that_runs_clean(self):
+        d = self.tmp / "exes"
+        self.install(d / "first input", program(""))
+        self.install(d / "oracle-only", program(ASSERT_OWN))
+        rc, out = self.check(d, "--other-source", "ggml 0.25.1 from /my ggml")
+        self.assertEqual(rc, 77, out)
+        self.assertIn("NOT REPRODUCED first input: the exported program ran clean on ggml 0.25.1 from /my ggml", out)
+        self.assertIn("SKIPPED: not reproduced on this source: fixed? 1 of 2 input(s) ran clean on ggml 0.25.1 "
+                      "from /my ggml (first input)", out)
+        self.install(d / "oracle-only", program(ASAN_HBO))  # another crash there is still a failure
+        rc, out = self.check(d, "--other-source", "ggml 0.25.1 from /my ggml")
+        self.assertEqual(rc, 1, out)
 
     def test_check_fails_a_missing_program_and_an_oracle_signature_without_export(self):
         doc = json.loads((self.bug / "bug.json").read_text())

@@ -183,6 +183,43 @@ class FuzzJob(ScratchProject):
         self.assertEqual((summary["crashes"], summary["upstream_open"], summary["upstream_open_bugs"]), (0, 0, []))
 
 
+    def test_the_summary_names_the_upstream_ggml_the_lane_was_built_from(self):
+        lane = self.root / "build" / "fuzz"
+        rc, text, summary = self.fuzz()
+        self.assertNotIn("upstream ggml", text)  # a lane without upstream-ggml.txt builds no ggml
+        self.assertNotIn("upstream", summary)
+        for pinned, says in (("1", "upstream ggml 0.25.1: the pinned source (npm node-llama-cpp@3.22.1), /b/ggml"),
+                             ("0", "upstream ggml 0.26.0: --ggml-source /my src/ggml (not the pinned version)")):
+            with self.subTest(pinned=pinned):
+                version, source = ("0.25.1", "/b/ggml") if pinned == "1" else ("0.26.0", "/my src/ggml")
+                (lane / "upstream-ggml.txt").write_text(
+                    f"version {version}\nsource {source}\npinned {pinned}\npin npm node-llama-cpp@3.22.1\n"
+                    "targets other_target fake_target\n")
+                rc, text, summary = self.fuzz()
+                self.assertEqual(rc, 0, text)
+                self.assertIn(f"\n{says}\n", text)
+                self.assertEqual(summary["upstream"]["ggml"]["source"], source)
+                self.assertEqual(summary["upstream"]["ggml"]["pinned"], pinned == "1")
+                self.assertEqual(summary["upstream"]["ggml"]["version"], version)
+
+    def test_ggml_source_is_checked_before_anything_runs(self):
+        not_ggml = self.tmp / "not ggml"
+        not_ggml.mkdir()
+        for args, says in (
+                (["fuzz", "--ggml-source", self.tmp / "missing"], f"--ggml-source '{self.tmp / 'missing'}' is not a directory"),
+                (["fuzz", "--ggml-source", not_ggml], f"--ggml-source '{not_ggml}' is not a ggml source tree: it has no "
+                                                      "src/ggml-alloc.c"),
+                (["test", "--ggml-source", not_ggml], "is not a ggml source tree"),
+                (["fuzz", "--ggml-source", not_ggml, "--no-build"], "--ggml-source builds the lane from that checkout; "
+                                                                   "it cannot go with --no-build")):
+            with self.subTest(args=args):
+                rc, out, err = self.cli_apart(*args)
+                self.assertEqual(rc, 2, out + err)
+                self.assertEqual(len(err.strip().splitlines()), 1, err)
+                self.assertIn(says, err)
+                self.assertEqual(out, "")  # nothing installed, configured or built
+
+
 class FuzzOutInTheWay(ScratchProject):
     """--out DIR where what a job writes under DIR cannot be written: one line, exit 2, before any job."""
 

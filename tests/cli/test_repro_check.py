@@ -57,6 +57,31 @@ class ReproCheck(ScratchProject):
         self.assertIn("FAIL in: the pinned upstream no longer reproduces it", out)
         self.assertIn("a version bump may have fixed it: revisit status 'upstream-open'", out)
 
+    def test_on_another_source_a_clean_input_is_not_reproduced_and_skipped(self):
+        gone = write_bug(self.tmp / "elsewhere" / "fake-fixed-there", {
+            "status": "upstream-open", "triage": TRIAGE, "target": "fake_target",
+            "reproducers": [{"input": "in", "expect": {"asan": ASSERT_SIG}},
+                            {"input": "still", "expect": {"asan": ASSERT_SIG}}]}, {"in": "clean", "still": "assert"})
+        source = "ggml 0.25.1 from /src/my ggml"
+        rc, out = self.check(gone, "pinned", self.fake, "--other-source", source)
+        self.assertEqual(rc, 77, out)  # ctest's SKIP_RETURN_CODE for these tests
+        self.assertIn(f"NOT REPRODUCED in: ran clean on {source} (the pinned upstream gives", out)
+        self.assertIn("PASS still: assert", out)
+        self.assertIn(f"SKIPPED: not reproduced on this source: fixed? 1 of 2 input(s) ran clean on {source} (in)", out)
+        # Another crash is still a failure there, and so is a source the option was not given for.
+        other = write_bug(self.tmp / "elsewhere" / "fake-other-there", {
+            "status": "upstream-open", "triage": TRIAGE, "target": "fake_target",
+            "reproducers": [{"input": "in", "expect": {"asan": ASSERT_SIG}}]}, {"in": "uaf"})
+        rc, out = self.check(other, "pinned", self.fake, "--other-source", source)
+        self.assertEqual(rc, 1, out)
+        self.assertNotIn("SKIPPED", out)
+        rc, out = self.check(gone, "pinned", self.fake)
+        self.assertEqual(rc, 1, out)
+        rc, out, err = self.cli_apart("repro-check", "--repro-dir", gone, "--lane", "asan", "--mode", "guarded",
+                                      "--binary", self.fake, "--other-source", source)
+        self.assertEqual(rc, 2, out + err)
+        self.assertIn("--other-source applies to --mode pinned", err)
+
     def test_pinned_fails_on_another_crash(self):
         other = write_bug(self.tmp / "elsewhere" / "fake-other-crash", {
             "status": "upstream-open", "triage": TRIAGE, "target": "fake_target",

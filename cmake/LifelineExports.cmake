@@ -4,7 +4,7 @@
 #   build/asan/exports/<id>/<input>.c|.py  generated at build time from repro/<id>/<input>: the target decodes
 #                                          the input into its program (`--program decode`), the exporter writes
 #                                          it in upstream's terms (`lifeline export-source`; never checked in)
-#   build/asan/exports/<id>/<input>        a C file compiled on its own, linked with the pinned ggml only (ggml,
+#   build/asan/exports/<id>/<input>        a C file compiled on its own, linked with the lane's ggml only (the pinned one, or --ggml-source's) (ggml,
 #                                          ggml-base, ggml-cpu; ggml-vulkan's sources for the Vulkan target) and
 #                                          the lane's flags (lifeline_lane: sanitizers, -O1 -g, -UNDEBUG); no
 #                                          lifeline library, no compiled-in sanitizer options

@@ -15,7 +15,7 @@ PACKAGES=(
   ninja-build        # generator used by every preset
   clang-14           # the compiler of every lane but tsan (Debian 12's default clang)
   libclang-rt-14-dev # ASan/UBSan/TSan/LSan/libFuzzer runtimes and FuzzedDataProvider.h
-  clang-19           # the tsan lane: clang 14 and 16 TSan-instrument libFuzzer's edge counters (README, "TSan")
+  clang-19           # the tsan lane: clang 14 and 16 TSan-instrument libFuzzer's edge counters (docs/fuzzing.md, "Fuzzing under TSan")
   libclang-rt-19-dev # ... and its TSan and libFuzzer runtimes
   llvm-14            # llvm-symbolizer-14, so sanitizer reports carry function names
   llvm-14-dev        # LLVM 14's headers and CMake package: the fuzz lane's pass plugin (cmake/sancov-filter/)

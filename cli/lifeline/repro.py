@@ -1,6 +1,6 @@
 """repro/<bug-id>/bug.json: loading, validation, and the two-way check run by ctest (`lifeline repro-check`).
 
-bug.json (see README "Adding a reproducer"):
+bug.json (see docs/adding-a-reproducer.md, "bug.json reference"):
   id           the bug id; equals the folder name and is what LIFELINE_REINTRODUCE takes
   title        one line
   upstream     list of references (issues, commits)

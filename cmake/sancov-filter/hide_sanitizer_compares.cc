@@ -19,7 +19,7 @@
 // no !nosanitize and are traced as before. Nothing else changes: every check, its branch and its handler are
 // the same, and AddressSanitizer (which adds its own checks after this pass) is untouched.
 //
-// Measured (bench/throughput.py, 2026-11-25; README "Sanitizer overhead"): fuzz-lane exec/s +46%
+// Measured (bench/throughput.py, 2026-11-25; docs/benchmarks.md "Sanitizer overhead"): fuzz-lane exec/s +46%
 // alloc_graph_topology, +26% interop_capsule_lifecycle, +39% ggml_graph_topology. Tested by
 // tests/lanes/sancov_filter_check.py (unit.sancov-filter.*): UBSan still reports each kind of check, and only
 // the sanitizer's comparisons lose their trace call.

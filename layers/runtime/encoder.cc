@@ -26,7 +26,7 @@ struct EncodeBlock {
 // The encode threads: up to kMaxEncodeThreads workers that live for the process and run every frame's
 // shares, as the Metal backend hands its command buffers to a GCD queue (dispatch_apply) rather than to
 // threads of its own. A thread per share per frame cost a thread start each: 579 against about 1,550 exec/s
-// for the encoder target without sanitizers (README, "Benchmarks", issue 15). Frames from several threads may
+// for the encoder target without sanitizers (docs/benchmarks.md, issue 15). Frames from several threads may
 // run at once; each Run() returns when its own shares are done.
 class EncodeWorkers {
  public:

@@ -1,5 +1,5 @@
 // Scenario: whisper conv -> encoder, the shape of the documented bug gallocr-view-leaf-offset
-// (repro/gallocr-view-leaf-offset/bug.json; README "Bugs modelled so far"), on the fixed code: the
+// (repro/gallocr-view-leaf-offset/bug.json; docs/architecture.md "Bugs modelled so far"), on the fixed code: the
 // encoder graph starts from a leaf view of the conv graph's output, which another allocator placed.
 #include <gtest/gtest.h>
 

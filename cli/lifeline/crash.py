@@ -41,9 +41,11 @@ class Crash:
 
 # "    #3 0x55d0c2 in lifeline::Foo(int) /path/file.cc:12:5"
 # "    #8 0x7fd9e6cd44a2  (/lib/x86_64-linux-gnu/libstdc++.so.6+0xd44a2)"
-_SAN_FRAME = re.compile(r"^\s*#(\d+)\s+0x[0-9a-fA-F]+(?:\s+in\s+(?P<func>.+?))?(?:\s+(?P<loc>\S+:\d+(?::\d+)?))?(?:\s+\((?P<mod>[^)]*)\))?\s*$")
+# A source location: an absolute path may hold spaces (a checkout in "/home/me/my ggml"), a relative one does not.
+_LOC = r"(?:/[^:]*|\S+):\d+(?::\d+)?"
+_SAN_FRAME = re.compile(r"^\s*#(\d+)\s+0x[0-9a-fA-F]+(?:\s+in\s+(?P<func>.+?))?(?:\s+(?P<loc>" + _LOC + r"))?(?:\s+\((?P<mod>[^)]*)\))?\s*$")
 # TSan: "    #0 lifeline::Foo(int) /path/file.cc:12:5 (binary+0x1234)"
-_TSAN_FRAME = re.compile(r"^\s*#(\d+)\s+(?P<func>.+?)\s+(?P<loc>\S+:\d+(?::\d+)?|<null>)\s+\((?P<mod>[^)]*)\)\s*$")
+_TSAN_FRAME = re.compile(r"^\s*#(\d+)\s+(?P<func>.+?)\s+(?P<loc>" + _LOC + r"|<null>)\s+\((?P<mod>[^)]*)\)\s*$")
 # valgrind: "==123==    at 0x4848: lifeline::Foo(int) (file.cc:12)"  /  "by 0x...: ... (in /lib/libc.so.6)"
 _VG_FRAME = re.compile(r"^==\d+==\s+(?:at|by) 0x[0-9A-Fa-f]+: (?P<func>.+?)(?: \((?P<loc>[^()]*)\))?\s*$")
 
@@ -176,8 +178,8 @@ _TSAN = re.compile(r"WARNING: ThreadSanitizer: (?P<what>[\w -]+?)(?: \(pid=\d+\)
 # A deadly signal under TSan (its own handler, as ASan's SEGV report): the program crashed, TSan diagnosed nothing.
 _TSAN_SIGNAL = re.compile(r"==\d+==ERROR: ThreadSanitizer: (?P<what>SEGV|BUS|FPE|ILL|ABRT) on unknown address")
 _TSAN_ACCESS = re.compile(r"^\s*(?:Atomic )?(Read|Write) of size (\d+)")
-_UBSAN = re.compile(r"^(?P<loc>\S+:\d+:\d+): runtime error: (?P<msg>.*)$")
-_CHECK = re.compile(r"==lifeline== (LIFELINE_CHECK|LIFELINE_PRECONDITION) failed at (?P<loc>\S+)")
+_UBSAN = re.compile(r"^(?P<loc>.+?:\d+:\d+): runtime error: (?P<msg>.*)$")
+_CHECK = re.compile(r"==lifeline== (LIFELINE_CHECK|LIFELINE_PRECONDITION) failed at (?P<loc>.+?:\d+)\s*$")
 _VALGRIND = re.compile(r"^==\d+== (?P<what>Invalid (?:read|write) of size (?P<size>\d+)|Invalid free\(\) / delete / delete\[\] / realloc\(\)|Mismatched free\(\) / delete / delete \[\]|Conditional jump or move depends on uninitialised value\(s\)|Use of uninitialised value of size \d+|Syscall param .* points to unaddressable byte\(s\)|Source and destination overlap in \w+|Process terminating with default action of signal \d+ \(\w+\))")
 _VG_LEAK = re.compile(r"^==\d+== \d[\d,]* bytes in [\d,]+ blocks are definitely lost")
 # glibc's assert(): "<prog>: <file>:<line>: <function>: Assertion `<expr>' failed." (<prog>: and <function>:
@@ -185,15 +187,15 @@ _VG_LEAK = re.compile(r"^==\d+== \d[\d,]* bytes in [\d,]+ blocks are definitely 
 # parts rather than one regex search, so that a long line of program output costs linear time.
 _ASSERTION = "Assertion `"
 _ASSERT_FAILED = re.compile(r"' failed\.?\s*$")
-_ASSERT_WHERE = re.compile(r"(?<!\S)(?P<file>[^\s:]+):(?P<line>\d+): ")
+_ASSERT_WHERE = re.compile(r"(?<!\S)(?P<file>/[^:]*|[^\s:]+):(?P<line>\d+): ")
 # ggml's GGML_ASSERT / GGML_ABORT through the harness's abort callback, and ggml's own default print of a
 # GGML_ASSERT: "==lifeline== upstream abort: <file>:<line>: <text>", "<file>:<line>: GGML_ASSERT(<x>) failed"
 _UPSTREAM_ABORT = "==lifeline== upstream abort: "
-_UPSTREAM_WHERE = re.compile(r"(?P<file>\S+?):(?P<line>\d+): (?P<text>.*?)\s*$")
+_UPSTREAM_WHERE = re.compile(r"(?P<file>.+?):(?P<line>\d+): (?P<text>.*?)\s*$")
 _GGML_ASSERT = ": GGML_ASSERT("
-_FILE_LINE = re.compile(r"(?P<file>[^\s:]+):(?P<line>\d+)")
+_FILE_LINE = re.compile(r"(?:^|\s)(?P<file>/[^:]*|[^\s:]+):(?P<line>\d+)$")
 # ggml's own print of a GGML_ABORT (no abort callback): "<file>.c:<line>: <text>", then abort()
-_GGML_ABORT_PRINT = re.compile(r"^(?P<file>\S+\.(?:c|cc|cpp|h)):(?P<line>\d+): (?P<text>.+?)\s*$")
+_GGML_ABORT_PRINT = re.compile(r"^(?P<file>.+?\.(?:c|cc|cpp|h)):(?P<line>\d+): (?P<text>.+?)\s*$")
 _FUZZER = re.compile(r"==\d+== ERROR: libFuzzer: (?P<what>deadly signal|timeout after \d+ seconds|out-of-memory|fuzz target exited|leak detected)")
 
 _UBSAN_KINDS = [
@@ -257,8 +259,7 @@ def _upstream_abort(line: str) -> Optional[tuple[str, str, Optional[str]]]:
             return line[k + len(_ASSERTION):end.start()], f"{where.group('file')}:{where.group('line')}", func or None
     k = line.find(_GGML_ASSERT)
     if k >= 0:
-        head = line[:k].split()
-        m = _FILE_LINE.fullmatch(head[-1]) if head else None
+        m = _FILE_LINE.search(line, 0, k)
         if m:
             return line[k + 2:].rstrip(), f"{m.group('file')}:{m.group('line')}", None
     return None

@@ -422,3 +422,60 @@ class StandaloneReproducers(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class PathsWithSpaces(unittest.TestCase):
+    """A checkout (or a --ggml-source tree) in a folder whose name has a space: every report form still parses,
+    with the whole path in its location."""
+
+    D = "/tmp/my ggml/src"
+
+    def parsed(self, text):
+        c = crash.parse(text)
+        self.assertIsNotNone(c, text)
+        return c
+
+    def test_asan_frames(self):
+        c = self.parsed("==7==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x6 at pc 0x1 bp 0x2 sp 0x3\n"
+                        "READ of size 8 at 0x6 thread T0\n"
+                        f"    #0 0x55 in ggml_gallocr_init_tensor {self.D}/ggml-alloc.c:972:5\n"
+                        f"    #1 0x56 in lifeline::Foo(int, char const*) {self.D}/x y.cc:12:3\n"
+                        "    #2 0x57 in main (/tmp/my dir/prog+0x10) (BuildId: 2381)\n")
+        self.assertEqual(c.state, ["ggml_gallocr_init_tensor", "lifeline::Foo"])
+        self.assertEqual(c.location, f"{self.D}/ggml-alloc.c:972:5")
+
+    def test_tsan_frame(self):
+        c = self.parsed("WARNING: ThreadSanitizer: data race (pid=5)\n  Read of size 1 at 0x1 by thread T1:\n"
+                        f"    #0 Reader(int) {self.D}/r.cc:4:2 (prog+0x1)\n")
+        self.assertEqual((c.type, c.state, c.location), ("data-race", ["Reader"], f"{self.D}/r.cc:4:2"))
+
+    def test_ubsan(self):
+        c = self.parsed(f"{self.D}/ggml.c:7447:33: runtime error: applying non-zero offset 96 to null pointer\n"
+                        f"    #0 0x55 in incr_ptr_aligned {self.D}/ggml.c:7447:33\n")
+        self.assertEqual((c.type, c.location), ("pointer-overflow", f"{self.D}/ggml.c:7447:33"))
+
+    def test_upstream_abort_and_asserts(self):
+        forms = (
+            (f"==lifeline== upstream abort: {self.D}/./ggml-impl.h:330: fatal error\n", "fatal error",
+             f"{self.D}/./ggml-impl.h:330"),
+            (f"prog: {self.D}/ggml-alloc.c:972: void f(int): Assertion `x' failed.\n", "x", f"{self.D}/ggml-alloc.c:972"),
+            (f"{self.D}/ggml-cpu/ops.cpp:12: GGML_ASSERT(a == b) failed\n", "GGML_ASSERT(a == b) failed",
+             f"{self.D}/ggml-cpu/ops.cpp:12"))
+        for text, message, location in forms:
+            with self.subTest(text=text):
+                c = self.parsed(text)
+                self.assertEqual((c.type, c.message, c.location), ("assert", message, location))
+
+    def test_ggml_default_abort_print(self):
+        c = self.parsed(f"{self.D}/ggml-impl.h:330: fatal error\n"
+                        "==9==ERROR: AddressSanitizer: ABRT on unknown address 0x1 (pc 0x1 bp 0x2 sp 0x3 T0)\n"
+                        "    #0 0x7f in raise signal/../sysdeps/posix/raise.c:26:13\n"
+                        "    #1 0x7f in abort stdlib/abort.c:79:7\n"
+                        f"    #2 0x55 in ggml_abort {self.D}/ggml.c:230:5\n"
+                        f"    #3 0x55 in ggml_hash_find_or_insert {self.D}/ggml-impl.h:330:5\n")
+        self.assertEqual((c.type, c.message), ("assert", "fatal error"))
+
+    def test_lifeline_check(self):
+        c = self.parsed(f"\n==lifeline== LIFELINE_CHECK failed at /home/me/life line/core/x.cc:12\n"
+                        "  condition: a\n  message: no-overlap oracle: two tensors\n")
+        self.assertEqual((c.type, c.location), ("lifeline-check", "/home/me/life line/core/x.cc:12"))

@@ -11,7 +11,8 @@
 // and reproducers run here unchanged; the Vulkan side is harness/programs/graph/upstream/
 // ggml_vulkan_adapter.h. A graph holding an op ggml-vulkan does not support (scale of float16) is refused
 // before placement, as the model predicts.
-// Out of scope: split graphs (ggml_backend_sched), quantized types, other devices than the first.
+// A program that marks ops for the CPU runs as a split graph: ggml_backend_sched over ggml-vulkan and the CPU
+// backend (ggml_graph_split.cc), with the same oracles. Out of scope: quantized types, other devices than the first.
 // Replay: build/<lane>/targets/ggml_vulkan_graph_topology FILE|DIR   (LIFELINE_TRACE=1 prints the program).
 #include <cstddef>
 #include <cstdint>

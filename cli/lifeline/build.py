@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -88,7 +89,7 @@ def configure_and_build(lane: str, targets: list | None = None, ggml_source: Pat
     set back to the pinned tree, so a configuration always follows the command that made it."""
     source = f"-DLIFELINE_GGML_SOURCE_DIR={ggml_source or ''}"
     if run(["cmake", "--preset", lane, source], cwd=ROOT, stdout=subprocess.DEVNULL) != 0:
-        print(f"lifeline: configuring lane {lane} failed; rerun `cmake --preset {lane} '{source}'` to see why")
+        print(f"lifeline: configuring lane {lane} failed; rerun `cmake --preset {lane} {shlex.quote(source)}` to see why")
         return False
     only = ["--target", *targets] if targets else []
     return run(["cmake", "--build", "--preset", lane, "-j", str(os.cpu_count() or 2), *only], cwd=ROOT) == 0

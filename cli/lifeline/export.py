@@ -207,10 +207,12 @@ def code_lines(text: str, language: str) -> int:
 # ---- lifeline export --------------------------------------------------------------------------------
 
 def _load_bug(bug_id: str, repro_root: Path, verb: str = "export") -> repro.Bug:
-    exported = sorted(d.name for d in repro.folders(repro_root) if _exportable(d))
-    known = "; findings it exports: " + ", ".join(exported) if exported else ""
+    def known() -> str:  # for an error only: it reads every bug.json
+        exported = sorted(d.name for d in repro.folders(repro_root) if _exportable(d))
+        return "; findings it exports: " + ", ".join(exported) if exported else ""
+
     if not BUG_ID.fullmatch(bug_id) or not (repro_root / bug_id).is_dir():
-        raise UsageError(f"lifeline {verb}: unknown bug id '{bug_id}' (no folder {repro_root / bug_id}){known}")
+        raise UsageError(f"lifeline {verb}: unknown bug id '{bug_id}' (no folder {repro_root / bug_id}){known()}")
     try:
         bug = repro.load(repro_root / bug_id)
     except repro.BugJsonError as e:
@@ -219,10 +221,10 @@ def _load_bug(bug_id: str, repro_root: Path, verb: str = "export") -> repro.Bug:
         why = {"fixed": "it is modelled in lifeline's own code, so there is nothing to report upstream",
                "not-a-bug": "it was found not to be a bug (bug.json says why)"}.get(bug.status, "")
         raise UsageError(f"lifeline {verb}: bug '{bug_id}' has status '{bug.status}': {why}; export takes findings "
-                         f"the pinned upstream has{known}")
+                         f"the pinned upstream has{known()}")
     if not bug.reproducers:
         raise UsageError(f"lifeline {verb}: bug '{bug_id}' has no reproducers of its own (upstream fixed it before the "
-                         f"pinned version; its upstream variant re-introduces it){known}")
+                         f"pinned version; its upstream variant re-introduces it){known()}")
     return bug
 
 

@@ -97,6 +97,29 @@ TEST(GraphDecoderGolden, TheAllocatorByteCarriesTheCpuThreads) {
   EXPECT_EQ(Decode(nullptr, 0).allocators[0].cpu_threads, 1);  // no bytes: one thread, as before
 }
 
+// Bit 3 of allocator 0's byte (the input's last) lets the program measure (kMeasure, added after the format's
+// first release): a program that measures has it set, and without it the same bytes draw no measure. Every
+// input written before kMeasure existed had the bit cleared when it was added (the corpora were rewritten).
+TEST(GraphDecoderGolden, TheAllocatorByteBit3LetsTheProgramMeasure) {
+  std::vector<uint8_t> b = {0x03, 0x00, 0x07, 0x07, 0x00, 0x01, 0x01, 0x00, 0x02, 0x00, 0x00,
+                            0x00, 0x01, 0x01, 0x00, 0x03, 0x00, 0x05, 0x00, 0x05, 0x08};
+  const Program p = Decode(b.data(), b.size());
+  EXPECT_TRUE(p.measures);
+  EXPECT_EQ(Describe(p),
+            "allocator 0: buffer(align 32) (the program may measure)\n"
+            "allocator 1: buffer(align 32)\n"
+            "#0 leaf g0.t0 = none f32 [4,1] input\n"
+            "#1 unary g0.t1 = neg f32 [4,1] src0=t0\n"
+            "#2 binary g0.t2 = add f32 [4,1] src0=t0 src1=t1\n"
+            "#3 seal g0 (t2 becomes the output)\n"
+            "#4 measure g0 with allocator 0\n"
+            "#5 alloc+compute g0 with allocator 0\n");
+  b.back() &= static_cast<uint8_t>(~0x08);
+  const Program q = Decode(b.data(), b.size());
+  EXPECT_FALSE(q.measures);
+  for (const Step& s : q.steps) EXPECT_NE(s.kind, StepKind::kMeasure) << Describe(s);
+}
+
 // An in-place op computes where its source's memory is: it never carries the mark, whatever its bytes.
 TEST(GraphDecoder, NoInPlaceOpIsMarkedForTheCpu) {
   int marked = 0;

@@ -25,6 +25,10 @@ class AllocatorAdapter {
   virtual Status Rewire(int g, int node, int slot, int new_src) = 0;
   virtual Status SetPreallocated(int g, int t, bool on) = 0;
   virtual Status Reserve(int k, int g) = 0;
+  // Allocator k works out the buffer sizes a reserve of graph g would need, allocating nothing. The
+  // stand-in has no such query (layers/alloc plans and sizes in one step): there it is a reserve, which
+  // leaves the model in the state a measure does.
+  virtual Status Measure(int k, int g) { return Reserve(k, g); }
   // Places graph g with allocator k, fills its leafs, computes it and checks every oracle.
   virtual Status AllocAndCompute(int k, int g) = 0;
   // Everything released: the adapter proves nothing is left (called once, at the end).

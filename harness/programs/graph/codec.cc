@@ -79,6 +79,7 @@ Json StepJson(const Step& s, size_t i) {
       break;
     case StepKind::kReserve:
     case StepKind::kAlloc:
+    case StepKind::kMeasure:
       j["graph"] = Ref(s.graph);
       j["allocator"] = s.allocator;
       break;
@@ -182,6 +183,7 @@ Step StepFrom(const Json& j, const programs::OpIds& ids, size_t at) {
     case StepKind::kSeal: break;
     case StepKind::kReserve:
     case StepKind::kAlloc:
+    case StepKind::kMeasure:
       s.graph = ref("graph");
       s.allocator = Get<int>(j, "allocator");
       break;

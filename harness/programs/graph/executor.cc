@@ -32,6 +32,8 @@ Status Run(const Step& s, AllocatorAdapter& adapter) {
       return adapter.Rewire(s.graph, s.tensor_index, s.slot, s.new_src);
     case StepKind::kTogglePrealloc:
       return adapter.SetPreallocated(s.graph, s.tensor_index, s.tensor.preallocated);
+    case StepKind::kMeasure:
+      return adapter.Measure(s.allocator, s.graph);
   }
   return Status::Ok();
 }

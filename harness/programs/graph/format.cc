@@ -2,6 +2,7 @@
 // which says what is legal now and predicts each step's status.
 #include "harness/programs/graph/format.h"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -268,13 +269,17 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
     const AllocatorSpec* want = target ? &target->allocators[k] : nullptr;
     // One byte: bit 0 the buffer count (1 or 2), bits 1 and 2 the CPU threads (1 to 4). It reads the same byte
     // ConsumeIntegralInRange<int>(1, 2) read, and the same nothing once the bytes run out.
+    // Allocator 0's bit 3: whether the program may measure (Program::measures; set when encoding one that does).
     const uint8_t head = src.Full<uint8_t>([&] {
       if (want->buffers.empty() || want->buffers.size() > 2) throw Unencodable("an allocator has 1 or 2 buffers");
       if (want->cpu_threads < 1 || want->cpu_threads > kMaxCpuThreads) throw Unencodable("an allocator has 1 to 4 CPU threads");
-      return static_cast<uint8_t>((want->buffers.size() - 1) | ((want->cpu_threads - 1) << 1));
+      const bool measures = k == 0 && std::any_of(target->steps.begin(), target->steps.end(),
+                                                  [](const Step& s) { return s.kind == StepKind::kMeasure; });
+      return static_cast<uint8_t>((want->buffers.size() - 1) | ((want->cpu_threads - 1) << 1) | (measures ? 8 : 0));
     });
     const int n = 1 + (head & 1);
     p.allocators[k].cpu_threads = 1 + ((head >> 1) & 3);
+    if (k == 0) p.measures = m.measures = (head & 8) != 0;
     for (int b = 0; b < n; ++b) {
       alloc::BufferSpec spec;
       spec.alignment = size_t{1} << src.Int<int>(0, kMaxAlignLog2, [&] { return Log2(want->buffers[b].alignment); });
@@ -313,7 +318,8 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
         break;
       case StepKind::kSeal: DecodeSeal(m, open, step); break;
       case StepKind::kReserve:
-      case StepKind::kAlloc: {
+      case StepKind::kAlloc:
+      case StepKind::kMeasure: {
         int gi = PickFrom(src, m.sealed(), [&] { return refs.Graph(want.graph); });
         int k = m.g[gi].allocator >= 0 ? m.g[gi].allocator : PickInt(src, kAllocators, want.allocator);
         m.ReserveOrAlloc(gi, k, step);
@@ -428,7 +434,8 @@ bool SameStep(const Step& a, const Step& b) {
     case StepKind::kTogglePrealloc: return a.tensor_index == b.tensor_index;
     case StepKind::kSeal: return true;
     case StepKind::kReserve:
-    case StepKind::kAlloc: return a.allocator == b.allocator;
+    case StepKind::kAlloc:
+    case StepKind::kMeasure: return a.allocator == b.allocator;
     case StepKind::kRewire: return a.tensor_index == b.tensor_index && a.slot == b.slot && a.new_src == b.new_src;
   }
   return false;
@@ -449,7 +456,7 @@ std::vector<uint8_t> Encode(const Program& target, const AllocatorRules& rules) 
 
 const char* const kStepNames[] = {"leaf",   "unary",         "binary",      "copy",     "concat",
                                       "view",   "view-external", "mark-output", "seal",     "reserve",
-                                      "alloc+compute", "rewire", "grow",        "toggle-prealloc"};
+                                      "alloc+compute", "rewire", "grow",        "toggle-prealloc", "measure"};
 
 namespace {
 
@@ -477,7 +484,8 @@ std::string Describe(const Step& s) {
   const std::string t = g + ".t" + std::to_string(s.tensor_index);
   switch (s.kind) {
     case StepKind::kReserve:
-    case StepKind::kAlloc: out += g + " with allocator " + std::to_string(s.allocator); break;
+    case StepKind::kAlloc:
+    case StepKind::kMeasure: out += g + " with allocator " + std::to_string(s.allocator); break;
     case StepKind::kMarkOutput: out += t; break;
     case StepKind::kSeal:
       out += g;
@@ -503,6 +511,7 @@ std::string DescribeAllocators(const Program& p) {
     out += "allocator " + std::to_string(k) + ":";
     for (const alloc::BufferSpec& b : p.allocators[k].buffers) out += " buffer(align " + std::to_string(b.alignment) + ")";
     if (p.allocators[k].cpu_threads > 1) out += ", " + std::to_string(p.allocators[k].cpu_threads) + " cpu threads";
+    if (k == 0 && p.measures) out += " (the program may measure)";
     out += "\n";
   }
   return out;

@@ -65,7 +65,10 @@ enum class StepKind : uint8_t {
   kRewire,        // same counts, different edges: a node of graph g takes another source
   kGrow,          // graph g gains a node (and output)
   kTogglePrealloc,  // a leaf of graph g gains or loses memory from outside
-  kMaxValue = kTogglePrealloc,
+  // Added after the first release: drawn only in programs whose allocator-0 byte has bit 3 set (Program's
+  // `measures`), so that every older input keeps its steps (the kinds are picked among the legal ones).
+  kMeasure,       // allocator k measures graph g: the buffer sizes its reserve would need (ggml_gallocr_reserve_n_size)
+  kMaxValue = kMeasure,
 };
 
 struct Step {
@@ -91,6 +94,8 @@ inline constexpr int kMaxCpuThreads = 4;
 
 struct Program {
   AllocatorSpec allocators[kAllocators];
+  // Bit 3 of allocator 0's byte: whether kMeasure may be drawn. Encoding sets it when a step measures.
+  bool measures = false;
   std::vector<Step> steps;
 };
 

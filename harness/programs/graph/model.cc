@@ -115,6 +115,8 @@ bool Model::Legal(StepKind k) const {
     case StepKind::kRewire:
     case StepKind::kGrow:
     case StepKind::kTogglePrealloc:
+    case StepKind::kMeasure:
+      if (k == StepKind::kMeasure && !measures) return false;
       for (const ModelGraph& mg : g)
         if (mg.sealed) return true;
       return false;
@@ -224,7 +226,7 @@ void Model::ReserveOrAlloc(int gi, int k, Step& step) {
   const bool split = Split(gi);  // before the placement below changes what it reads
   mg.allocator = k;
   epoch[k] += 1;
-  if (step.kind == StepKind::kReserve) {
+  if (step.kind == StepKind::kReserve || step.kind == StepKind::kMeasure) {
     if (!split) {  // a scheduler's reserve leaves the gallocr's plan as it was
       reserved_graph[k] = gi;
       reserved_version[k] = mg.version;

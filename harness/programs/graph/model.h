@@ -55,6 +55,7 @@ ModelTensor Derived(const ModelTensor& a, alloc::Op op, int src0);
 
 struct Model {
   AllocatorRules rules;  // what the allocator under test refuses (format.h)
+  bool measures = false;  // Program::measures: kMeasure may be drawn
   std::vector<ModelGraph> g;
   uint64_t epoch[kAllocators] = {};
   int buffers[kAllocators] = {};
@@ -73,7 +74,9 @@ struct Model {
   void AddTensor(int gi, Step& step, ModelTensor mt);
   // Turns `step` into a Reserve of graph `gi` (always legal): what a step does when it cannot act on gi.
   void FallBackToReserve(int gi, Step& step);
-  // A Reserve or an Alloc of graph `gi` by allocator `k`; an Alloc that is not legal now becomes a Reserve.
+  // A Reserve, Measure or Alloc of graph `gi` by allocator `k`; an Alloc that is not legal now becomes a
+  // Reserve. A Measure changes the model as a Reserve does: gallocr plans the graph either way (the plan its
+  // next placement follows), and what it had placed before is no longer to be read.
   void ReserveOrAlloc(int gi, int k, Step& step);
   // The graph's outputs changed or a tensor was added to a sealed graph: its plans are stale.
   void Mutated(int gi) { g[gi].version += 1; }

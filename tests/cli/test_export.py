@@ -313,7 +313,8 @@ class RealExport(unittest.TestCase):
         out = Path(tempfile.mkdtemp()) / "with blank"
         try:
             for bug_id in ("ggml-gallocr-leaf-records-unchecked", "ggml-gallocr-stale-plan-rewired-edges",
-                           "ggml-cpu-threadpool-graph-count-shift", "ggml-cpu-scale-f16-unsupported"):
+                           "ggml-cpu-threadpool-graph-count-shift", "ggml-cpu-scale-f16-unsupported",
+                           "ggml-gallocr-reserve-size-drops-buffers"):
                 with self.subTest(bug_id):
                     self.export(bug_id, out / bug_id)
                     for c in (out / bug_id).glob("*.c"):
@@ -326,6 +327,9 @@ class RealExport(unittest.TestCase):
                         self.assertNotRegex(text, r"\bg[0-9]+\.t[0-9]+\b")
             self.assertIn("ggml_backend_supports_op", (out / "ggml-cpu-scale-f16-unsupported" / "scale-f16.c").read_text())
             self.assertIn("same_outputs(", next((out / "ggml-gallocr-stale-plan-rewired-edges").glob("*.c")).read_text())
+            measured = (out / "ggml-gallocr-reserve-size-drops-buffers" / "measure-then-place.c").read_text()
+            self.assertIn("ggml_gallocr_reserve_n_size(galloc, gf1, NULL, NULL, sizes1);", measured)
+            self.assertLess(measured.index("ggml_gallocr_reserve_n_size("), measured.index("ggml_gallocr_alloc_graph("))
         finally:
             shutil.rmtree(out.parent)
 

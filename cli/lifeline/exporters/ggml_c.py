@@ -388,6 +388,25 @@ class Writer:
             self.placed[t.id] = names[t.id]
         self.split_graphs_placed[g.index] = split
 
+    def measure(self, k: int, g: Graph) -> None:
+        """ggml_gallocr_reserve_n_size of graph g by allocator k (a split graph: its scheduler's reserve, as the
+        adapter does), then what the allocator's buffers hold, as ggml_gallocr_get_buffer_size reads them."""
+        if self.split(g):
+            self.place(k, g, compute=False)
+            return
+        ga = self.galloc(k)
+        nbuf = len(self.program["allocators"][k]["buffers"])
+        ctx, gf, _ = self.build(g, f"measured: graph {self.label(g)} (the sizes a reserve would allocate)")
+        sizes = f"sizes{self.builds}"
+        ids = "buffer_ids, buffer_ids" if nbuf > 1 else "NULL, NULL"
+        if nbuf > 1:
+            self.uses.add("buffer_ids")
+        self.emit(f"size_t {sizes}[{nbuf}];")
+        self.emit(f"ggml_gallocr_reserve_n_size({ga}, {gf}, {ids}, {sizes});")
+        for b in range(nbuf):
+            self.emit(f"fprintf(stderr, \"ggml_gallocr_reserve_n_size: buffer {b} needs %zu bytes; "
+                      f"ggml_gallocr_get_buffer_size: %zu\\n\", {sizes}[{b}], ggml_gallocr_get_buffer_size({ga}, {b}));")
+
     def buft(self) -> str:
         return "ggml_backend_vk_buffer_type(0)" if self.backend == "vulkan" else "ggml_backend_cpu_buffer_type()"
 
@@ -396,7 +415,7 @@ class Writer:
     def run(self) -> str:
         ops = self.program["ops"]
         allocators = self.program["allocators"]
-        used = {op["allocator"] for op in ops if op["op"] in ("reserve", "alloc+compute")}
+        used = {op["allocator"] for op in ops if op["op"] in ("reserve", "alloc+compute", "measure")}
         self.multi_alloc = len(used) > 1
         self.distinct_threads = {allocators[k]["threads"] for k in used} - {1}
         self.pool_aged = False
@@ -405,7 +424,7 @@ class Writer:
         for op in ops:
             kind = op["op"]
             refused = (op.get("model") or {}).get("expect")
-            if refused and kind in ("reserve", "alloc+compute", "rewire"):
+            if refused and kind in ("reserve", "alloc+compute", "rewire", "measure"):
                 # The harness predicts ggml (or the program's own rules) refuses this step, and it changes
                 # nothing: the C leaves it out, saying so.
                 self.emit(f"/* a {kind} the program predicts to be refused ({refused}): left out */")
@@ -449,6 +468,9 @@ class Writer:
             elif kind in ("reserve", "alloc+compute"):
                 self.place(op["allocator"], self.graph_of_seal(op["graph"]), compute=kind == "alloc+compute",
                            last=op["id"] == last_placement)
+                self.emit()
+            elif kind == "measure":
+                self.measure(op["allocator"], self.graph_of_seal(op["graph"]))
                 self.emit()
             elif kind == "rewire":
                 g = self.graph_of_seal(op["graph"])

@@ -31,6 +31,7 @@ GgmlGraphAdapter::~GgmlGraphAdapter() { Release(); }
 Status GgmlGraphAdapter::CreateAllocator(int k, const AllocatorSpec& spec) {
   std::vector<ggml_backend_buffer_type_t> bufts;
   for (const alloc::BufferSpec& b : spec.buffers) bufts.push_back(BufferTypeFor(k, b));
+  bufts_[k] = bufts;
   galloc_[k] = ggml_gallocr_new_n(bufts.data(), static_cast<int>(bufts.size()));
   if (galloc_[k] == nullptr) return ResourceExhausted("ggml_gallocr_new_n returned null");
   nbuf_[k] = static_cast<int>(bufts.size());
@@ -128,6 +129,74 @@ bool PlanIsStale(const GallocrShadow& shadow, const ggml_cgraph* graph, const st
 }
 
 }  // namespace
+
+// ggml_gallocr_reserve_n_size of graph g by allocator k: the buffer sizes its reserve would allocate, checked
+// against a reserve's (CheckMeasuredSizes). It plans g as a reserve does (ggml-alloc.c runs the same
+// ggml_gallocr_reserve_n_impl with no_alloc) and frees every buffer that plan outgrows, leaving it null.
+// Guard ggml-gallocr-reserve-size-drops-buffers: a buffer the plan places tensors in (its measured size is
+// not 0) reads 0 bytes afterwards, so it is null, and gallocr's plan is the graph just measured:
+// ggml_gallocr_alloc_graph of that graph finds nothing to re-plan and places its tensors in the null buffer
+// (ggml_vbuffer_tensor_alloc reads buf->chunks). The careful user's remedy: reserve the graph after measuring it.
+// A split graph is measured by a reserve of its scheduler (ggml_backend_sched_reserve_size is not driven yet).
+Status GgmlGraphAdapter::Measure(int k, int g) {
+  StatusOr<alloc::Graph> mirror = alloc::BuildGraph(book_.Outputs(g));
+  if (!mirror.ok()) return mirror.status();
+  if (Split(g)) return Reserve(k, g);
+  ForgetPlacementsBy(k);
+  Instance* inst = Build(g);
+  const std::string what = "g" + std::to_string(g);
+  SizeHashSet(galloc_[k], shadow_[k], inst->graph, ids_[k].data(), what);
+  shadow_[k].Planned(inst->graph, what);
+  std::vector<size_t> sizes(nbuf_[k], 0);
+  ggml_gallocr_reserve_n_size(galloc_[k], inst->graph, ids_[k].data(), ids_[k].data(), sizes.data());
+  LIFELINE_RETURN_IF_ERROR(CheckMeasuredSizes(k, inst->graph, sizes, what));
+  for (int b = 0; b < nbuf_[k]; ++b) {
+    if (FirstOfType(k, b) != b || sizes[b] == 0 || ggml_gallocr_get_buffer_size(galloc_[k], b) != 0) continue;
+    if (GuardHolds(Guard::kGgmlGallocrReserveSizeDropsBuffers, [&] {
+          return "measuring " + what + " left buffer " + std::to_string(b) + " of allocator " + std::to_string(k) +
+                 " null (it needs " + std::to_string(sizes[b]) + " bytes), and the plan is " + what +
+                 "'s: its next placement would find nothing to re-plan; reserved again";
+        })) {
+      return ReserveN(k, inst->graph, what);
+    }
+    break;
+  }
+  return Status::Ok();
+}
+
+int GgmlGraphAdapter::FirstOfType(int k, int b) const {
+  for (int i = 0; i < b; ++i) {
+    if (bufts_[k][i] == bufts_[k][b]) return i;
+  }
+  return b;
+}
+
+// Oracle of ggml_gallocr_reserve_n_size ("the buffer sizes per galloc buffer that would be allocated by
+// ggml_gallocr_reserve_n", ggml-alloc.h): a fresh gallocr of allocator k's buffer types reserves the same
+// graph, and ggml_gallocr_get_buffer_size reads each of its buffers back (0 for a buffer sharing an earlier
+// one's type, whose size the measure repeats).
+Status GgmlGraphAdapter::CheckMeasuredSizes(int k, ggml_cgraph* graph, const std::vector<size_t>& sizes,
+                                            const std::string& what) {
+  ggml_gallocr_t fresh = ggml_gallocr_new_n(bufts_[k].data(), nbuf_[k]);
+  LIFELINE_CHECK(fresh != nullptr, "ggml_gallocr_new_n returned null");
+  GallocrShadow fresh_shadow;
+  SizeHashSet(fresh, fresh_shadow, graph, ids_[k].data(), what + " on a fresh gallocr");
+  std::string error;
+  if (!ggml_gallocr_reserve_n(fresh, graph, ids_[k].data(), ids_[k].data())) {
+    error = "ggml_gallocr_reserve_n of " + what + " on a fresh gallocr failed";
+  }
+  for (int b = 0; b < nbuf_[k] && error.empty(); ++b) {
+    const size_t reserved = ggml_gallocr_get_buffer_size(fresh, FirstOfType(k, b));
+    if (sizes[b] != reserved) {
+      error = "measure oracle: ggml_gallocr_reserve_n_size of " + what + " gives buffer " + std::to_string(b) +
+              " of allocator " + std::to_string(k) + " " + std::to_string(sizes[b]) +
+              " bytes, a reserve of it on a fresh gallocr allocates " + std::to_string(reserved);
+    }
+  }
+  ggml_gallocr_free(fresh);
+  if (!error.empty()) LIFELINE_CHECK(false, error);
+  return Status::Ok();
+}
 
 Status GgmlGraphAdapter::AllocAndCompute(int k, int g) {
   std::vector<Tensor*> outputs = book_.Outputs(g);

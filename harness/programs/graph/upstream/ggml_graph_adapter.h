@@ -94,6 +94,7 @@ class GgmlGraphAdapter : public AllocatorAdapter {
   Status Rewire(int g, int node, int slot, int new_src) override { return book_.Rewire(g, node, slot, new_src); }
   Status SetPreallocated(int g, int t, bool on) override;
   Status Reserve(int k, int g) override;
+  Status Measure(int k, int g) override;
   Status AllocAndCompute(int k, int g) override;
   void Teardown() override;
 
@@ -154,11 +155,15 @@ class GgmlGraphAdapter : public AllocatorAdapter {
   void ForgetPlacementsBy(int k);
   alloc::Graph InGgmlOrder(const Instance& inst, const alloc::Graph& mirror, int g);
   Status CompareWithFreshAllocator(int g, const Instance& inst);
+  Status CheckMeasuredSizes(int k, ggml_cgraph* graph, const std::vector<size_t>& sizes, const std::string& what);
+  // The first gallocr buffer of allocator k with buffer b's type (gallocr gives both one buffer).
+  int FirstOfType(int k, int b) const;
 
   int64_t baseline_;
   GraphBook book_;
   ggml_gallocr_t galloc_[kAllocators] = {};
   int nbuf_[kAllocators] = {};
+  std::vector<ggml_backend_buffer_type_t> bufts_[kAllocators];  // per gallocr buffer
   int cpu_threads_[kAllocators] = {1, 1};  // AllocatorSpec::cpu_threads: every compute of a graph k placed
   std::vector<int> ids_[kAllocators];       // node and leaf buffer ids for ggml_gallocr_reserve_n
   GallocrShadow shadow_[kAllocators];       // what each allocator's plan holds (the guards' view)

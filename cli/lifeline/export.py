@@ -312,7 +312,8 @@ def _report(bug: repro.Bug, exporter: Exporter, rows: list) -> str:
            f"- **Found by**: lifeline's fuzz target `{bug.target}` (finding `{bug.id}`)."]
     intro = doc.get("introduced_by")
     if isinstance(intro, dict) and intro.get("commit"):
-        md.append(f"- **First bad commit** (`lifeline bisect`, {intro.get('repo', 'upstream')}): {intro['commit'][:12]} "
+        how = "read off the history by hand" if intro.get("found_by") == "history" else "`lifeline bisect`"
+        md.append(f"- **First bad commit** ({how}, {intro.get('repo', 'upstream')}): {intro['commit'][:12]} "
                   f"\"{intro.get('subject', '')}\" ({intro.get('date', '')})."
                   + (f" {intro['note']}" if intro.get("note") else ""))
     elif isinstance(intro, dict) and intro.get("before"):

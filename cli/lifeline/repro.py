@@ -29,7 +29,8 @@ bug.json (see docs/adding-a-reproducer.md, "bug.json reference"):
   introduced_by  optional, written by `lifeline bisect --record`: {"commit": SHA, "subject", "date", "repo",
                "range": [GOOD, BAD], "export": INPUT} (the first bad commit), or {"before": SHA, ...} (the export
                already fails at the oldest commit it builds against); "note": TEXT may add what bisecting by hand
-               found
+               found; "found_by": "history" where the commit was read off upstream's history by hand (e.g. the
+               commit that added the function: nothing before it can fail), not bisected
   guard        optional, a finding in upstream code with reproducers only: the guard of core/guard_list.def that steps around the finding
                by default (core/guards.h); its inputs must run clean with it on and reproduce with it off
   guard_notes  with a guard: what it checks and what it does instead (for lifeline's readers; `notes` stay
@@ -336,6 +337,9 @@ def check_introduced_by(doc: dict, where: str) -> None:
         raise BugJsonError(f"{where}: introduced_by.range must be [GOOD, BAD], two full commit hashes")
     if "note" in intro and not isinstance(intro["note"], str):
         raise BugJsonError(f"{where}: introduced_by.note must be a str")
+    if intro.get("found_by", "bisect") not in ("bisect", "history"):
+        raise BugJsonError(f"{where}: introduced_by.found_by must be \"bisect\" (`lifeline bisect`, the default) or "
+                           "\"history\" (read off upstream's history by hand: the note says how)")
 
 
 def check_patch(repro_dir: Path, patch: str, where: str, ctx: str) -> None:

@@ -184,7 +184,7 @@ class BugJson(unittest.TestCase):
                  "export": "in"}
         older = {k: v for k, v in dict(found, before=sha).items() if k != "commit"}
         rel = [{"url": "https://github.com/ggml-org/llama.cpp/issues/7", "relation": "related"}]
-        for intro in (found, older, dict(found, note="by hand")):
+        for intro in (found, older, dict(found, note="by hand"), dict(found, found_by="history", note="git log -S")):
             with self.subTest(intro=intro):
                 self.write(self.finding(status="upstream-open", triage=TRIAGE, prior_art=rel, introduced_by=intro))
                 self.assertEqual(repro.load(self.dir).status, "upstream-open")
@@ -194,7 +194,8 @@ class BugJson(unittest.TestCase):
                          (dict(found, subject=""), "introduced_by.subject must be a non-empty str"),
                          (dict(found, date="2025-12"), "introduced_by.date must be YYYY-MM-DD"),
                          (dict(found, range=[sha]), "introduced_by.range must be [GOOD, BAD]"),
-                         (dict(found, note=1), "introduced_by.note must be a str")):
+                         (dict(found, note=1), "introduced_by.note must be a str"),
+                         (dict(found, found_by="guess"), "introduced_by.found_by must be \"bisect\"")):
             with self.subTest(bad=bad):
                 self.write(self.finding(status="upstream-open", triage=TRIAGE, prior_art=rel, introduced_by=bad))
                 self.assertIn(why, self.error())

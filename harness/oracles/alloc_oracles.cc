@@ -1,5 +1,7 @@
 #include "harness/oracles/alloc_oracles.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <unordered_map>
@@ -203,6 +205,10 @@ Differential::Differential(const Graph& graph, const void* allocator, const std:
 
 bool SameElement(float got, float want, Equality eq) {
   if (std::memcmp(&got, &want, sizeof(float)) == 0) return true;
+  if (eq == Equality::kClose) {
+    if (std::isnan(got) || std::isnan(want)) return std::isnan(got) && std::isnan(want);
+    return std::fabs(got - want) <= 0.01f * std::max(1.0f, std::fabs(want));
+  }
   return eq == Equality::kZeroSignFree && got == 0.0f && want == 0.0f;
 }
 

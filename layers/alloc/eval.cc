@@ -1,6 +1,9 @@
 #include "layers/alloc/eval.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace lifeline::alloc {
 
@@ -23,6 +26,41 @@ void StoreElement(DType type, void* base, int64_t i, float value) {
   uint16_t h = FloatToHalf(value);
   std::memcpy(static_cast<uint8_t*>(base) + i * 2, &h, 2);
 }
+
+namespace {
+
+// The row ops in plain float arithmetic with double sums; ggml's kernels (SIMD exp, other summation orders)
+// may differ in the last bits, which is why outputs of graphs holding one compare with a tolerance
+// (harness/oracles/alloc_oracles.h, Equality::kClose). Elements are loaded and stored one by one (LoadElement):
+// the stand-in's buffers may be aligned below a float's 4 bytes. `x` and `y` may be the same memory (in place):
+// each row is read whole before it is written, and soft_max's sum reads only what it wrote.
+void EvaluateRows(Op op, const void* x, void* y, int64_t width, int64_t rows) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t base = r * width;
+    auto in = [&](int64_t i) { return LoadElement(DType::kF32, x, base + i); };
+    auto out = [&](int64_t i, float v) { StoreElement(DType::kF32, y, base + i, v); };
+    if (op == Op::kRmsNorm) {
+      double sum = 0.0;
+      for (int64_t i = 0; i < width; ++i) sum += static_cast<double>(in(i)) * in(i);
+      const float mean = static_cast<float>(sum / static_cast<double>(width));
+      const float scale = 1.0f / std::sqrt(mean + kRmsNormEps);
+      for (int64_t i = 0; i < width; ++i) out(i, in(i) * scale);
+      continue;
+    }
+    float max = -std::numeric_limits<float>::infinity();
+    for (int64_t i = 0; i < width; ++i) max = std::max(max, in(i));
+    double sum = 0.0;
+    for (int64_t i = 0; i < width; ++i) {
+      const float e = std::exp(in(i) - max);
+      out(i, e);
+      sum += e;
+    }
+    const float inv = static_cast<float>(1.0 / sum);
+    for (int64_t i = 0; i < width; ++i) out(i, LoadElement(DType::kF32, y, base + i) * inv);
+  }
+}
+
+}  // namespace
 
 Status Evaluate(const Graph& graph, const DataOf& data_of) {
   // Every tensor the run touches must have memory before anything is written.
@@ -71,6 +109,10 @@ Status Evaluate(const Graph& graph, const DataOf& data_of) {
         }
         break;
       }
+      case Op::kRmsNorm:
+      case Op::kSoftMax:
+        EvaluateRows(node->op, src[0], dst, node->ne[0], n / node->ne[0]);
+        break;
       case Op::kNone:
       case Op::kView:
       case Op::kReshape:

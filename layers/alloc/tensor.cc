@@ -20,11 +20,17 @@ const char* OpName(Op op) {
     case Op::kConcat: return "concat";
     case Op::kView: return "view";
     case Op::kReshape: return "reshape";
+    case Op::kRmsNorm: return "rms_norm";
+    case Op::kSoftMax: return "soft_max";
   }
   return "?";
 }
 
-bool OpCanInplace(Op op) { return op == Op::kAdd || op == Op::kMul || op == Op::kScale || op == Op::kNeg; }
+// As ggml_op_can_inplace (ggml-alloc.c) lists them: the row ops too (each reads its whole row before writing it).
+bool OpCanInplace(Op op) {
+  return op == Op::kAdd || op == Op::kMul || op == Op::kScale || op == Op::kNeg || op == Op::kRmsNorm ||
+         op == Op::kSoftMax;
+}
 
 const Tensor* Tensor::root() const {
   const Tensor* t = this;
@@ -95,6 +101,24 @@ StatusOr<Tensor*> Context::Unary(Op op, Tensor* a, float param, bool inplace) {
   t->src[1] = nullptr;
   t->param = param;
   t->view_src = inplace ? a : nullptr;
+  t->view_offs = 0;
+  t->input = t->output = false;
+  t->data = nullptr;
+  t->owner = nullptr;
+  t->name.clear();
+  return Add(std::move(t));
+}
+
+StatusOr<Tensor*> Context::RowOp(Op op, Tensor* a) {
+  LIFELINE_RETURN_IF_ERROR(Check(a, "source"));
+  if (op != Op::kRmsNorm && op != Op::kSoftMax) return InvalidArgument(std::string(OpName(op)) + " is not a row op");
+  if (a->type != DType::kF32) return InvalidArgument(std::string(OpName(op)) + " of " + a->name + ": float32 only");
+  auto t = std::make_unique<Tensor>(*a);
+  t->op = op;
+  t->src[0] = a;
+  t->src[1] = nullptr;
+  t->param = 0.0f;
+  t->view_src = nullptr;
   t->view_offs = 0;
   t->input = t->output = false;
   t->data = nullptr;

@@ -36,9 +36,13 @@ enum class Op : uint8_t {
   kConcat,   // dst = src0 followed by src1 along the outermost dimension
   kView,     // no computation: a byte range of src0
   kReshape,  // no computation: src0 with another shape
+  // Row ops (float32 only): over each row of ne[0] elements, as ggml's GGML_OP_RMS_NORM and GGML_OP_SOFT_MAX.
+  kRmsNorm,  // dst = src0 / sqrt(mean(src0^2) + kRmsNormEps)
+  kSoftMax,  // dst = exp(src0 - max) / sum(exp(src0 - max))
 };
+inline constexpr float kRmsNormEps = 1e-6f;
 const char* OpName(Op op);
-// Elementwise ops whose result may take a source's memory (allocator in-place reuse).
+// Ops whose result may take a source's memory (allocator in-place reuse): the elementwise ones and the row ops.
 bool OpCanInplace(Op op);
 
 inline constexpr int kMaxDims = 4;
@@ -82,6 +86,7 @@ class Context {
   StatusOr<Tensor*> Binary(Op op, Tensor* a, Tensor* b, bool inplace);      // kAdd, kMul
   StatusOr<Tensor*> Copy(Tensor* a, DType type);
   StatusOr<Tensor*> Concat(Tensor* a, Tensor* b);
+  StatusOr<Tensor*> RowOp(Op op, Tensor* a);  // kRmsNorm, kSoftMax: float32 only, same shape, never in place
   // Op kView: `ne` elements starting `offset` bytes into `a`; must lie inside a's bytes, and `offset`
   // must be a multiple of the element size.
   StatusOr<Tensor*> View(Tensor* a, const int64_t* ne, int ndims, size_t offset);

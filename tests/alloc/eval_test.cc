@@ -58,6 +58,35 @@ TEST(Evaluate, ComputesElementwiseOps) {
   EXPECT_EQ(Values(b), (std::vector<float>{10.0f, -20.0f, 0.5f, 2.0f}));
 }
 
+// Row ops work on each row of ne[0] elements: rms_norm scales a row by 1/sqrt(mean of squares + eps), soft_max
+// turns it into positive weights that sum to one, largest where the input is largest.
+TEST(Evaluate, RowOpsWorkRowByRow) {
+  Context ctx;
+  Hand hand;
+  Tensor* x = hand.Give(F32(ctx, {2, 2}, "x"));
+  const float xv[] = {3.0f, 4.0f, 0.0f, std::log(3.0f)};
+  std::memcpy(x->data, xv, sizeof xv);
+  Tensor* norm = hand.Give(Must(ctx.RowOp(Op::kRmsNorm, x)));
+  Tensor* soft = hand.Give(Must(ctx.RowOp(Op::kSoftMax, x)));
+  Graph g = Must(BuildGraph({norm, soft}));
+  ASSERT_TRUE(IsOk(Evaluate(g)));
+  const float s = 1.0f / std::sqrt(12.5f + kRmsNormEps);  // row 0: mean of squares (9 + 16) / 2
+  EXPECT_EQ(Values(norm)[0], 3.0f * s);
+  EXPECT_EQ(Values(norm)[1], 4.0f * s);
+  EXPECT_NEAR(Values(norm)[3], std::sqrt(2.0f), 1e-5);  // row 1: 0 and ln 3, mean of squares (ln 3)^2 / 2 (+ eps)
+  EXPECT_FLOAT_EQ(Values(soft)[0], 1.0f / (1.0f + std::exp(1.0f)));
+  EXPECT_FLOAT_EQ(Values(soft)[2], 0.25f);  // exp(0) / (exp(0) + 3)
+  EXPECT_FLOAT_EQ(Values(soft)[3], 0.75f);
+}
+
+TEST(Evaluate, RowOpsTakeFloat32Only) {
+  Context ctx;
+  Tensor* h = F32(ctx, {2, 2}, "h");
+  Tensor* half = Must(ctx.Copy(h, DType::kF16));
+  EXPECT_FALSE(ctx.RowOp(Op::kSoftMax, half).ok());
+  EXPECT_FALSE(ctx.RowOp(Op::kAdd, h).ok());
+}
+
 TEST(Evaluate, ComputesInFloat16) {
   Context ctx;
   Hand hand;

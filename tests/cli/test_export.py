@@ -302,6 +302,23 @@ class Export(unittest.TestCase):
 
 @unittest.skipUnless((BUILD / "targets" / "ggml_graph_topology").is_file(),
                      "the asan lane builds ggml_graph_topology with upstream ggml")
+class GgmlCRowOps(unittest.TestCase):
+    """The row ops of a graph program (rms_norm, soft_max) become ggml's calls, named by role."""
+
+    def test_row_ops_become_ggml_rms_norm_and_soft_max(self):
+        from lifeline.exporters import ggml_c
+        program = {"format": "graph", "allocators": [{"buffers": [32], "threads": 1}, {"buffers": [32], "threads": 1}],
+                   "ops": [{"id": 0, "op": "leaf", "graph": "#3", "type": "f32", "ne": [4, 2], "input": True,
+                            "preallocated": False},
+                           {"id": 1, "op": "row", "graph": "#3", "fn": "rms_norm", "src": "#0"},
+                           {"id": 2, "op": "row", "graph": "#3", "fn": "soft_max", "src": "#1"},
+                           {"id": 3, "op": "seal", "model": {"output": "#2"}},
+                           {"id": 4, "op": "alloc+compute", "graph": "#3", "allocator": 0}]}
+        c = ggml_c.generate(program, {"id": "x", "title": "t", "report": {}, "backend": "cpu"})
+        self.assertIn("struct ggml_tensor * rms_norm_x = ggml_rms_norm(ctx1, x, 1e-6f);", c)
+        self.assertIn("output(gf1, ggml_soft_max(ctx1, rms_norm_x))", c)
+
+
 class RealExport(unittest.TestCase):
     def export(self, bug_id, out):
         rc, text = run([ROOT / "lifeline", "export", bug_id, "--out", out])

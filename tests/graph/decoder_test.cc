@@ -120,6 +120,27 @@ TEST(GraphDecoderGolden, TheAllocatorByteBit3LetsTheProgramMeasure) {
   for (const Step& s : q.steps) EXPECT_NE(s.kind, StepKind::kMeasure) << Describe(s);
 }
 
+// Bit 4 of allocator 0's byte lets the program use row ops (kRowOp: rms_norm, soft_max of a float32 tensor);
+// without it the same bytes draw none.
+TEST(GraphDecoderGolden, TheAllocatorByteBit4LetsTheProgramUseRowOps) {
+  std::vector<uint8_t> b = {0x00, 0x03, 0x07, 0x00, 0x01, 0x08, 0x01, 0x07,
+                            0x01, 0x01, 0x03, 0x00, 0x05, 0x00, 0x05, 0x10};
+  const Program p = Decode(b.data(), b.size());
+  EXPECT_TRUE(p.row_ops);
+  EXPECT_EQ(Describe(p),
+            "allocator 0: buffer(align 32) (the program may use row ops)\n"
+            "allocator 1: buffer(align 32)\n"
+            "#0 leaf g0.t0 = none f32 [4,2] input\n"
+            "#1 row g0.t1 = rms_norm f32 [4,2] src0=t0\n"
+            "#2 row g0.t2 = soft_max f32 [4,2] src0=t1\n"
+            "#3 seal g0 (t2 becomes the output)\n"
+            "#4 alloc+compute g0 with allocator 0\n");
+  b.back() &= static_cast<uint8_t>(~0x10);
+  const Program q = Decode(b.data(), b.size());
+  EXPECT_FALSE(q.row_ops);
+  for (const Step& s : q.steps) EXPECT_NE(s.kind, StepKind::kRowOp) << Describe(s);
+}
+
 // An in-place op computes where its source's memory is: it never carries the mark, whatever its bytes.
 TEST(GraphDecoder, NoInPlaceOpIsMarkedForTheCpu) {
   int marked = 0;

@@ -5,6 +5,8 @@
 // "placed by the allocator".
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -542,6 +544,19 @@ TEST(DifferentialOracle, ReportsAFailedReferenceRun) {
   EXPECT_TRUE(FailsNaming(diff.error(),
                           {"differential oracle: the reference run failed", "source x of y has no memory"}));
   EXPECT_EQ(diff.Check().ToString(), diff.error().ToString());
+}
+
+// kClose, for graphs with a row op: within 1% of the reference (absolute below 1), NaN only equal to NaN; a value
+// an aliasing placement would produce instead is not close.
+TEST(SameElement, CloseToleratesRoundingOnly) {
+  EXPECT_TRUE(SameElement(1.005f, 1.0f, Equality::kClose));
+  EXPECT_TRUE(SameElement(0.004f, -0.004f, Equality::kClose));
+  EXPECT_TRUE(SameElement(201.0f, 200.0f, Equality::kClose));
+  EXPECT_FALSE(SameElement(1.02f, 1.0f, Equality::kClose));
+  EXPECT_FALSE(SameElement(0.25f, 0.75f, Equality::kClose));
+  EXPECT_FALSE(SameElement(std::nanf(""), 1.0f, Equality::kClose));
+  EXPECT_TRUE(SameElement(std::nanf(""), std::nanf(""), Equality::kClose));
+  EXPECT_FALSE(SameElement(1.005f, 1.0f, Equality::kBits));
 }
 
 }  // namespace

@@ -36,7 +36,7 @@ class Unexportable(ValueError):
 @dataclass
 class Tensor:
     id: int
-    kind: str                 # leaf, scale, neg, add, mul, copy, concat, view, reshape, view-external
+    kind: str                 # leaf, scale, neg, add, mul, copy, concat, view, reshape, view-external, rms_norm, soft_max
     type: str = "f32"
     ne: tuple = (1, 1)
     src: list = field(default_factory=list)
@@ -191,6 +191,8 @@ class Writer:
             return f"{n(t.src[0])}_cat_{n(t.src[1])}"
         if t.kind == "view":
             return f"view_of_{n(t.src[0])}"
+        if t.kind in ("rms_norm", "soft_max"):
+            return f"{t.kind}_{n(t.src[0])}"
         return f"{n(t.src[0])}_flat"
 
     def role_of_placed(self, tid: int) -> str:
@@ -250,6 +252,10 @@ class Writer:
                 expr = f"ggml_concat({ctx}, {src[0]}, {src[1]}, 1)"
             elif t.kind == "view":
                 expr = f"ggml_view_1d({ctx}, {src[0]}, {t.ne[0]}, {t.offset} * ggml_type_size({src[0]}->type))"
+            elif t.kind == "rms_norm":
+                expr = f"ggml_rms_norm({ctx}, {src[0]}, 1e-6f)"
+            elif t.kind == "soft_max":
+                expr = f"ggml_soft_max({ctx}, {src[0]})"
             else:
                 expr = f"ggml_reshape_1d({ctx}, {src[0]}, {ne0 * ne1})"
             slot = self.out_slot(t, outs)
@@ -429,7 +435,7 @@ class Writer:
                 # nothing: the C leaves it out, saying so.
                 self.emit(f"/* a {kind} the program predicts to be refused ({refused}): left out */")
                 continue
-            if kind in ("leaf", "unary", "binary", "copy", "concat", "view", "view-external"):
+            if kind in ("leaf", "unary", "binary", "copy", "concat", "view", "view-external", "row"):
                 g = self.open_graph()
                 t = Tensor(op["id"], kind)
                 if kind == "leaf":
@@ -445,6 +451,8 @@ class Writer:
                     t.src, t.type, t.cpu = [int(op["src"][1:])], op["type"], op["cpu"]
                 elif kind == "concat":
                     t.src = [int(r[1:]) for r in op["src"]]
+                elif kind == "row":
+                    t.kind, t.src = op["fn"], [int(op["src"][1:])]
                 elif kind == "view":
                     t.src = [int(op["src"][1:])]
                     if op.get("reshape"):

@@ -70,6 +70,10 @@ Json StepJson(const Step& s, size_t i) {
       }
       break;
     case StepKind::kViewExternal: j["of"] = Ref(t.external_tensor); break;
+    case StepKind::kRowOp:
+      j["fn"] = alloc::OpName(t.op);
+      j["src"] = Ref(t.src[0]);
+      break;
     case StepKind::kMarkOutput:  // of the open graph, or of a sealed one (a toggle with no leaf to toggle)
       j["tensor"] = Ref(s.tensor_index);
       if (s.graph >= 0) j["graph"] = Ref(s.graph);
@@ -203,6 +207,13 @@ Step StepFrom(const Json& j, const programs::OpIds& ids, size_t at) {
       s.graph = ref("graph");
       s.tensor_index = ref("tensor");
       break;
+    case StepKind::kRowOp: {
+      const std::string fn = Get<std::string>(j, "fn");
+      if (fn != "rms_norm" && fn != "soft_max") throw Unencodable("'fn' of a row op is rms_norm or soft_max, not \"" + fn + "\"");
+      t.op = fn == "rms_norm" ? Op::kRmsNorm : Op::kSoftMax;
+      t.src[0] = ref("src");
+      break;
+    }
   }
   return s;
 }

@@ -16,6 +16,7 @@ Status Run(const Step& s, AllocatorAdapter& adapter) {
     case StepKind::kConcat:
     case StepKind::kView:
     case StepKind::kViewExternal:
+    case StepKind::kRowOp:
       return adapter.AddTensor(s.graph, s.tensor);
     case StepKind::kGrow:
       LIFELINE_RETURN_IF_ERROR(adapter.AddTensor(s.graph, s.tensor));

@@ -88,6 +88,15 @@ ModelTensor DecodeLeaf(Source& src, const Step& want) {
 }
 
 // A tensor of the open graph computed from earlier ones: unary, binary, copy, concat or view.
+// A row op of a float32 tensor of the open graph (Model::Legal: there is one): rms_norm or soft_max.
+void DecodeRowOp(Source& src, Model& m, int open, Step& step, const Step& want, const Refs& refs) {
+  const ModelGraph& og = m.g[open];
+  const std::vector<int> f32 = og.Where([](const ModelTensor& t, int) { return t.spec.type == DType::kF32; });
+  const int a = PickFrom(src, f32, [&] { return refs.TensorIn(open, want.tensor.src[0]); });
+  const bool norm = src.Bool([&] { return want.tensor.op == Op::kRmsNorm; });
+  m.AddTensor(open, step, Derived(og.t[a], norm ? Op::kRmsNorm : Op::kSoftMax, a));
+}
+
 void DecodeDerived(Source& src, Model& m, int open, Step& step, const Step& want, const Refs& refs) {
   const ModelGraph& og = m.g[open];
   const TensorSpec& w = want.tensor;
@@ -269,17 +278,24 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
     const AllocatorSpec* want = target ? &target->allocators[k] : nullptr;
     // One byte: bit 0 the buffer count (1 or 2), bits 1 and 2 the CPU threads (1 to 4). It reads the same byte
     // ConsumeIntegralInRange<int>(1, 2) read, and the same nothing once the bytes run out.
-    // Allocator 0's bit 3: whether the program may measure (Program::measures; set when encoding one that does).
+    // Allocator 0's bits 3 and 4: whether the program may measure and use row ops (Program::measures, row_ops;
+    // set when encoding one that does).
     const uint8_t head = src.Full<uint8_t>([&] {
       if (want->buffers.empty() || want->buffers.size() > 2) throw Unencodable("an allocator has 1 or 2 buffers");
       if (want->cpu_threads < 1 || want->cpu_threads > kMaxCpuThreads) throw Unencodable("an allocator has 1 to 4 CPU threads");
-      const bool measures = k == 0 && std::any_of(target->steps.begin(), target->steps.end(),
-                                                  [](const Step& s) { return s.kind == StepKind::kMeasure; });
-      return static_cast<uint8_t>((want->buffers.size() - 1) | ((want->cpu_threads - 1) << 1) | (measures ? 8 : 0));
+      auto uses = [&](StepKind kind) {
+        return k == 0 && std::any_of(target->steps.begin(), target->steps.end(),
+                                     [&](const Step& s) { return s.kind == kind; });
+      };
+      return static_cast<uint8_t>((want->buffers.size() - 1) | ((want->cpu_threads - 1) << 1) |
+                                  (uses(StepKind::kMeasure) ? 8 : 0) | (uses(StepKind::kRowOp) ? 16 : 0));
     });
     const int n = 1 + (head & 1);
     p.allocators[k].cpu_threads = 1 + ((head >> 1) & 3);
-    if (k == 0) p.measures = m.measures = (head & 8) != 0;
+    if (k == 0) {
+      p.measures = m.measures = (head & 8) != 0;
+      p.row_ops = m.row_ops = (head & 16) != 0;
+    }
     for (int b = 0; b < n; ++b) {
       alloc::BufferSpec spec;
       spec.alignment = size_t{1} << src.Int<int>(0, kMaxAlignLog2, [&] { return Log2(want->buffers[b].alignment); });
@@ -311,6 +327,7 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
       case StepKind::kConcat:
       case StepKind::kView: DecodeDerived(src, m, open, step, want, refs); break;
       case StepKind::kViewExternal: DecodeViewExternal(src, m, open, step, want, refs); break;
+      case StepKind::kRowOp: DecodeRowOp(src, m, open, step, want, refs); break;
       case StepKind::kMarkOutput:
         step.graph = open;
         step.tensor_index = PickInt(src, m.g[open].t.size(), src.encoding() ? refs.TensorIn(open, want.tensor_index) : 0);
@@ -351,7 +368,7 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
 }  // namespace
 
 bool AddsTensor(StepKind k) {
-  return k == StepKind::kGrow || (k >= StepKind::kLeaf && k <= StepKind::kViewExternal);
+  return k == StepKind::kGrow || k == StepKind::kRowOp || (k >= StepKind::kLeaf && k <= StepKind::kViewExternal);
 }
 
 Program Decode(const uint8_t* data, size_t size, const AllocatorRules& rules) {
@@ -430,6 +447,7 @@ bool SameStep(const Step& a, const Step& b) {
              (x.op != Op::kView || (x.ne[0] == y.ne[0] && x.view_offset == y.view_offset));
     case StepKind::kViewExternal: return x.external_tensor == y.external_tensor;
     case StepKind::kGrow: return x.src[0] == y.src[0];
+    case StepKind::kRowOp: return x.src[0] == y.src[0] && x.op == y.op;
     case StepKind::kMarkOutput:
     case StepKind::kTogglePrealloc: return a.tensor_index == b.tensor_index;
     case StepKind::kSeal: return true;
@@ -456,7 +474,7 @@ std::vector<uint8_t> Encode(const Program& target, const AllocatorRules& rules) 
 
 const char* const kStepNames[] = {"leaf",   "unary",         "binary",      "copy",     "concat",
                                       "view",   "view-external", "mark-output", "seal",     "reserve",
-                                      "alloc+compute", "rewire", "grow",        "toggle-prealloc", "measure"};
+                                      "alloc+compute", "rewire", "grow",        "toggle-prealloc", "measure", "row"};
 
 namespace {
 
@@ -512,6 +530,7 @@ std::string DescribeAllocators(const Program& p) {
     for (const alloc::BufferSpec& b : p.allocators[k].buffers) out += " buffer(align " + std::to_string(b.alignment) + ")";
     if (p.allocators[k].cpu_threads > 1) out += ", " + std::to_string(p.allocators[k].cpu_threads) + " cpu threads";
     if (k == 0 && p.measures) out += " (the program may measure)";
+    if (k == 0 && p.row_ops) out += " (the program may use row ops)";
     out += "\n";
   }
   return out;

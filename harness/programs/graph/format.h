@@ -68,7 +68,9 @@ enum class StepKind : uint8_t {
   // Added after the first release: drawn only in programs whose allocator-0 byte has bit 3 set (Program's
   // `measures`), so that every older input keeps its steps (the kinds are picked among the legal ones).
   kMeasure,       // allocator k measures graph g: the buffer sizes its reserve would need (ggml_gallocr_reserve_n_size)
-  kMaxValue = kMeasure,
+  // Drawn only in programs whose allocator-0 byte has bit 4 set (Program's `row_ops`), for the same reason.
+  kRowOp,         // rms_norm or soft_max of a float32 tensor of the open graph (over each row of ne0 elements)
+  kMaxValue = kRowOp,
 };
 
 struct Step {
@@ -94,8 +96,10 @@ inline constexpr int kMaxCpuThreads = 4;
 
 struct Program {
   AllocatorSpec allocators[kAllocators];
-  // Bit 3 of allocator 0's byte: whether kMeasure may be drawn. Encoding sets it when a step measures.
+  // Bit 3 of allocator 0's byte: whether kMeasure may be drawn; bit 4: whether kRowOp may. Encoding sets each
+  // when a step needs it. Bits 5 to 7 are cleared in every checked-in input, for kinds to come.
   bool measures = false;
+  bool row_ops = false;
   std::vector<Step> steps;
 };
 

@@ -65,6 +65,10 @@ Status GraphBook::AddTensor(int g, const TensorSpec& spec) {
     case alloc::Op::kReshape:
       t = ctx_.Reshape(src(0), ne, 1);
       break;
+    case alloc::Op::kRmsNorm:
+    case alloc::Op::kSoftMax:
+      t = ctx_.RowOp(spec.op, src(0));
+      break;
   }
   if (!t.ok()) return t.status();
   Tensor* tensor = t.value();

@@ -104,6 +104,11 @@ bool Model::Legal(StepKind k) const {
     case StepKind::kConcat:
     case StepKind::kView: return room && has_tensor;
     case StepKind::kViewExternal: return room && any_sealed([](const ModelTensor& t) { return t.spec.output; });
+    case StepKind::kRowOp:
+      if (!row_ops || !room) return false;
+      for (const ModelTensor& t : g[o].t)
+        if (t.spec.type == alloc::DType::kF32) return true;
+      return false;
     case StepKind::kMarkOutput: return has_tensor;
     case StepKind::kSeal:
       if (o < 0) return false;

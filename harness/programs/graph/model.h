@@ -56,6 +56,7 @@ ModelTensor Derived(const ModelTensor& a, alloc::Op op, int src0);
 struct Model {
   AllocatorRules rules;  // what the allocator under test refuses (format.h)
   bool measures = false;  // Program::measures: kMeasure may be drawn
+  bool row_ops = false;   // Program::row_ops: kRowOp may be drawn
   std::vector<ModelGraph> g;
   uint64_t epoch[kAllocators] = {};
   int buffers[kAllocators] = {};

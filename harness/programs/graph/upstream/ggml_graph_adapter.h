@@ -156,6 +156,7 @@ class GgmlGraphAdapter : public AllocatorAdapter {
   alloc::Graph InGgmlOrder(const Instance& inst, const alloc::Graph& mirror, int g);
   Status CompareWithFreshAllocator(int g, const Instance& inst);
   Status CheckMeasuredSizes(int k, ggml_cgraph* graph, const std::vector<size_t>& sizes, const std::string& what);
+  oracles::Equality EqualityFor(int g) const;
   // The first gallocr buffer of allocator k with buffer b's type (gallocr gives both one buffer).
   int FirstOfType(int k, int b) const;
 

@@ -109,6 +109,20 @@ Status Evaluate(const Graph& graph, const DataOf& data_of) {
         }
         break;
       }
+      case Op::kMulMat: {
+        const int64_t k = node->src[0]->ne[0];
+        const int64_t rows_a = node->src[0]->nelements() / k;
+        for (int64_t i = 0; i < n; ++i) {  // element i = (row n of b) * rows_a + (row m of a)
+          const int64_t m = i % rows_a, nb = i / rows_a;
+          double sum = 0.0;
+          for (int64_t j = 0; j < k; ++j) {
+            sum += static_cast<double>(LoadElement(DType::kF32, src[0], m * k + j)) *
+                   LoadElement(DType::kF32, src[1], nb * k + j);
+          }
+          StoreElement(DType::kF32, dst, i, static_cast<float>(sum));
+        }
+        break;
+      }
       case Op::kRmsNorm:
       case Op::kSoftMax:
         EvaluateRows(node->op, src[0], dst, node->ne[0], n / node->ne[0]);

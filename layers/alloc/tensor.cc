@@ -22,6 +22,7 @@ const char* OpName(Op op) {
     case Op::kReshape: return "reshape";
     case Op::kRmsNorm: return "rms_norm";
     case Op::kSoftMax: return "soft_max";
+    case Op::kMulMat: return "mul_mat";
   }
   return "?";
 }
@@ -157,6 +158,22 @@ StatusOr<Tensor*> Context::Concat(Tensor* a, Tensor* b) {
   int64_t ne[kMaxDims] = {a->ne[0], a->ne[1], a->ne[2], a->ne[3] + b->ne[3]};
   LIFELINE_ASSIGN_OR_RETURN(Tensor* t, NewTensor(a->type, ne, kMaxDims));
   t->op = Op::kConcat;
+  t->src[0] = a;
+  t->src[1] = b;
+  return t;
+}
+
+StatusOr<Tensor*> Context::MulMat(Tensor* a, Tensor* b) {
+  LIFELINE_RETURN_IF_ERROR(Check(a, "first source"));
+  LIFELINE_RETURN_IF_ERROR(Check(b, "second source"));
+  if (a->type != DType::kF32 || b->type != DType::kF32 || a->ne[0] != b->ne[0]) {
+    return InvalidArgument("mul_mat needs two float32 sources with the same rows, got " + Shape(a->ne) + " and " +
+                           Shape(b->ne));
+  }
+  const int64_t k = a->ne[0];
+  int64_t ne[kMaxDims] = {a->nelements() / k, 1, 1, b->nelements() / k};
+  LIFELINE_ASSIGN_OR_RETURN(Tensor* t, NewTensor(DType::kF32, ne, kMaxDims));
+  t->op = Op::kMulMat;
   t->src[0] = a;
   t->src[1] = b;
   return t;

@@ -39,6 +39,9 @@ enum class Op : uint8_t {
   // Row ops (float32 only): over each row of ne[0] elements, as ggml's GGML_OP_RMS_NORM and GGML_OP_SOFT_MAX.
   kRmsNorm,  // dst = src0 / sqrt(mean(src0^2) + kRmsNormEps)
   kSoftMax,  // dst = exp(src0 - max) / sum(exp(src0 - max))
+  // dst[n][m] = sum over k of src0[m][k] * src1[n][k] (ggml_mul_mat of the two as 2-D [K, M] and [K, N]
+  // matrices): src0 [K, M], src1 [K, N], both float32, give a float32 [M, N]. Shapes here are [ne0, 1, 1, ne1].
+  kMulMat,
 };
 inline constexpr float kRmsNormEps = 1e-6f;
 const char* OpName(Op op);
@@ -87,6 +90,7 @@ class Context {
   StatusOr<Tensor*> Copy(Tensor* a, DType type);
   StatusOr<Tensor*> Concat(Tensor* a, Tensor* b);
   StatusOr<Tensor*> RowOp(Op op, Tensor* a);  // kRmsNorm, kSoftMax: float32 only, same shape, never in place
+  StatusOr<Tensor*> MulMat(Tensor* a, Tensor* b);  // kMulMat: float32 [K, M] and [K, N] give [M, N]
   // Op kView: `ne` elements starting `offset` bytes into `a`; must lie inside a's bytes, and `offset`
   // must be a multiple of the element size.
   StatusOr<Tensor*> View(Tensor* a, const int64_t* ne, int ndims, size_t offset);

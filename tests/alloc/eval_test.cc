@@ -79,6 +79,25 @@ TEST(Evaluate, RowOpsWorkRowByRow) {
   EXPECT_FLOAT_EQ(Values(soft)[3], 0.75f);
 }
 
+// mul_mat: [K, M] x [K, N] -> [M, N], element (m, n) the dot product of row m of the first and row n of the second.
+TEST(Evaluate, MulMatTakesDotProductsOfRows) {
+  Context ctx;
+  Hand hand;
+  Tensor* a = hand.Give(F32(ctx, {2, 1, 1, 3}, "a"));  // K = 2, M = 3: the program's [2, 3]
+  Tensor* b = hand.Give(F32(ctx, {2, 1, 1, 2}, "b"));  // N = 2
+  const float av[] = {1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f};
+  const float bv[] = {1.0f, 0.0f, 0.5f, -1.0f};
+  std::memcpy(a->data, av, sizeof av);
+  std::memcpy(b->data, bv, sizeof bv);
+  Tensor* p = hand.Give(Must(ctx.MulMat(a, b)));
+  EXPECT_EQ(p->ne[0], 3);
+  EXPECT_EQ(p->ne[3], 2);
+  ASSERT_TRUE(IsOk(Evaluate(Must(BuildGraph({p})))));
+  EXPECT_EQ(Values(p), (std::vector<float>{1.0f, 3.0f, 5.0f, -1.5f, -2.5f, -3.5f}));
+  EXPECT_FALSE(ctx.MulMat(a, Must(ctx.Copy(b, DType::kF16))).ok());
+  EXPECT_FALSE(ctx.MulMat(a, F32(ctx, {3, 1, 1, 2}, "c")).ok());  // rows of another length
+}
+
 TEST(Evaluate, RowOpsTakeFloat32Only) {
   Context ctx;
   Tensor* h = F32(ctx, {2, 2}, "h");

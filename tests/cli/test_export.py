@@ -303,7 +303,20 @@ class Export(unittest.TestCase):
 @unittest.skipUnless((BUILD / "targets" / "ggml_graph_topology").is_file(),
                      "the asan lane builds ggml_graph_topology with upstream ggml")
 class GgmlCRowOps(unittest.TestCase):
-    """The row ops of a graph program (rms_norm, soft_max) become ggml's calls, named by role."""
+    """The row ops of a graph program (rms_norm, soft_max) and mul_mat become ggml's calls, named by role."""
+
+    def test_mul_mat_multiplies_the_programs_2d_tensors(self):
+        from lifeline.exporters import ggml_c
+        program = {"format": "graph", "allocators": [{"buffers": [32], "threads": 1}, {"buffers": [32], "threads": 1}],
+                   "ops": [{"id": 0, "op": "leaf", "graph": "#3", "type": "f32", "ne": [4, 2], "input": True,
+                            "preallocated": False},
+                           {"id": 1, "op": "leaf", "graph": "#3", "type": "f32", "ne": [4, 3], "input": True,
+                            "preallocated": False},
+                           {"id": 2, "op": "mul_mat", "graph": "#3", "src": ["#0", "#1"]},
+                           {"id": 3, "op": "seal", "model": {"output": "#2"}},
+                           {"id": 4, "op": "alloc+compute", "graph": "#3", "allocator": 0}]}
+        c = ggml_c.generate(program, {"id": "x", "title": "t", "report": {}, "backend": "cpu"})
+        self.assertIn("ggml_tensor * x_x_x2 = output(gf1, ggml_mul_mat(ctx1, x, x2));", c)
 
     def test_row_ops_become_ggml_rms_norm_and_soft_max(self):
         from lifeline.exporters import ggml_c

@@ -141,6 +141,26 @@ TEST(GraphDecoderGolden, TheAllocatorByteBit4LetsTheProgramUseRowOps) {
   for (const Step& s : q.steps) EXPECT_NE(s.kind, StepKind::kRowOp) << Describe(s);
 }
 
+// Bit 5 lets the program use mul_mat ([K, M] x [K, N] -> [M, N] of float32 tensors); without it, none is drawn.
+TEST(GraphDecoderGolden, TheAllocatorByteBit5LetsTheProgramUseMulMat) {
+  std::vector<uint8_t> b = {0x00, 0x03, 0x07, 0x00, 0x01, 0x07, 0x01, 0x02, 0x03, 0x00,
+                            0x00, 0x01, 0x01, 0x03, 0x00, 0x05, 0x00, 0x05, 0x20};
+  const Program p = Decode(b.data(), b.size());
+  EXPECT_TRUE(p.mul_mats);
+  EXPECT_EQ(Describe(p),
+            "allocator 0: buffer(align 32) (the program may use mul_mat)\n"
+            "allocator 1: buffer(align 32)\n"
+            "#0 leaf g0.t0 = none f32 [4,2] input\n"
+            "#1 leaf g0.t1 = none f32 [4,3] input\n"
+            "#2 mul_mat g0.t2 = mul_mat f32 [2,3] src0=t0 src1=t1\n"
+            "#3 seal g0 (t2 becomes the output)\n"
+            "#4 alloc+compute g0 with allocator 0\n");
+  b.back() &= static_cast<uint8_t>(~0x20);
+  const Program q = Decode(b.data(), b.size());
+  EXPECT_FALSE(q.mul_mats);
+  for (const Step& s : q.steps) EXPECT_NE(s.kind, StepKind::kMatMul) << Describe(s);
+}
+
 // An in-place op computes where its source's memory is: it never carries the mark, whatever its bytes.
 TEST(GraphDecoder, NoInPlaceOpIsMarkedForTheCpu) {
   int marked = 0;

@@ -36,7 +36,8 @@ class Unexportable(ValueError):
 @dataclass
 class Tensor:
     id: int
-    kind: str                 # leaf, scale, neg, add, mul, copy, concat, view, reshape, view-external, rms_norm, soft_max
+    kind: str                 # leaf, scale, neg, add, mul, copy, concat, view, reshape, view-external, rms_norm,
+    #                           soft_max, mul_mat
     type: str = "f32"
     ne: tuple = (1, 1)
     src: list = field(default_factory=list)
@@ -132,6 +133,9 @@ class Writer:
         if t.kind == "concat":
             b = self.of_tensor[t.src[1]].tensors[t.src[1]]
             return (sa[0], sa[1] + self.shape(b)[1])
+        if t.kind == "mul_mat":  # [K, M] x [K, N] -> [M, N]
+            b = self.of_tensor[t.src[1]].tensors[t.src[1]]
+            return (sa[1], self.shape(b)[1])
         if t.kind == "reshape":
             return (sa[0] * sa[1], 1)
         if t.kind == "view":
@@ -141,6 +145,8 @@ class Writer:
     def dtype(self, t: Tensor) -> str:
         if t.kind in ("leaf", "copy"):
             return t.type
+        if t.kind == "mul_mat":
+            return "f32"
         if t.kind == "view-external":
             return self.dtype(self.of_tensor[t.of].tensors[t.of])
         return self.dtype(self.of_tensor[t.src[0]].tensors[t.src[0]])
@@ -193,6 +199,8 @@ class Writer:
             return f"view_of_{n(t.src[0])}"
         if t.kind in ("rms_norm", "soft_max"):
             return f"{t.kind}_{n(t.src[0])}"
+        if t.kind == "mul_mat":
+            return f"{n(t.src[0])}_x_{n(t.src[1])}"
         return f"{n(t.src[0])}_flat"
 
     def role_of_placed(self, tid: int) -> str:
@@ -256,6 +264,8 @@ class Writer:
                 expr = f"ggml_rms_norm({ctx}, {src[0]}, 1e-6f)"
             elif t.kind == "soft_max":
                 expr = f"ggml_soft_max({ctx}, {src[0]})"
+            elif t.kind == "mul_mat":  # the program's 2-D tensors are ggml's: [K, M] x [K, N] -> [M, N]
+                expr = f"ggml_mul_mat({ctx}, {src[0]}, {src[1]})"
             else:
                 expr = f"ggml_reshape_1d({ctx}, {src[0]}, {ne0 * ne1})"
             slot = self.out_slot(t, outs)
@@ -435,7 +445,7 @@ class Writer:
                 # nothing: the C leaves it out, saying so.
                 self.emit(f"/* a {kind} the program predicts to be refused ({refused}): left out */")
                 continue
-            if kind in ("leaf", "unary", "binary", "copy", "concat", "view", "view-external", "row"):
+            if kind in ("leaf", "unary", "binary", "copy", "concat", "view", "view-external", "row", "mul_mat"):
                 g = self.open_graph()
                 t = Tensor(op["id"], kind)
                 if kind == "leaf":
@@ -453,6 +463,8 @@ class Writer:
                     t.src = [int(r[1:]) for r in op["src"]]
                 elif kind == "row":
                     t.kind, t.src = op["fn"], [int(op["src"][1:])]
+                elif kind == "mul_mat":
+                    t.src = [int(r[1:]) for r in op["src"]]
                 elif kind == "view":
                     t.src = [int(op["src"][1:])]
                     if op.get("reshape"):

@@ -74,6 +74,7 @@ Json StepJson(const Step& s, size_t i) {
       j["fn"] = alloc::OpName(t.op);
       j["src"] = Ref(t.src[0]);
       break;
+    case StepKind::kMatMul: j["src"] = {Ref(t.src[0]), Ref(t.src[1])}; break;
     case StepKind::kMarkOutput:  // of the open graph, or of a sealed one (a toggle with no leaf to toggle)
       j["tensor"] = Ref(s.tensor_index);
       if (s.graph >= 0) j["graph"] = Ref(s.graph);
@@ -214,6 +215,10 @@ Step StepFrom(const Json& j, const programs::OpIds& ids, size_t at) {
       t.src[0] = ref("src");
       break;
     }
+    case StepKind::kMatMul:
+      t.op = Op::kMulMat;
+      std::tie(t.src[0], t.src[1]) = pair("src");
+      break;
   }
   return s;
 }

@@ -97,6 +97,22 @@ void DecodeRowOp(Source& src, Model& m, int open, Step& step, const Step& want, 
   m.AddTensor(open, step, Derived(og.t[a], norm ? Op::kRmsNorm : Op::kSoftMax, a));
 }
 
+// mul_mat of two float32 tensors of the open graph with the same ne0 (Model::Legal: there is a float32 one, which
+// may be both): the second picked first, then the first among those its rows fit.
+void DecodeMatMul(Source& src, Model& m, int open, Step& step, const Step& want, const Refs& refs) {
+  const ModelGraph& og = m.g[open];
+  auto f32 = [](const ModelTensor& t, int) { return t.spec.type == DType::kF32; };
+  const int b = PickFrom(src, og.Where(f32), [&] { return refs.TensorIn(open, want.tensor.src[1]); });
+  const int64_t k = og.t[b].ne0;
+  const int a = PickFrom(src, og.Where([&](const ModelTensor& t, int i) { return f32(t, i) && t.ne0 == k; }),
+                         [&] { return refs.TensorIn(open, want.tensor.src[0]); });
+  ModelTensor mt = Derived(og.t[a], Op::kMulMat, a);
+  mt.spec.src[1] = b;
+  mt.ne0 = mt.spec.ne[0] = og.t[a].ne1;
+  mt.ne1 = mt.spec.ne[1] = og.t[b].ne1;
+  m.AddTensor(open, step, mt);
+}
+
 void DecodeDerived(Source& src, Model& m, int open, Step& step, const Step& want, const Refs& refs) {
   const ModelGraph& og = m.g[open];
   const TensorSpec& w = want.tensor;
@@ -288,13 +304,15 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
                                      [&](const Step& s) { return s.kind == kind; });
       };
       return static_cast<uint8_t>((want->buffers.size() - 1) | ((want->cpu_threads - 1) << 1) |
-                                  (uses(StepKind::kMeasure) ? 8 : 0) | (uses(StepKind::kRowOp) ? 16 : 0));
+                                  (uses(StepKind::kMeasure) ? 8 : 0) | (uses(StepKind::kRowOp) ? 16 : 0) |
+                                  (uses(StepKind::kMatMul) ? 32 : 0));
     });
     const int n = 1 + (head & 1);
     p.allocators[k].cpu_threads = 1 + ((head >> 1) & 3);
     if (k == 0) {
       p.measures = m.measures = (head & 8) != 0;
       p.row_ops = m.row_ops = (head & 16) != 0;
+      p.mul_mats = m.mul_mats = (head & 32) != 0;
     }
     for (int b = 0; b < n; ++b) {
       alloc::BufferSpec spec;
@@ -328,6 +346,7 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
       case StepKind::kView: DecodeDerived(src, m, open, step, want, refs); break;
       case StepKind::kViewExternal: DecodeViewExternal(src, m, open, step, want, refs); break;
       case StepKind::kRowOp: DecodeRowOp(src, m, open, step, want, refs); break;
+      case StepKind::kMatMul: DecodeMatMul(src, m, open, step, want, refs); break;
       case StepKind::kMarkOutput:
         step.graph = open;
         step.tensor_index = PickInt(src, m.g[open].t.size(), src.encoding() ? refs.TensorIn(open, want.tensor_index) : 0);
@@ -368,7 +387,8 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
 }  // namespace
 
 bool AddsTensor(StepKind k) {
-  return k == StepKind::kGrow || k == StepKind::kRowOp || (k >= StepKind::kLeaf && k <= StepKind::kViewExternal);
+  return k == StepKind::kGrow || k == StepKind::kRowOp || k == StepKind::kMatMul ||
+         (k >= StepKind::kLeaf && k <= StepKind::kViewExternal);
 }
 
 Program Decode(const uint8_t* data, size_t size, const AllocatorRules& rules) {
@@ -448,6 +468,7 @@ bool SameStep(const Step& a, const Step& b) {
     case StepKind::kViewExternal: return x.external_tensor == y.external_tensor;
     case StepKind::kGrow: return x.src[0] == y.src[0];
     case StepKind::kRowOp: return x.src[0] == y.src[0] && x.op == y.op;
+    case StepKind::kMatMul: return x.src[0] == y.src[0] && x.src[1] == y.src[1];
     case StepKind::kMarkOutput:
     case StepKind::kTogglePrealloc: return a.tensor_index == b.tensor_index;
     case StepKind::kSeal: return true;
@@ -474,7 +495,7 @@ std::vector<uint8_t> Encode(const Program& target, const AllocatorRules& rules) 
 
 const char* const kStepNames[] = {"leaf",   "unary",         "binary",      "copy",     "concat",
                                       "view",   "view-external", "mark-output", "seal",     "reserve",
-                                      "alloc+compute", "rewire", "grow",        "toggle-prealloc", "measure", "row"};
+                                      "alloc+compute", "rewire", "grow",        "toggle-prealloc", "measure", "row", "mul_mat"};
 
 namespace {
 
@@ -531,6 +552,7 @@ std::string DescribeAllocators(const Program& p) {
     if (p.allocators[k].cpu_threads > 1) out += ", " + std::to_string(p.allocators[k].cpu_threads) + " cpu threads";
     if (k == 0 && p.measures) out += " (the program may measure)";
     if (k == 0 && p.row_ops) out += " (the program may use row ops)";
+    if (k == 0 && p.mul_mats) out += " (the program may use mul_mat)";
     out += "\n";
   }
   return out;

@@ -70,7 +70,9 @@ enum class StepKind : uint8_t {
   kMeasure,       // allocator k measures graph g: the buffer sizes its reserve would need (ggml_gallocr_reserve_n_size)
   // Drawn only in programs whose allocator-0 byte has bit 4 set (Program's `row_ops`), for the same reason.
   kRowOp,         // rms_norm or soft_max of a float32 tensor of the open graph (over each row of ne0 elements)
-  kMaxValue = kRowOp,
+  // Drawn only in programs whose allocator-0 byte has bit 5 set (Program's `mul_mats`).
+  kMatMul,        // mul_mat of two float32 tensors of the open graph with the same ne0: [K, M] x [K, N] -> [M, N]
+  kMaxValue = kMatMul,
 };
 
 struct Step {
@@ -96,10 +98,11 @@ inline constexpr int kMaxCpuThreads = 4;
 
 struct Program {
   AllocatorSpec allocators[kAllocators];
-  // Bit 3 of allocator 0's byte: whether kMeasure may be drawn; bit 4: whether kRowOp may. Encoding sets each
-  // when a step needs it. Bits 5 to 7 are cleared in every checked-in input, for kinds to come.
+  // Bit 3 of allocator 0's byte: whether kMeasure may be drawn; bit 4: kRowOp; bit 5: kMatMul. Encoding sets
+  // each when a step needs it. Bits 6 and 7 are cleared in every checked-in input, for kinds to come.
   bool measures = false;
   bool row_ops = false;
+  bool mul_mats = false;
   std::vector<Step> steps;
 };
 

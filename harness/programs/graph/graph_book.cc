@@ -69,6 +69,9 @@ Status GraphBook::AddTensor(int g, const TensorSpec& spec) {
     case alloc::Op::kSoftMax:
       t = ctx_.RowOp(spec.op, src(0));
       break;
+    case alloc::Op::kMulMat:
+      t = ctx_.MulMat(src(0), src(1));
+      break;
   }
   if (!t.ok()) return t.status();
   Tensor* tensor = t.value();

@@ -105,7 +105,8 @@ bool Model::Legal(StepKind k) const {
     case StepKind::kView: return room && has_tensor;
     case StepKind::kViewExternal: return room && any_sealed([](const ModelTensor& t) { return t.spec.output; });
     case StepKind::kRowOp:
-      if (!row_ops || !room) return false;
+    case StepKind::kMatMul:
+      if (!room || !(k == StepKind::kRowOp ? row_ops : mul_mats)) return false;
       for (const ModelTensor& t : g[o].t)
         if (t.spec.type == alloc::DType::kF32) return true;
       return false;

@@ -169,7 +169,9 @@ Status GgmlGraphAdapter::Measure(int k, int g) {
 oracles::Equality GgmlGraphAdapter::EqualityFor(int g) const {
   for (int i = 0; i < book_.size(g); ++i) {
     const alloc::Op op = book_.spec(g, i).op;
-    if (op == alloc::Op::kRmsNorm || op == alloc::Op::kSoftMax) return oracles::Equality::kClose;
+    if (op == alloc::Op::kRmsNorm || op == alloc::Op::kSoftMax || op == alloc::Op::kMulMat) {
+      return oracles::Equality::kClose;
+    }
   }
   return OutputEquality();
 }
@@ -442,6 +444,17 @@ ggml_tensor* GgmlGraphAdapter::Make(Instance& inst, int g, int i, bool detached)
     case alloc::Op::kSoftMax:
       t = ggml_soft_max(ctx, src(0));
       break;
+    case alloc::Op::kMulMat: {
+      // The program's [ne0, ne1] tensors are ggml's [ne0, 1, 1, ne1]: multiplied as the 2-D matrices they are, and
+      // the [M, N] product given the program's layout back (reshapes: views, nothing placed of their own).
+      ggml_tensor* a = src(0);
+      ggml_tensor* b = src(1);
+      ggml_tensor* mm = ggml_mul_mat(ctx, ggml_reshape_2d(ctx, a, a->ne[0], ggml_nelements(a) / a->ne[0]),
+                                     ggml_reshape_2d(ctx, b, b->ne[0], ggml_nelements(b) / b->ne[0]));
+      t = ggml_reshape_4d(ctx, mm, m->ne[0], 1, 1, m->ne[3]);
+      if (m->output) ggml_set_output(mm);  // the product's own bytes are the output (ggml frees a view's source)
+      break;
+    }
   }
   ggml_format_name(t, "g%d.t%d", g, i);
   if (m->output) ggml_set_output(t);

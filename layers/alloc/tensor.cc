@@ -114,18 +114,9 @@ StatusOr<Tensor*> Context::RowOp(Op op, Tensor* a) {
   LIFELINE_RETURN_IF_ERROR(Check(a, "source"));
   if (op != Op::kRmsNorm && op != Op::kSoftMax) return InvalidArgument(std::string(OpName(op)) + " is not a row op");
   if (a->type != DType::kF32) return InvalidArgument(std::string(OpName(op)) + " of " + a->name + ": float32 only");
-  auto t = std::make_unique<Tensor>(*a);
-  t->op = op;
-  t->src[0] = a;
-  t->src[1] = nullptr;
-  t->param = 0.0f;
-  t->view_src = nullptr;
-  t->view_offs = 0;
-  t->input = t->output = false;
-  t->data = nullptr;
-  t->owner = nullptr;
-  t->name.clear();
-  return Add(std::move(t));
+  StatusOr<Tensor*> t = Unary(Op::kNeg, a, 0.0f, /*inplace=*/false);  // a derived tensor like a's, as Binary makes
+  t.value()->op = op;
+  return t;
 }
 
 StatusOr<Tensor*> Context::Binary(Op op, Tensor* a, Tensor* b, bool inplace) {

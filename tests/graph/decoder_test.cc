@@ -97,68 +97,60 @@ TEST(GraphDecoderGolden, TheAllocatorByteCarriesTheCpuThreads) {
   EXPECT_EQ(Decode(nullptr, 0).allocators[0].cpu_threads, 1);  // no bytes: one thread, as before
 }
 
-// Bit 3 of allocator 0's byte (the input's last) lets the program measure (kMeasure, added after the format's
-// first release): a program that measures has it set, and without it the same bytes draw no measure. Every
-// input written before kMeasure existed had the bit cleared when it was added (the corpora were rewritten).
+// Bits 3 to 5 of allocator 0's byte (the input's last) let the program use a kind added after the format's first
+// release: bit 3 measure, bit 4 row ops (rms_norm, soft_max of a float32 tensor), bit 5 mul_mat ([K, M] x [K, N]
+// -> [M, N] of float32 tensors). A program that uses one has its bit set; without it, the same bytes draw none of
+// that kind. Every input written before these kinds existed had bits 3 to 7 cleared when they were added (the
+// corpora were rewritten).
+void ExpectTheBitGatesTheKind(std::vector<uint8_t> b, uint8_t bit, bool Program::*flag, StepKind kind,
+                              const std::string& program) {
+  const Program p = Decode(b.data(), b.size());
+  EXPECT_TRUE(p.*flag);
+  EXPECT_EQ(Describe(p), program);
+  b.back() &= static_cast<uint8_t>(~bit);
+  const Program q = Decode(b.data(), b.size());
+  EXPECT_FALSE(q.*flag);
+  for (const Step& s : q.steps) EXPECT_NE(s.kind, kind) << Describe(s);
+}
+
 TEST(GraphDecoderGolden, TheAllocatorByteBit3LetsTheProgramMeasure) {
-  std::vector<uint8_t> b = {0x03, 0x00, 0x07, 0x07, 0x00, 0x01, 0x01, 0x00, 0x02, 0x00, 0x00,
-                            0x00, 0x01, 0x01, 0x00, 0x03, 0x00, 0x05, 0x00, 0x05, 0x08};
-  const Program p = Decode(b.data(), b.size());
-  EXPECT_TRUE(p.measures);
-  EXPECT_EQ(Describe(p),
-            "allocator 0: buffer(align 32) (the program may measure)\n"
-            "allocator 1: buffer(align 32)\n"
-            "#0 leaf g0.t0 = none f32 [4,1] input\n"
-            "#1 unary g0.t1 = neg f32 [4,1] src0=t0\n"
-            "#2 binary g0.t2 = add f32 [4,1] src0=t0 src1=t1\n"
-            "#3 seal g0 (t2 becomes the output)\n"
-            "#4 measure g0 with allocator 0\n"
-            "#5 alloc+compute g0 with allocator 0\n");
-  b.back() &= static_cast<uint8_t>(~0x08);
-  const Program q = Decode(b.data(), b.size());
-  EXPECT_FALSE(q.measures);
-  for (const Step& s : q.steps) EXPECT_NE(s.kind, StepKind::kMeasure) << Describe(s);
+  ExpectTheBitGatesTheKind({0x03, 0x00, 0x07, 0x07, 0x00, 0x01, 0x01, 0x00, 0x02, 0x00, 0x00,
+                            0x00, 0x01, 0x01, 0x00, 0x03, 0x00, 0x05, 0x00, 0x05, 0x08},
+                           0x08, &Program::measures, StepKind::kMeasure,
+                           "allocator 0: buffer(align 32) (the program may measure)\n"
+                           "allocator 1: buffer(align 32)\n"
+                           "#0 leaf g0.t0 = none f32 [4,1] input\n"
+                           "#1 unary g0.t1 = neg f32 [4,1] src0=t0\n"
+                           "#2 binary g0.t2 = add f32 [4,1] src0=t0 src1=t1\n"
+                           "#3 seal g0 (t2 becomes the output)\n"
+                           "#4 measure g0 with allocator 0\n"
+                           "#5 alloc+compute g0 with allocator 0\n");
 }
 
-// Bit 4 of allocator 0's byte lets the program use row ops (kRowOp: rms_norm, soft_max of a float32 tensor);
-// without it the same bytes draw none.
 TEST(GraphDecoderGolden, TheAllocatorByteBit4LetsTheProgramUseRowOps) {
-  std::vector<uint8_t> b = {0x00, 0x03, 0x07, 0x00, 0x01, 0x08, 0x01, 0x07,
-                            0x01, 0x01, 0x03, 0x00, 0x05, 0x00, 0x05, 0x10};
-  const Program p = Decode(b.data(), b.size());
-  EXPECT_TRUE(p.row_ops);
-  EXPECT_EQ(Describe(p),
-            "allocator 0: buffer(align 32) (the program may use row ops)\n"
-            "allocator 1: buffer(align 32)\n"
-            "#0 leaf g0.t0 = none f32 [4,2] input\n"
-            "#1 row g0.t1 = rms_norm f32 [4,2] src0=t0\n"
-            "#2 row g0.t2 = soft_max f32 [4,2] src0=t1\n"
-            "#3 seal g0 (t2 becomes the output)\n"
-            "#4 alloc+compute g0 with allocator 0\n");
-  b.back() &= static_cast<uint8_t>(~0x10);
-  const Program q = Decode(b.data(), b.size());
-  EXPECT_FALSE(q.row_ops);
-  for (const Step& s : q.steps) EXPECT_NE(s.kind, StepKind::kRowOp) << Describe(s);
+  ExpectTheBitGatesTheKind({0x00, 0x03, 0x07, 0x00, 0x01, 0x08, 0x01, 0x07, 0x01, 0x01, 0x03,
+                            0x00, 0x05, 0x00, 0x05, 0x10},
+                           0x10, &Program::row_ops, StepKind::kRowOp,
+                           "allocator 0: buffer(align 32) (the program may use row ops)\n"
+                           "allocator 1: buffer(align 32)\n"
+                           "#0 leaf g0.t0 = none f32 [4,2] input\n"
+                           "#1 row g0.t1 = rms_norm f32 [4,2] src0=t0\n"
+                           "#2 row g0.t2 = soft_max f32 [4,2] src0=t1\n"
+                           "#3 seal g0 (t2 becomes the output)\n"
+                           "#4 alloc+compute g0 with allocator 0\n");
 }
 
-// Bit 5 lets the program use mul_mat ([K, M] x [K, N] -> [M, N] of float32 tensors); without it, none is drawn.
 TEST(GraphDecoderGolden, TheAllocatorByteBit5LetsTheProgramUseMulMat) {
-  std::vector<uint8_t> b = {0x00, 0x03, 0x07, 0x00, 0x01, 0x07, 0x01, 0x02, 0x03, 0x00,
-                            0x00, 0x01, 0x01, 0x03, 0x00, 0x05, 0x00, 0x05, 0x20};
-  const Program p = Decode(b.data(), b.size());
-  EXPECT_TRUE(p.mul_mats);
-  EXPECT_EQ(Describe(p),
-            "allocator 0: buffer(align 32) (the program may use mul_mat)\n"
-            "allocator 1: buffer(align 32)\n"
-            "#0 leaf g0.t0 = none f32 [4,2] input\n"
-            "#1 leaf g0.t1 = none f32 [4,3] input\n"
-            "#2 mul_mat g0.t2 = mul_mat f32 [2,3] src0=t0 src1=t1\n"
-            "#3 seal g0 (t2 becomes the output)\n"
-            "#4 alloc+compute g0 with allocator 0\n");
-  b.back() &= static_cast<uint8_t>(~0x20);
-  const Program q = Decode(b.data(), b.size());
-  EXPECT_FALSE(q.mul_mats);
-  for (const Step& s : q.steps) EXPECT_NE(s.kind, StepKind::kMatMul) << Describe(s);
+  ExpectTheBitGatesTheKind({0x00, 0x03, 0x07, 0x00, 0x01, 0x07, 0x01, 0x02, 0x03, 0x00, 0x00,
+                            0x01, 0x01, 0x03, 0x00, 0x05, 0x00, 0x05, 0x20},
+                           0x20, &Program::mul_mats, StepKind::kMatMul,
+                           "allocator 0: buffer(align 32) (the program may use mul_mat)\n"
+                           "allocator 1: buffer(align 32)\n"
+                           "#0 leaf g0.t0 = none f32 [4,2] input\n"
+                           "#1 leaf g0.t1 = none f32 [4,3] input\n"
+                           "#2 mul_mat g0.t2 = mul_mat f32 [2,3] src0=t0 src1=t1\n"
+                           "#3 seal g0 (t2 becomes the output)\n"
+                           "#4 alloc+compute g0 with allocator 0\n");
 }
 
 // An in-place op computes where its source's memory is: it never carries the mark, whatever its bytes.
@@ -182,15 +174,15 @@ TEST(GraphDecoderGolden, ReproducerDecodesToTheProgramInBugJson) {
   std::vector<uint8_t> b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(Describe(Decode(b.data(), b.size())),
             "allocator 0: buffer(align 8)\n"
-            "allocator 1: buffer(align 4)\n"
-            "#0 leaf g0.t0 = none f32 [8,1] input\n"
-            "#1 unary g0.t1 = scale f32 [8,1] src0=t0 x2.000\n"
-            "#2 seal g0 (t1 becomes the output)\n"
-            "#3 alloc+compute g0 with allocator 0\n"
-            "#4 view-external g1.t0 = none f32 [8,1] view of g0.t1\n"
-            "#5 unary g1.t1 = scale f32 [8,1] src0=t0 x2.000\n"
-            "#6 seal g1 (t1 becomes the output)\n"
-            "#7 alloc+compute g1 with allocator 1\n");
+                           "allocator 1: buffer(align 4)\n"
+                           "#0 leaf g0.t0 = none f32 [8,1] input\n"
+                           "#1 unary g0.t1 = scale f32 [8,1] src0=t0 x2.000\n"
+                           "#2 seal g0 (t1 becomes the output)\n"
+                           "#3 alloc+compute g0 with allocator 0\n"
+                           "#4 view-external g1.t0 = none f32 [8,1] view of g0.t1\n"
+                           "#5 unary g1.t1 = scale f32 [8,1] src0=t0 x2.000\n"
+                           "#6 seal g1 (t1 becomes the output)\n"
+                           "#7 alloc+compute g1 with allocator 1\n");
 }
 
 TEST(GraphDecoder, EmptyInputDecodesToNoSteps) { EXPECT_TRUE(Decode(nullptr, 0).steps.empty()); }

@@ -106,7 +106,7 @@ bool Model::Legal(StepKind k) const {
     case StepKind::kViewExternal: return room && any_sealed([](const ModelTensor& t) { return t.spec.output; });
     case StepKind::kRowOp:
     case StepKind::kMatMul:
-      if (!room || !(k == StepKind::kRowOp ? row_ops : mul_mats)) return false;
+      if (!room || !rules.model_ops || !(k == StepKind::kRowOp ? row_ops : mul_mats)) return false;
       for (const ModelTensor& t : g[o].t)
         if (t.spec.type == alloc::DType::kF32) return true;
       return false;

@@ -6,6 +6,8 @@
 //   <target> --program encode JSON OUT    write to OUT the input whose program is the JSON file; exit 1 with
 //                                         the reason when the format cannot express it (what `lifeline reduce`
 //                                         runs)
+//   <target> --program states FILE|DIR... print one `op<TAB>state` line per op of every input: the state the
+//                                         model found each op's object in (`lifeline coverage --states`)
 //
 // Each input gets its own heap allocation of exactly its size, so a read one byte past the end is an ASan
 // report rather than a read of the next file's bytes. Running nothing is a failure: no arguments, a path
@@ -52,14 +54,53 @@ bool ReadFile(const fs::path& path, std::vector<char>* out, std::string* error) 
   return true;
 }
 
+// The inputs argv[first..] name: files, and each directory's regular files sorted by name. Returns "" or what
+// is wrong with an argument.
+std::string CollectInputs(int first, int argc, char** argv, std::vector<fs::path>* inputs) {
+  for (int i = first; i < argc; ++i) {
+    fs::path arg(argv[i]);
+    if (argv[i][0] == '-') return "unknown option '" + arg.string() + "' (this is the replay driver, not libFuzzer)";
+    std::error_code ec;
+    if (fs::is_directory(arg, ec)) {
+      std::vector<fs::path> files;
+      for (const auto& entry : fs::directory_iterator(arg, ec)) {
+        if (entry.is_regular_file()) files.push_back(entry.path());
+      }
+      if (ec) return "cannot list '" + arg.string() + "': " + ec.message();
+      if (files.empty()) return "directory '" + arg.string() + "' holds no input files";
+      std::sort(files.begin(), files.end());
+      inputs->insert(inputs->end(), files.begin(), files.end());
+    } else if (fs::is_regular_file(arg, ec)) {
+      inputs->push_back(arg);
+    } else {
+      return "'" + arg.string() + "' is not a file or directory";
+    }
+  }
+  return "";
+}
+
 // `--program decode FILE` and `--program encode JSON OUT`: the target's own decoder, both ways; nothing runs.
 int Program(int argc, char** argv) {
-  const std::string usage = std::string("usage: ") + argv[0] + " --program decode FILE | --program encode JSON OUT";
+  const std::string usage = std::string("usage: ") + argv[0] +
+                            " --program decode FILE | --program encode JSON OUT | --program states FILE|DIR...";
   const std::string verb = argc > 2 ? argv[2] : "";
-  if (!(verb == "decode" && argc == 4) && !(verb == "encode" && argc == 5)) return Fail(usage);
+  if (!(verb == "decode" && argc == 4) && !(verb == "encode" && argc == 5) && !(verb == "states" && argc >= 4))
+    return Fail(usage);
   if (&lifeline::programs::TargetCodec == nullptr || lifeline::programs::TargetCodec() == nullptr)
     return Fail("this target has no program codec (LIFELINE_TARGET_CODEC in its file)");
   const lifeline::programs::Codec& codec = *lifeline::programs::TargetCodec();
+  if (verb == "states") {
+    std::vector<fs::path> inputs;
+    if (std::string error = CollectInputs(3, argc, argv, &inputs); !error.empty()) return Fail(error);
+    for (const fs::path& path : inputs) {
+      std::vector<char> in;
+      std::string error;
+      if (!ReadFile(path, &in, &error)) return Fail(error);
+      std::vector<uint8_t> bytes(in.begin(), in.end());
+      std::fputs(lifeline::programs::StateLines(codec.Decode(bytes.data(), bytes.size())).c_str(), stdout);
+    }
+    return 0;
+  }
   std::vector<char> in;
   std::string error;
   if (!ReadFile(argv[3], &in, &error)) return Fail(error);
@@ -92,25 +133,7 @@ int main(int argc, char** argv) {
   if (argc < 2) return Fail("no inputs given; usage: " + std::string(argv[0]) + " FILE|DIR...");
 
   std::vector<fs::path> inputs;
-  for (int i = 1; i < argc; ++i) {
-    fs::path arg(argv[i]);
-    if (argv[i][0] == '-') return Fail("unknown option '" + arg.string() + "' (this is the replay driver, not libFuzzer)");
-    std::error_code ec;
-    if (fs::is_directory(arg, ec)) {
-      std::vector<fs::path> files;
-      for (const auto& entry : fs::directory_iterator(arg, ec)) {
-        if (entry.is_regular_file()) files.push_back(entry.path());
-      }
-      if (ec) return Fail("cannot list '" + arg.string() + "': " + ec.message());
-      if (files.empty()) return Fail("directory '" + arg.string() + "' holds no input files");
-      std::sort(files.begin(), files.end());
-      inputs.insert(inputs.end(), files.begin(), files.end());
-    } else if (fs::is_regular_file(arg, ec)) {
-      inputs.push_back(arg);
-    } else {
-      return Fail("'" + arg.string() + "' is not a file or directory");
-    }
-  }
+  if (std::string error = CollectInputs(1, argc, argv, &inputs); !error.empty()) return Fail(error);
 
   for (const fs::path& path : inputs) {
     std::vector<char> bytes;

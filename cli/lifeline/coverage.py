@@ -372,6 +372,13 @@ def _reset(d: Path) -> None:
 
 
 def cmd_coverage(args) -> int:
+    if args.states:
+        from .states import cmd_states
+        if args.out is not None or args.gaps:
+            raise _err("--states prints its table: it takes no --out and no --gaps")
+        return cmd_states(args)
+    if args.check or args.build_dir:
+        raise _err("--check and --build-dir go with --states")
     known = source_targets()
     for t in args.targets:
         if t not in known:

@@ -15,6 +15,8 @@
                                                     corpus/regression/<TARGET>/ (-merge=1)
   lifeline coverage [TARGET...] [--corpus DIR...] [--inputs seeds,regression,repro] [--gaps] [--out DIR]
                                                     replay in the coverage lane; HTML report, per-file table
+  lifeline coverage --states [TARGET...] [--corpus DIR...] [--check]
+                                                    (operation, state) pairs reached vs. the model's lists
   lifeline list                                     targets, lanes, bug ids, reproducers
   lifeline classify FILE...                         crash type + state of saved reports (JSON)
   lifeline repro-check --repro-dir D --lane L --mode fixed|reintroduced|pinned|guarded [--variant upstream] --binary B
@@ -126,7 +128,15 @@ def main(argv: list[str]) -> int:
                     "repro (default: all three)")
     cv.add_argument("--out", help="where to write (default coverage-out/)")
     cv.add_argument("--gaps", action="store_true", help="list the functions and branches nothing reached, per file")
-    cv.add_argument("--no-build", action="store_true", help="use the coverage lane as built")
+    cv.add_argument("--no-build", action="store_true", help="use the coverage lane (asan lane with --states) as built")
+    cv.add_argument("--states", action="store_true",
+                    help="the (operation, state) pairs the inputs reach against the model's golden lists "
+                         "(harness/programs/*/states*.txt), decoded by the asan lane's binaries; default inputs: "
+                         "seeds,regression")
+    cv.add_argument("--check", action="store_true",
+                    help="with --states: also fail when the lists' gap marks are stale (the unit.states test)")
+    cv.add_argument("--build-dir", metavar="DIR", help="with --states: the build folder whose targets decode "
+                    "(default build/asan, built first unless --no-build)")
     sub.add_parser("list", help="targets, lanes, bug ids, reproducers")
     c = sub.add_parser("classify", help="crash type and state of saved reports")
     c.add_argument("files", nargs="+")

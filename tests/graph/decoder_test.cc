@@ -153,6 +153,22 @@ TEST(GraphDecoderGolden, TheAllocatorByteBit5LetsTheProgramUseMulMat) {
                            "#4 alloc+compute g0 with allocator 0\n");
 }
 
+// Bit 6 of allocator 0's byte asks the upstream adapters to place pre-allocated leafs as weights: it draws no
+// step, so the same bytes without it decode to the same steps; the program's JSON carries it both ways.
+TEST(GraphDecoderGolden, TheAllocatorByteBit6PlacesWeightsAndDrawsNoStep) {
+  std::vector<uint8_t> b = {0x00, 0x03, 0x07, 0x00, 0x01, 0x08, 0x01, 0x07, 0x01, 0x01, 0x03,
+                            0x00, 0x05, 0x00, 0x05, 0x50};
+  const Program p = Decode(b.data(), b.size());
+  EXPECT_TRUE(p.weights);
+  b.back() &= static_cast<uint8_t>(~0x40);
+  const Program q = Decode(b.data(), b.size());
+  EXPECT_FALSE(q.weights);
+  const std::string weights = " (pre-allocated leafs placed as weights)";
+  std::string described = Describe(p);
+  ASSERT_NE(described.find(weights), std::string::npos) << described;
+  EXPECT_EQ(described.erase(described.find(weights), weights.size()), Describe(q));
+}
+
 // An in-place op computes where its source's memory is: it never carries the mark, whatever its bytes.
 TEST(GraphDecoder, NoInPlaceOpIsMarkedForTheCpu) {
   int marked = 0;

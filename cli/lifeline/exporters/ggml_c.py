@@ -437,6 +437,10 @@ class Writer:
         self.pool_aged = False
         placements = [op["id"] for op in ops if op["op"] in ("reserve", "alloc+compute")]
         last_placement = placements[-1] if placements else None
+        if self.program.get("weights"):
+            # Program::weights (harness/programs/graph/format.h): not written here yet.
+            self.emit("/* the program placed its pre-allocated leafs as weights (ggml_backend_alloc_ctx_tensors*, "
+                      "in chunks); this file gives each its own buffer instead */")
         for op in ops:
             kind = op["op"]
             refused = (op.get("model") or {}).get("expect")

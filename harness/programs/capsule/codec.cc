@@ -62,7 +62,8 @@ class CapsuleCodec : public programs::Codec {
         case OpKind::kPeerMalformed: o["kind"] = std::string(interop::MalformedName(op.malformed)); break;
         default: break;
       }
-      if (!op.expect_error.empty()) o["model"] = {{"raises", op.expect_error}};
+      if (!op.expect_error.empty()) o["model"]["raises"] = op.expect_error;
+      if (op.state != nullptr) o["model"]["state"] = op.state;
       j["ops"].push_back(o);
     }
     return programs::ProgramText(j);

@@ -256,6 +256,7 @@ Program Run(Source& src, const Peers& peers, const Program* target) {
         break;
     }
     if (HasDest(op.kind)) op.dst = static_cast<uint8_t>(m.FreeSlot(DestKind(op.kind)));
+    op.state = m.StateOf(op);
     op.expect_error = m.Predict(op);
     m.Apply(op, op.expect_error);
     if (src.encoding()) Track(op, i, slots);

@@ -89,6 +89,8 @@ struct Op {
   const char* party = nullptr;      // the acting peer's name, set only in programs with several peers
   // The model's prediction: the Python exception type the op raises, or "" for success.
   std::string expect_error;
+  // The state the model found the op's object in (the model's StateOf), for `lifeline coverage --states`.
+  const char* state = nullptr;
 };
 
 using Program = std::vector<Op>;

@@ -307,13 +307,13 @@ void Model::Apply(const Op& op, const std::string& error) {
   }
 }
 
-std::vector<bool> Model::Alive() const {
+std::vector<bool> Model::Reach(SlotKind kind, int skip) const {
   std::vector<bool> alive(nodes_.size(), false);
   std::vector<int> stack(cycles_.begin(), cycles_.end());
   stack.insert(stack.end(), parked_.begin(), parked_.end());
-  for (const auto& row : slots_)
-    for (int s : row)
-      if (s >= 0) stack.push_back(s);
+  for (int k = 0; k <= static_cast<int>(SlotKind::kMaxValue); ++k)
+    for (int i = 0; i < kMaxSlots; ++i)
+      if (slots_[k][i] >= 0 && !(k == static_cast<int>(kind) && i == skip)) stack.push_back(slots_[k][i]);
   while (!stack.empty()) {
     int n = stack.back();
     stack.pop_back();
@@ -322,6 +322,34 @@ std::vector<bool> Model::Alive() const {
     for (int r : nodes_[n].refs) stack.push_back(r);
   }
   return alive;
+}
+
+const char* Model::StateOf(const Op& op) const {
+  if (op.kind == OpKind::kCollect) return cycles_.empty() ? "clean" : "garbage";
+  SlotKind kind;
+  if (op.kind == OpKind::kRead || op.kind == OpKind::kDrop) {
+    kind = op.slot_kind;
+  } else if (HasSource(op.kind)) {
+    kind = SourceKind(op.kind);
+  } else {
+    return "-";
+  }
+  const int n = Slot(kind, op.src);
+  if (n < 0) return "-";
+  if (nodes_[n].kind == NodeKind::kCapsule && nodes_[n].consumed) return "consumed";
+  const std::vector<bool> elsewhere = Reach(kind, op.src);
+  if (elsewhere[n]) return "held";
+  std::vector<bool> seen(nodes_.size(), false);
+  std::vector<int> stack(nodes_[n].refs.begin(), nodes_[n].refs.end());
+  while (!stack.empty()) {
+    const int m = stack.back();
+    stack.pop_back();
+    if (seen[m]) continue;
+    seen[m] = true;
+    if (elsewhere[m]) return "shared";
+    for (int r : nodes_[m].refs) stack.push_back(r);
+  }
+  return "sole";
 }
 
 void Model::DropEverything() {

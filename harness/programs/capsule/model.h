@@ -71,18 +71,31 @@ class Model {
     return c;
   }
 
+  // The state of the object `op` (operands decoded) acts on, before it acts, as `lifeline coverage --states`
+  // counts them (states.txt beside this file):
+  //   consumed      a capsule a consumer took over (it holds nothing)
+  //   held          something other than this slot keeps the object alive: an export of it, a view, another
+  //                 slot, a garbage cycle
+  //   shared        nothing else holds the object, but what it holds is held from elsewhere too (a view
+  //                 whose tensor is still in its slot, a capsule whose tensor is)
+  //   sole          the object is the only way to what it holds (a view of a dropped tensor, a fresh tensor)
+  //   garbage, clean  a collect with garbage cycles waiting, or none
+  //   -             ops on no object (the creates)
+  const char* StateOf(const Op& op) const;
   // The exception `op` (operands decoded) must raise now, or "".
   std::string Predict(const Op& op) const;
   // Applies `op`, which raised `error` ("" when it succeeded: only then does anything change).
   void Apply(const Op& op, const std::string& error);
   // Reachable from the slots, the garbage cycles and the parked exports.
-  std::vector<bool> Alive() const;
+  std::vector<bool> Alive() const { return Reach(SlotKind::kTensor, -1); }
   // Teardown: the program drops every slot and runs the collector; then the ledger reset releases the
   // exports NULL-deleter capsules parked.
   void DropEverything();
   void ReleaseParked() { parked_.clear(); }
 
  private:
+  // Alive(), leaving out slot `skip` of `kind` as a root (-1: none).
+  std::vector<bool> Reach(SlotKind kind, int skip) const;
   int Add(Node n);
   int AddStorage(int64_t bytes, Content c);
   // A peer's array: made by it (readonly, flavor as asked) or imported (its rules say if read-only).

@@ -40,6 +40,10 @@ class Codec {
 // that executables without one link. harness/replay_main.cc serves it as `--program`.
 const Codec* TargetCodec() __attribute__((weak));
 
+// One `<op>\t<state>\n` line per op of `program_json` (Codec::Decode's text) whose "model" names the state the
+// model found its object in (the families' StateOf). Defined with the codecs (json.cc), weak here like them.
+std::string StateLines(const std::string& program_json) __attribute__((weak));
+
 // "#<id>" for op `id`.
 inline std::string RefText(size_t id) { return "#" + std::to_string(id); }
 

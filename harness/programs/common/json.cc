@@ -35,6 +35,16 @@ std::string ProgramText(const Json& program) {
   return out + "\n ]}\n";
 }
 
+std::string StateLines(const std::string& program_json) {
+  std::string out;
+  const Json program = Json::parse(program_json);  // named: a range over a temporary's member would dangle
+  for (const Json& op : program.at("ops")) {
+    if (!op.contains("model") || !op["model"].contains("state")) continue;
+    out += op.at("op").get<std::string>() + "\t" + op["model"]["state"].get<std::string>() + "\n";
+  }
+  return out;
+}
+
 Json ParseProgram(const std::string& text, const char* format) {
   Json program;
   try {

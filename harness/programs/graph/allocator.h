@@ -20,6 +20,9 @@ class AllocatorAdapter {
  public:
   virtual ~AllocatorAdapter() = default;
   virtual Status CreateAllocator(int k, const AllocatorSpec& spec) = 0;
+  // Program::weights, before the allocators are made: place every build's pre-allocated leafs as llama.cpp places
+  // weights. Adapters that place them otherwise ignore it (the stand-in, ggml-vulkan).
+  virtual void PlaceWeightsInBuffers(bool) {}
   virtual Status AddTensor(int g, const TensorSpec& spec) = 0;
   virtual Status SetOutput(int g, int t) = 0;
   virtual Status Rewire(int g, int node, int slot, int new_src) = 0;

@@ -105,6 +105,7 @@ Json StepJson(const Step& s, size_t i) {
       break;
   }
   if (s.expect != StatusCode::kOk) model["expect"] = StatusCodeName(s.expect);
+  if (s.state != nullptr) model["state"] = s.state;
   if (!model.empty()) j["model"] = model;
   return j;
 }
@@ -235,6 +236,7 @@ class GraphCodec : public programs::Codec {
       for (const alloc::BufferSpec& b : a.buffers) buffers.push_back(b.alignment);
       j["allocators"].push_back({{"buffers", buffers}, {"threads", a.cpu_threads}});
     }
+    if (p.weights) j["weights"] = true;
     for (size_t i = 0; i < p.steps.size(); ++i) j["ops"].push_back(StepJson(p.steps[i], i));
     return programs::ProgramText(j);
   }
@@ -251,6 +253,7 @@ class GraphCodec : public programs::Codec {
       }
       target.allocators[k].cpu_threads = Get<int>(allocators[k], "threads");
     }
+    target.weights = programs::GetOr<bool>(j, "weights", false);
     programs::OpIds ids;
     target.steps.resize(j["ops"].size());
     programs::ReadOps(j, ids, [&](const Json& op, size_t i) {

@@ -65,6 +65,7 @@ bool ConsumeChoice(Source& src, bool* cpu, Want&& want_choice, bool want_cpu) {
 // view it; it stays as it is) and the step became a Reserve of it instead.
 int PickMutable(Source& src, Model& m, Step& step, const Step& want, const Refs& refs) {
   int gi = PickFrom(src, m.sealed(), [&] { return refs.Graph(want.graph); });
+  step.state = m.StateOf(gi);
   if (m.g[gi].frozen) {
     m.FallBackToReserve(gi, step);
     return -1;
@@ -294,8 +295,8 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
     const AllocatorSpec* want = target ? &target->allocators[k] : nullptr;
     // One byte: bit 0 the buffer count (1 or 2), bits 1 and 2 the CPU threads (1 to 4). It reads the same byte
     // ConsumeIntegralInRange<int>(1, 2) read, and the same nothing once the bytes run out.
-    // Allocator 0's bits 3 and 4: whether the program may measure and use row ops (Program::measures, row_ops;
-    // set when encoding one that does).
+    // Allocator 0's bits 3, 4 and 5: whether the program may measure, use row ops and mul_mat (Program::measures,
+    // row_ops, mul_mats; set when encoding one that does); bit 6: Program::weights.
     const uint8_t head = src.Full<uint8_t>([&] {
       if (want->buffers.empty() || want->buffers.size() > 2) throw Unencodable("an allocator has 1 or 2 buffers");
       if (want->cpu_threads < 1 || want->cpu_threads > kMaxCpuThreads) throw Unencodable("an allocator has 1 to 4 CPU threads");
@@ -305,7 +306,7 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
       };
       return static_cast<uint8_t>((want->buffers.size() - 1) | ((want->cpu_threads - 1) << 1) |
                                   (uses(StepKind::kMeasure) ? 8 : 0) | (uses(StepKind::kRowOp) ? 16 : 0) |
-                                  (uses(StepKind::kMatMul) ? 32 : 0));
+                                  (uses(StepKind::kMatMul) ? 32 : 0) | (k == 0 && target->weights ? 64 : 0));
     });
     const int n = 1 + (head & 1);
     p.allocators[k].cpu_threads = 1 + ((head >> 1) & 3);
@@ -313,6 +314,7 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
       p.measures = m.measures = (head & 8) != 0;
       p.row_ops = m.row_ops = (head & 16) != 0;
       p.mul_mats = m.mul_mats = (head & 32) != 0;
+      p.weights = (head & 64) != 0;
     }
     for (int b = 0; b < n; ++b) {
       alloc::BufferSpec spec;
@@ -337,6 +339,7 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
   }
   p.steps = programs::DecodeOps<Step>(src, kMaxSteps, m, [&](Step& step, const Step& want, size_t i) {
     const int open = m.open();
+    if (open >= 0) step.state = "open";  // the steps acting on a sealed graph say its state below
     switch (step.kind) {
       case StepKind::kLeaf: m.AddTensor(open, step, DecodeLeaf(src, want)); break;
       case StepKind::kUnary:
@@ -358,6 +361,7 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
       case StepKind::kMeasure: {
         int gi = PickFrom(src, m.sealed(), [&] { return refs.Graph(want.graph); });
         int k = m.g[gi].allocator >= 0 ? m.g[gi].allocator : PickInt(src, kAllocators, want.allocator);
+        step.state = m.StateOf(gi);
         m.ReserveOrAlloc(gi, k, step);
         break;
       }
@@ -399,6 +403,7 @@ Program Decode(const uint8_t* data, size_t size, const AllocatorRules& rules) {
 namespace {
 
 bool SameAllocators(const Program& a, const Program& b) {
+  if (a.weights != b.weights) return false;
   for (int k = 0; k < kAllocators; ++k) {
     const AllocatorSpec& x = a.allocators[k];
     const AllocatorSpec& y = b.allocators[k];
@@ -553,6 +558,7 @@ std::string DescribeAllocators(const Program& p) {
     if (k == 0 && p.measures) out += " (the program may measure)";
     if (k == 0 && p.row_ops) out += " (the program may use row ops)";
     if (k == 0 && p.mul_mats) out += " (the program may use mul_mat)";
+    if (k == 0 && p.weights) out += " (pre-allocated leafs placed as weights)";
     out += "\n";
   }
   return out;

@@ -85,6 +85,8 @@ struct Step {
   int new_src = -1;         // kRewire
   // Predictions.
   StatusCode expect = StatusCode::kOk;
+  // The state the model found the step's object in (Model::StateOf), for `lifeline coverage --states`.
+  const char* state = nullptr;
 };
 
 struct AllocatorSpec {
@@ -99,10 +101,14 @@ inline constexpr int kMaxCpuThreads = 4;
 struct Program {
   AllocatorSpec allocators[kAllocators];
   // Bit 3 of allocator 0's byte: whether kMeasure may be drawn; bit 4: kRowOp; bit 5: kMatMul. Encoding sets
-  // each when a step needs it. Bits 6 and 7 are cleared in every checked-in input, for kinds to come.
+  // each when a step needs it. Bits 6 (`weights`) and 7 were cleared in every checked-in input before use.
   bool measures = false;
   bool row_ops = false;
   bool mul_mats = false;
+  // Bit 6: the pre-allocated leafs of every build are placed as llama.cpp places weights, in a context of their
+  // own by ggml_backend_alloc_ctx_tensors* (AllocatorAdapter::PlaceWeightsInBuffers; ggml's CPU adapter only).
+  // It draws no step: the program's JSON says it ("weights": true) and encoding sets it from there.
+  bool weights = false;
   std::vector<Step> steps;
 };
 

@@ -140,7 +140,9 @@ void Model::AddTensor(int gi, Step& step, ModelTensor mt) {
 void Model::FallBackToReserve(int gi, Step& step) {
   ModelGraph& mg = g[gi];
   int k = mg.allocator >= 0 ? mg.allocator : 0;
+  const char* state = step.state;  // the graph's, before the step
   step = Step{};
+  step.state = state;
   step.kind = StepKind::kReserve;
   step.graph = gi;
   step.allocator = k;
@@ -176,6 +178,20 @@ bool Model::Split(int gi) const {
     if (g[h].placed_split) return true;
   }
   return false;
+}
+
+const char* Model::StateOf(int gi) const {
+  const ModelGraph& mg = g[gi];
+  if (!mg.sealed) return "open";
+  const int a = mg.allocator;
+  if (a < 0) return "unbound";
+  const bool placed_last = mg.placed && epoch[a] == mg.placed_epoch;
+  if (reserved_graph[a] == gi) {
+    if (reserved_version[a] != mg.version) return "mutated";
+    return placed_last ? "placed" : "planned";
+  }
+  if (placed_last) return "placed-unplanned";
+  return mg.placed ? "evicted" : "displaced";
 }
 
 bool Model::AllocLegal(int gi, int k, StatusCode* expect) const {

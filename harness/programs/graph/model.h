@@ -92,6 +92,16 @@ struct Model {
   std::vector<int> ViewedGraphs(int gi) const;
   // Whether graph gi goes to a scheduler that splits it between backends (AllocatorRules::splits_cpu_marks).
   bool Split(int gi) const;
+  // The state graph gi is in, as `lifeline coverage --states` counts them (states.txt beside this file):
+  //   open        not sealed yet (every building step acts on it)
+  //   unbound     sealed, never reserved, measured or placed
+  //   planned     its allocator's plan is of this graph as it is now (placed before or not)
+  //   placed      planned, and its placement is the allocator's last act: its tensors hold their bytes
+  //   mutated     its allocator's plan is of this graph before a later edit
+  //   placed-unplanned  placed last by a scheduler that split it (the gallocr's plan is another graph's)
+  //   evicted     placed once; its allocator has planned or placed another graph since
+  //   displaced   planned once, never placed, and its allocator has planned another graph since
+  const char* StateOf(int gi) const;
 
  private:
   // Whether an Alloc of graph gi by allocator k is legal, and the status it must return.

@@ -70,6 +70,7 @@ class HandoffCodec : public programs::Codec {
           break;
       }
       if (op.expect != StatusCode::kOk) model["expect"] = StatusCodeName(op.expect);
+      if (op.state != nullptr) model["state"] = op.state;
       if (!model.empty()) o["model"] = model;
       j["ops"].push_back(o);
     }

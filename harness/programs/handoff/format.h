@@ -49,6 +49,8 @@ struct Op {
   uint8_t expect_slot = 0;        // kBind, kRebind: the slot Init returns
   std::string expect_language;    // kSubmit*: what the worker must read ("en" for English-only models)
   bool expect_cancelled = false;  // kJoin: the job was cancelled before it ran
+  // The state the model found the op's object in (the model's StateOf), for `lifeline coverage --states`.
+  const char* state = nullptr;
 };
 
 using Program = std::vector<Op>;

@@ -32,8 +32,20 @@ bool Model::Legal(OpKind kind) const {
   }
 }
 
+const char* Model::SlotState(uint8_t slot) const {
+  if (!bound[slot]) return "unbound";
+  const char* state = "idle";
+  for (const ModelJob& j : jobs) {
+    if (j.slot != slot) continue;
+    if (j.started) return "running";
+    state = "queued";
+  }
+  return state;
+}
+
 void Model::Bind(Op& op) {
   int slot = LowestFreeSlot();
+  op.state = slot < 0 ? "full" : "free";
   if (slot < 0) {
     op.expect = StatusCode::kResourceExhausted;
     return;
@@ -44,6 +56,7 @@ void Model::Bind(Op& op) {
 }
 
 void Model::Rebind(Op& op) {
+  op.state = SlotState(op.slot);
   // The executor joins the slot's jobs (checking each) before Free.
   jobs.erase(std::remove_if(jobs.begin(), jobs.end(), [&](const ModelJob& j) { return j.slot == op.slot; }),
              jobs.end());
@@ -55,6 +68,7 @@ void Model::Rebind(Op& op) {
 }
 
 void Model::Submit(Op& op) {
+  op.state = bound[op.slot] && op.kind == OpKind::kSubmitAsync && jobs.size() >= kMaxJobs ? "queue-full" : SlotState(op.slot);
   if (!bound[op.slot]) {
     op.expect = StatusCode::kNotFound;
   } else if (op.n_threads < 1) {
@@ -74,6 +88,7 @@ void Model::Submit(Op& op) {
 void Model::JobOp(size_t k, Op& op) {
   ModelJob& job = jobs[k];
   op.job = job.id;
+  op.state = job.cancelled ? "cancelled" : job.started ? "started" : "queued";
   if (op.kind == OpKind::kStart) {
     job.started = true;
   } else if (op.kind == OpKind::kCancel) {

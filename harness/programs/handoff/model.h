@@ -28,12 +28,20 @@ struct Model {
   std::vector<uint8_t> BoundSlots() const;
   bool Legal(OpKind kind) const;
 
-  // Each fills the op's predictions (operands already decoded) and updates the model.
+  // Each fills the op's predictions (operands already decoded) and its `state`, the state of what it acts on
+  // before it acts, as `lifeline coverage --states` counts them (states.txt beside this file), and updates the
+  // model. A slot is unbound, idle (bound, no job in flight), queued (its jobs in flight have not started) or
+  // running (one has); a bind finds a free slot or none (full); a submit finds a full queue before anything
+  // else of a bound slot; a job is queued, started or cancelled (cancelled first, then started: still
+  // cancelled).
   void Bind(Op& op);
   void Rebind(Op& op);
   void Submit(Op& op);
   // Start, Cancel or Join of in-flight job number `k` (in submission order).
   void JobOp(size_t k, Op& op);
+
+ private:
+  const char* SlotState(uint8_t slot) const;
 };
 
 }  // namespace lifeline::handoff

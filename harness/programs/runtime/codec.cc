@@ -43,8 +43,10 @@ Dispatch DispatchFrom(const Json& j, Buffer&& buffer) {
   return d;
 }
 
-void PutExpect(Json& o, StatusCode expect) {
-  if (expect != StatusCode::kOk) o["model"] = {{"expect", StatusCodeName(expect)}};
+// An op's "model": its predicted status where it must fail, and the state it found (model.h).
+void PutModel(Json& o, StatusCode expect, const char* state) {
+  if (expect != StatusCode::kOk) o["model"]["expect"] = StatusCodeName(expect);
+  if (state != nullptr) o["model"]["state"] = state;
 }
 
 class EncoderCodec : public programs::Codec {
@@ -70,7 +72,7 @@ class EncoderCodec : public programs::Codec {
         case EncoderOpKind::kDestroyContext: o["context"] = RefText(op.context); break;
         default: break;
       }
-      PutExpect(o, op.expect);
+      PutModel(o, op.expect, op.state);
       j["ops"].push_back(o);
     }
     return programs::ProgramText(j);
@@ -120,7 +122,7 @@ class ReclaimCodec : public programs::Codec {
           break;
         default: break;
       }
-      PutExpect(o, op.expect);
+      PutModel(o, op.expect, op.state);
       j["ops"].push_back(o);
     }
     return programs::ProgramText(j);

@@ -58,6 +58,8 @@ struct EncoderOp {
   int n_cb = 1;          // kCreateContext, kSetThreads
   std::vector<Dispatch> frame;  // kCompute
   StatusCode expect = StatusCode::kOk;
+  // The state the model found the op's object in (the model's StateOf), for `lifeline coverage --states`.
+  const char* state = nullptr;
 };
 using EncoderProgram = std::vector<EncoderOp>;
 
@@ -97,6 +99,8 @@ struct ReclaimOp {
   bool purge = false;    // kDestroy
   Dispatch dispatch;     // kDispatch (n already clamped to the smallest operand)
   StatusCode expect = StatusCode::kOk;
+  // The state the model found the op's object in (the model's StateOf), for `lifeline coverage --states`.
+  const char* state = nullptr;
 };
 using ReclaimProgram = std::vector<ReclaimOp>;
 

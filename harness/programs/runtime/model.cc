@@ -44,14 +44,32 @@ bool EncoderModel::Legal(EncoderOpKind kind) const {
 
 void EncoderModel::Apply(EncoderOp& op) {
   switch (op.kind) {
-    case EncoderOpKind::kPushPool: ++depth; break;
-    case EncoderOpKind::kDrainPool: --depth; break;
-    case EncoderOpKind::kCreateContext: alive[op.context] = true; break;
-    case EncoderOpKind::kSetThreads:
-      if (op.n_cb == 0) op.expect = StatusCode::kInvalidArgument;
+    case EncoderOpKind::kPushPool:
+      op.state = depth == 0 ? "no-pool" : "in-pool";
+      ++depth;
       break;
-    case EncoderOpKind::kCompute: break;
-    case EncoderOpKind::kDestroyContext: alive[op.context] = false; break;
+    case EncoderOpKind::kDrainPool:
+      op.state = "empty";
+      for (int c = 0; c < kMaxContexts; ++c) {
+        if (!alive[c] || pool_drained[c] || created_depth[c] < depth) continue;
+        op.state = "holds-contexts";
+        pool_drained[c] = true;
+      }
+      --depth;
+      break;
+    case EncoderOpKind::kCreateContext:
+      op.state = depth == 1 ? "one-pool" : "nested-pools";
+      alive[op.context] = true;
+      created_depth[op.context] = depth;
+      pool_drained[op.context] = false;
+      break;
+    case EncoderOpKind::kSetThreads:
+    case EncoderOpKind::kCompute:
+    case EncoderOpKind::kDestroyContext:
+      op.state = pool_drained[op.context] ? "pool-drained" : "pool-live";
+      if (op.kind == EncoderOpKind::kSetThreads && op.n_cb == 0) op.expect = StatusCode::kInvalidArgument;
+      if (op.kind == EncoderOpKind::kDestroyContext) alive[op.context] = false;
+      break;
   }
 }
 
@@ -68,6 +86,22 @@ bool ReclaimModel::Legal(ReclaimOpKind kind) const {
 }
 
 void ReclaimModel::Apply(ReclaimOp& op) {
+  auto buffer_state = [&](uint8_t slot) {
+    static const char* const kStates[2][2] = {{"uncaptured/off", "uncaptured/on"}, {"captured/off", "captured/on"}};
+    return kStates[captured[slot]][capture];
+  };
+  switch (op.kind) {
+    case ReclaimOpKind::kCreate: op.state = capture ? "on" : "off"; break;
+    case ReclaimOpKind::kCaptureOn:
+    case ReclaimOpKind::kCaptureOff: {
+      op.state = "none-captured";
+      for (int b = 0; b < kReclaimSlots; ++b)
+        if (alive[b] && captured[b]) op.state = "captured-live";
+      break;
+    }
+    case ReclaimOpKind::kDispatch: op.state = buffer_state(op.dispatch.out); break;
+    default: op.state = buffer_state(op.slot); break;
+  }
   switch (op.kind) {
     case ReclaimOpKind::kCreate:
       if (op.floats == 0) {  // the invalid request: the buffer is refused and the slot stays free
@@ -76,6 +110,7 @@ void ReclaimModel::Apply(ReclaimOp& op) {
       }
       alive[op.slot] = true;
       floats[op.slot] = op.floats;
+      captured[op.slot] = capture;
       break;
     case ReclaimOpKind::kDestroy: alive[op.slot] = false; break;
     case ReclaimOpKind::kCaptureOn: capture = true; break;

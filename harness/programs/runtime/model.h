@@ -14,11 +14,16 @@ namespace lifeline::rtprog {
 struct EncoderModel {
   int depth = 0;                   // transient pools on the stack
   bool alive[kMaxContexts] = {};   // context slots
+  int created_depth[kMaxContexts] = {};  // the pool depth each live context was created at
+  bool pool_drained[kMaxContexts] = {};  // ... and whether that pool has drained since
 
   std::vector<uint8_t> Live() const;
   int FreeSlot() const;            // the lowest free context slot, or -1
   bool Legal(EncoderOpKind kind) const;
-  // Records `op` (operands decoded) and fills its prediction.
+  // Records `op` (operands decoded) and fills its prediction and its `state`, the state of what it acts on
+  // before it acts, as `lifeline coverage --states` counts them (states.txt beside this file): a push finds no
+  // pool or one; a drain finds live contexts created in its pool (holds-contexts) or none (empty); a create
+  // runs in one pool or nested ones; an op on a context finds the pool it was created in live or drained.
   void Apply(EncoderOp& op);
 };
 
@@ -26,10 +31,14 @@ struct ReclaimModel {
   bool alive[kReclaimSlots] = {};
   uint32_t floats[kReclaimSlots] = {};
   bool capture = false;
+  bool captured[kReclaimSlots] = {};  // the live buffer was created while capture was on
 
   std::vector<uint8_t> Live() const;
   int FreeSlot() const;            // the lowest free buffer slot, or -1
   bool Legal(ReclaimOpKind kind) const;
+  // As EncoderModel::Apply. States: an op on a buffer (a dispatch: on its output) finds it created while
+  // capture was on or not, and capture on or off now (captured/on, uncaptured/off, ...); a create finds
+  // capture on or off; the capture switches find live buffers created under capture or none.
   void Apply(ReclaimOp& op);
 };
 

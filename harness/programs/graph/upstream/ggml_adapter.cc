@@ -29,6 +29,7 @@ class GgmlAdapter final : public GgmlGraphAdapter {
   void BindPreallocated(ggml_tensor* t, int g, int i) override {
     t->data = book().tensor(g, i)->data;  // memory from outside, no backend buffer
   }
+  bool PlacesWeights() const override { return true; }
   void* HostAddress(const ggml_tensor* t) override { return t->data; }
   int AllocatorOf(ggml_backend_buffer_t b) override {
     return internal::HostAllocatorOf(b);

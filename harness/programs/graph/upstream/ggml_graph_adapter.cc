@@ -3,6 +3,7 @@
 #include "harness/programs/graph/upstream/ggml_graph_adapter.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -12,6 +13,7 @@
 
 #include "core/check.h"
 #include "core/guards.h"
+#include "harness/programs/common/describe.h"
 #include "layers/alloc/eval.h"
 
 namespace lifeline::graphs::internal {
@@ -383,8 +385,93 @@ Instance* GgmlGraphAdapter::Build(int g, bool detached) {
   for (Tensor* out : book_.Outputs(g)) {
     ggml_build_forward_expand(inst->graph, Make(*inst, g, book_.IndexOf(g, out), detached));
   }
+  if (inst->weights_ctx != nullptr) PlaceWeights(*inst, g);
   instances_.push_back(std::move(inst));
   return instances_.back().get();
+}
+
+// Program::weights: the build's pre-allocated leafs are placed as llama.cpp places a model's weights, all of a
+// context at once: on even graphs by ggml_backend_alloc_ctx_tensors_from_buft with a host buffer type whose
+// max_size is the largest leaf's padded size, so that leafs that do not fit one buffer together are split into
+// chunks (alloc_tensor_range and a ggml_tallocr per chunk, a multi-buffer over them); on odd graphs by
+// ggml_backend_alloc_ctx_tensors on the CPU backend (its own buffer type, one buffer). Then they get the book's
+// bytes. Oracles (ggml-alloc.h, ggml-backend.h): the buffer's size is what ggml_backend_alloc_ctx_tensors_from_buft_size
+// said beforehand; every weight lies inside its own chunk, which is no larger than the type's max_size; no two
+// overlap; the chunks are as many as the greedy split the header describes makes; the usage set on the whole
+// buffer reaches every chunk (ggml_backend_buffer_set_usage on a multi-buffer).
+void GgmlGraphAdapter::PlaceWeights(Instance& inst, int g) {
+  const std::string what = "the weights of g" + std::to_string(g);
+  std::vector<ggml_tensor*> w;
+  for (ggml_tensor* t = ggml_get_first_tensor(inst.weights_ctx); t != nullptr; t = ggml_get_next_tensor(inst.weights_ctx, t))
+    w.push_back(t);
+  LIFELINE_CHECK(w.size() == inst.weight_index.size(), what + ": the weights context holds other tensors");
+  const bool chunked = g % 2 == 0;
+  ggml_backend_buffer_type_t buft = ggml_backend_get_default_buffer_type(Cpu());
+  size_t max_size = SIZE_MAX;
+  size_t chunks = 1;
+  if (chunked) {
+    alloc::BufferSpec spec;
+    spec.alignment = kWeightsAlignment;
+    HostBufferType* type = HostTypeFor(kWeightsAllocator, spec);
+    max_size = 0;
+    for (const ggml_tensor* t : w) max_size = std::max(max_size, GGML_PAD(ggml_nbytes(t), kWeightsAlignment));
+    type->max_size = max_size;  // this build's; the type serves one call at a time
+    buft = &type->buft;
+    size_t cur = 0;  // ggml_backend_alloc_ctx_tensors_from_buft_impl's split, as ggml-alloc.c's comments give it
+    chunks = 0;
+    for (const ggml_tensor* t : w) {
+      const size_t size = GGML_PAD(ggml_nbytes(t), kWeightsAlignment);
+      if (cur > 0 && cur + size > max_size) {
+        ++chunks;
+        cur = size;
+      } else {
+        cur += size;
+      }
+    }
+    if (cur > 0) ++chunks;
+  }
+  const size_t expected = ggml_backend_alloc_ctx_tensors_from_buft_size(inst.weights_ctx, buft);
+  inst.weights = chunked ? ggml_backend_alloc_ctx_tensors_from_buft(inst.weights_ctx, buft)
+                         : ggml_backend_alloc_ctx_tensors(inst.weights_ctx, Cpu());
+  LIFELINE_CHECK(inst.weights != nullptr, what + ": ggml_backend_alloc_ctx_tensors" + (chunked ? "_from_buft" : "") +
+                                              " returned null for " + std::to_string(w.size()) + " tensors");
+  LIFELINE_CHECK(ggml_backend_buffer_get_size(inst.weights) == expected,
+                 what + ": a buffer of " + std::to_string(ggml_backend_buffer_get_size(inst.weights)) +
+                     " bytes where ggml_backend_alloc_ctx_tensors_from_buft_size said " + std::to_string(expected));
+  ggml_backend_buffer_set_usage(inst.weights, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+  std::vector<ggml_backend_buffer_t> seen;
+  for (size_t a = 0; a < w.size(); ++a) {
+    const ggml_tensor* t = w[a];
+    LIFELINE_CHECK(t->buffer != nullptr && t->data != nullptr, what + ": " + std::string(t->name) + " was not placed");
+    const auto* base = static_cast<const uint8_t*>(ggml_backend_buffer_get_base(t->buffer));
+    const size_t size = ggml_backend_buffer_get_size(t->buffer);
+    const auto* lo = static_cast<const uint8_t*>(t->data);
+    LIFELINE_CHECK(lo >= base && lo + ggml_nbytes(t) <= base + size,
+                   what + ": a weight lies outside its buffer of " + std::to_string(size) + " bytes");
+    LIFELINE_CHECK(size <= max_size, what + ": a chunk of " + std::to_string(size) + " bytes, above the type's max_size " +
+                                         std::to_string(max_size));
+    LIFELINE_CHECK(ggml_backend_buffer_get_usage(t->buffer) == GGML_BACKEND_BUFFER_USAGE_WEIGHTS,
+                   what + ": the usage set on the whole buffer did not reach this weight's chunk");
+    for (size_t b = 0; b < a; ++b) {
+      const auto* other = static_cast<const uint8_t*>(w[b]->data);
+      LIFELINE_CHECK(lo + ggml_nbytes(t) <= other || other + ggml_nbytes(w[b]) <= lo,
+                     what + ": two weights share bytes");
+    }
+    if (std::find(seen.begin(), seen.end(), t->buffer) == seen.end()) seen.push_back(t->buffer);
+  }
+  LIFELINE_CHECK(seen.size() == chunks, what + ": " + std::to_string(w.size()) + " weights in " +
+                                            std::to_string(seen.size()) + " chunks where the split makes " +
+                                            std::to_string(chunks));
+  for (size_t a = 0; a < w.size(); ++a) {
+    const Tensor* m = book_.tensor(g, inst.weight_index[a]);
+    ggml_backend_tensor_set(w[a], m->data, 0, ggml_nbytes(w[a]));
+  }
+  if (programs::TraceRequested()) {
+    std::fprintf(stderr, "lifeline: %s: %zu tensors, %zu bytes in %zu buffer(s) (%s)\n", what.c_str(), w.size(),
+                 expected, seen.size(),
+                 chunked ? ("ggml_backend_alloc_ctx_tensors_from_buft, max_size " + std::to_string(max_size)).c_str()
+                         : "ggml_backend_alloc_ctx_tensors on the CPU backend");
+  }
 }
 
 ggml_tensor* GgmlGraphAdapter::Make(Instance& inst, int g, int i, bool detached) {
@@ -401,8 +488,19 @@ ggml_tensor* GgmlGraphAdapter::Make(Instance& inst, int g, int i, bool detached)
       if (spec.external_graph >= 0) {
         t = ggml_view_tensor(ctx, Source(spec.external_graph, spec.external_tensor, detached, ctx));
       } else {
-        t = ggml_new_tensor_4d(ctx, type, m->ne[0], m->ne[1], m->ne[2], m->ne[3]);
-        if (book_.preallocated(g, i)) {
+        const bool weight = book_.preallocated(g, i) && !detached && weights_;
+        if (weight && inst.weights_ctx == nullptr) {
+          ggml_init_params params{};
+          params.mem_size = ggml_tensor_overhead() * kMaxTensorsPerGraph;
+          params.no_alloc = true;
+          inst.weights_ctx = ggml_init(params);
+          LIFELINE_CHECK(inst.weights_ctx != nullptr, "ggml_init of a weights context failed");
+        }
+        // A weight lives in the weights context, as llama.cpp's model tensors do, and the graph reads it there.
+        t = ggml_new_tensor_4d(weight ? inst.weights_ctx : ctx, type, m->ne[0], m->ne[1], m->ne[2], m->ne[3]);
+        if (weight) {
+          inst.weight_index.push_back(i);  // placed with the others once the graph is built (PlaceWeights)
+        } else if (book_.preallocated(g, i)) {
           if (detached) {
             t->data = m->data;  // memory from outside, no backend buffer
           } else {

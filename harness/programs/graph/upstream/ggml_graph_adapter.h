@@ -27,6 +27,10 @@
 namespace lifeline::graphs::internal {
 
 inline constexpr size_t kGraphSize = 4 * kMaxTensorsPerGraph + 16;  // program tensors, ggml_cpy destinations
+// The host buffer type of the weights (Program::weights; HostTypeFor's allocator id, no allocator's) and its
+// alignment, ggml's CPU buffer alignment (TENSOR_ALIGNMENT).
+inline constexpr int kWeightsAllocator = -2;
+inline constexpr size_t kWeightsAlignment = 32;
 
 // ggml's CPU backend, once per process; ggml's log and abort hooks installed with it.
 ggml_backend_t Cpu();
@@ -81,6 +85,11 @@ struct Instance {
   ggml_context* ctx = nullptr;
   ggml_cgraph* graph = nullptr;
   std::vector<ggml_tensor*> t;  // per program tensor; null when not reachable from the outputs
+  // Program::weights: the build's pre-allocated leafs, in a context of their own (weights_ctx, program tensor
+  // index of each in weight_index) placed by ggml_backend_alloc_ctx_tensors* into `weights` (PlaceWeights).
+  ggml_context* weights_ctx = nullptr;
+  std::vector<int> weight_index;
+  ggml_backend_buffer_t weights = nullptr;
   ~Instance();
 };
 
@@ -93,6 +102,7 @@ class GgmlGraphAdapter : public AllocatorAdapter {
   Status SetOutput(int g, int t) override { return book_.SetOutput(g, t); }
   Status Rewire(int g, int node, int slot, int new_src) override { return book_.Rewire(g, node, slot, new_src); }
   Status SetPreallocated(int g, int t, bool on) override;
+  void PlaceWeightsInBuffers(bool on) override { weights_ = on && PlacesWeights(); }
   Status Reserve(int k, int g) override;
   Status Measure(int k, int g) override;
   Status AllocAndCompute(int k, int g) override;
@@ -131,13 +141,16 @@ class GgmlGraphAdapter : public AllocatorAdapter {
   // over this adapter's backend and ggml's CPU backend, instead of allocator k's gallocr. Scheduler(k)'s buffers
   // belong to allocator id SchedulerId(k) (AllocatorOf, Extents); Compute gets the scheduler to compute with.
   virtual bool SplitsCpuMarks() const { return false; }
+  // Whether this adapter places pre-allocated leafs as weights when the program asks (Program::weights).
+  virtual bool PlacesWeights() const { return false; }
   virtual ggml_backend_sched_t Scheduler(int /*k*/) { return nullptr; }
   static constexpr int SchedulerId(int k) { return kAllocators + k; }
 
   // Frees every gallocr and build; the book's graphs go too.
   void Release();
   const GraphBook& book() const { return book_; }
-  // One host buffer type per (allocator, alignment); allocator -1: the fresh-allocator oracle's.
+  // One host buffer type per (allocator, alignment); allocator -1: the fresh-allocator oracle's; kWeightsAllocator:
+  // the weights'.
   HostBufferType* HostTypeFor(int k, const alloc::BufferSpec& spec);
 
  private:
@@ -145,6 +158,7 @@ class GgmlGraphAdapter : public AllocatorAdapter {
   Status Place(int k, int g, Instance& inst, const std::string& what, int* rewired);
   ggml_tensor* Source(int h, int i, bool detached, ggml_context* ctx);
   Instance* Build(int g, bool detached = false);
+  void PlaceWeights(Instance& inst, int g);
   ggml_tensor* Make(Instance& inst, int g, int i, bool detached);
   void Mirror(int g, const Instance& inst, int id, const void* owner);
   bool Split(int g) const;
@@ -161,6 +175,7 @@ class GgmlGraphAdapter : public AllocatorAdapter {
   int FirstOfType(int k, int b) const;
 
   int64_t baseline_;
+  bool weights_ = false;  // Program::weights, where PlacesWeights()
   GraphBook book_;
   ggml_gallocr_t galloc_[kAllocators] = {};
   int nbuf_[kAllocators] = {};

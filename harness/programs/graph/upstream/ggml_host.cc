@@ -301,6 +301,8 @@ SizingGraph::SizingGraph(size_t n) {
 SizingGraph::~SizingGraph() { ggml_free(ctx); }
 
 Instance::~Instance() {
+  if (weights != nullptr) ggml_backend_buffer_free(weights);  // a multi-buffer frees its chunks
+  if (weights_ctx != nullptr) ggml_free(weights_ctx);
   if (ctx != nullptr) ggml_free(ctx);
 }
 

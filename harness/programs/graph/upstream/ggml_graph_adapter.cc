@@ -237,13 +237,16 @@ Status GgmlGraphAdapter::AllocAndCompute(int k, int g) {
   const void* owner = split ? static_cast<const void*>(sched) : galloc_[k];
   const int id = split ? SchedulerId(k) : k;
   alloc::Graph placed;
+  alloc::Graph executed;  // a split graph's nodes in the order the scheduler placed and runs them
   if (split) {
     // The program's order, taken before placing: the scheduler hands each backend a view of the build's node
     // array, and ggml-vulkan's graph_optimize reorders it in place. The reference runs in the order the
-    // program built (what the graph means); the backend in whatever order the optimizer chose.
+    // program built (what the graph means); the backend in whatever order the optimizer chose, which the node
+    // array holds once the scheduler has placed the graph: the order its gallocr planned lifetimes for.
     placed = InGgmlOrder(*inst, mirror.value(), g);
     LIFELINE_RETURN_IF_ERROR(PlaceSplit(k, g, &inst, what));
     Mirror(g, *inst, id, owner);
+    executed = InGgmlOrder(*inst, mirror.value(), g);
   } else {
     int rewired = -1;
     LIFELINE_RETURN_IF_ERROR(Place(k, g, *inst, what, &rewired));
@@ -275,9 +278,17 @@ Status GgmlGraphAdapter::AllocAndCompute(int k, int g) {
     FillLeaf(leaf, g, i);
     Upload(inst->t[i], leaf);
   }
-  // A split graph runs in the scheduler's order, which ggml-backend.cpp keeps to itself (the Vulkan backend's
-  // graph_optimize reorders each split); its liveness is not the program's, so the no-overlap oracle is left to
-  // the gallocr path, and the value oracles see what an overlap would do.
+  // A split graph runs in the scheduler's order (the splits one after the other, each as its backend's
+  // graph_optimize reordered it): no two program tensors live at once in that order may share bytes. A tensor
+  // read by a node on the other backend is read through the scheduler's copy, made when that node's split
+  // starts; the scheduler keeps the original until then (its input_dep nodes), so liveness by the program's
+  // edges is never longer than the scheduler's own. The scheduler's copies themselves are not program tensors
+  // and are not checked.
+  if (split) {
+    Status s = oracles::CheckNoLiveOverlap(executed, owner);
+    LIFELINE_CHECK(s.ok(), "ggml_backend_sched's placement of " + what + " (in the order it runs the splits): " +
+                               s.ToString());
+  }
   SetCpuThreads(cpu_threads_[k]);  // also for the CPU parts of a split graph, and the fresh-allocator oracle
   ComputeUnderOracles(placed, owner, Extents(id), outputs, [&] { Compute(inst->graph, what, sched); },
                       EqualityFor(g), /*check_overlap=*/!split);

@@ -166,6 +166,7 @@ class GgmlGraphAdapter : public AllocatorAdapter {
   ggml_backend_sched_t SchedulerFor(int k, int g, const Instance& inst);
   Status PlaceSplit(int k, int g, Instance** inst, const std::string& what);
   Status NoTensorWithoutMemory(int g, const Instance& inst) const;
+  void CheckSchedulerAnswers(int k, ggml_backend_sched_t sched, const Instance& inst, const std::string& what);
   void ForgetPlacementsBy(int k);
   alloc::Graph InGgmlOrder(const Instance& inst, const alloc::Graph& mirror, int g);
   Status CompareWithFreshAllocator(int g, const Instance& inst);

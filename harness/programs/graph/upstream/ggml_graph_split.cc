@@ -184,7 +184,49 @@ Status GgmlGraphAdapter::PlaceSplit(int k, int g, Instance** placed, const std::
       return ResourceExhausted("ggml_backend_sched_alloc_graph of " + what + " on one backend failed");
     }
   }
+  CheckSchedulerAnswers(k, sched, **placed, what);
   return NoTensorWithoutMemory(g, **placed);
+}
+
+// What the scheduler says of the graph it has just placed (ggml-backend.h's queries), against what it did:
+// get_n_backends is the 2 it was made with and get_n_copies 1 (it was made without pipeline parallelism); every
+// program tensor it placed (its own bytes, in one of its buffers) lies in a buffer of the type get_buffer_type
+// reports for the tensor's backend, no larger than the get_buffer_size it reports for that backend; and
+// get_n_splits is at least the number of runs of nodes on one backend in the order it runs them (view ops
+// aside: the split pass skips them).
+void GgmlGraphAdapter::CheckSchedulerAnswers(int k, ggml_backend_sched_t sched, const Instance& inst,
+                                             const std::string& what) {
+  const std::string of = "ggml_backend_sched, after placing " + what + ": ";
+  LIFELINE_CHECK(ggml_backend_sched_get_n_backends(sched) == 2,
+                 of + "get_n_backends says " + std::to_string(ggml_backend_sched_get_n_backends(sched)) + ", not 2");
+  LIFELINE_CHECK(ggml_backend_sched_get_n_copies(sched) == 1,
+                 of + "get_n_copies says " + std::to_string(ggml_backend_sched_get_n_copies(sched)) + ", not 1");
+  int runs = 0;
+  ggml_backend_t last = nullptr;
+  for (int i = 0; i < ggml_graph_n_nodes(inst.graph); ++i) {
+    ggml_tensor* n = ggml_graph_node(inst.graph, i);
+    if (IsViewOp(n->op)) continue;
+    ggml_backend_t b = ggml_backend_sched_get_tensor_backend(sched, n);
+    if (b != last) ++runs;
+    last = b;
+  }
+  const int splits = ggml_backend_sched_get_n_splits(sched);
+  LIFELINE_CHECK(splits >= runs, of + "get_n_splits says " + std::to_string(splits) + ", but its nodes run on " +
+                                     std::to_string(runs) + " stretches of one backend each");
+  for (ggml_tensor* t : inst.t) {
+    if (t == nullptr || t->view_src != nullptr || t->buffer == nullptr || AllocatorOf(t->buffer) != SchedulerId(k))
+      continue;
+    ggml_backend_t b = ggml_backend_sched_get_tensor_backend(sched, t);
+    LIFELINE_CHECK(b != nullptr, of + std::string(t->name) + " lies in its buffer but has no backend");
+    ggml_backend_buffer_type_t buft = ggml_backend_sched_get_buffer_type(sched, b);
+    LIFELINE_CHECK(ggml_backend_buffer_get_type(t->buffer) == buft,
+                   of + std::string(t->name) + " lies in a " + ggml_backend_buft_name(ggml_backend_buffer_get_type(t->buffer)) +
+                       " buffer, but get_buffer_type says " + ggml_backend_name(b) + "'s is " + ggml_backend_buft_name(buft));
+    LIFELINE_CHECK(ggml_backend_buffer_get_size(t->buffer) <= ggml_backend_sched_get_buffer_size(sched, b),
+                   of + std::string(t->name) + " lies in a buffer of " + std::to_string(ggml_backend_buffer_get_size(t->buffer)) +
+                       " bytes, but get_buffer_size says " + ggml_backend_name(b) + "'s are " +
+                       std::to_string(ggml_backend_sched_get_buffer_size(sched, b)));
+  }
 }
 
 }  // namespace lifeline::graphs::internal

@@ -316,7 +316,14 @@ class GgmlVulkanAdapter final : public GgmlGraphAdapter {
     if (sched != nullptr) {
       // With an eval callback that wants every node, the scheduler computes one node per submission.
       if (one_by_one) ggml_backend_sched_set_eval_callback(sched, [](ggml_tensor*, bool, void*) { return true; }, nullptr);
-      st = ggml_backend_sched_graph_compute(sched, graph);
+      // As llama.cpp computes (llama_context::graph_compute, then a synchronize before reading outputs) on every
+      // other build; ggml_backend_sched_graph_compute on the rest.
+      if (++sched_computes_ % 2 == 0) {
+        st = ggml_backend_sched_graph_compute_async(sched, graph);
+        ggml_backend_sched_synchronize(sched);
+      } else {
+        st = ggml_backend_sched_graph_compute(sched, graph);
+      }
       if (one_by_one) ggml_backend_sched_set_eval_callback(sched, nullptr, nullptr);
     } else if (one_by_one) {
       for (int i = 0; i < ggml_graph_n_nodes(graph) && st == GGML_STATUS_SUCCESS; ++i) {
@@ -401,6 +408,7 @@ class GgmlVulkanAdapter final : public GgmlGraphAdapter {
   uint64_t mark_ = 0;
   ObservedType types_[2 * kAllocators];
   ggml_backend_sched_t sched_[kAllocators] = {};
+  int sched_computes_ = 0;  // Compute with a scheduler: every other one through compute_async + synchronize
   std::map<std::pair<int, int>, ggml_backend_buffer_t> preallocated_;  // (graph, leaf) -> its own Vulkan buffer
 };
 

@@ -401,8 +401,8 @@ Instance* GgmlGraphAdapter::Build(int g, bool detached) {
   return instances_.back().get();
 }
 
-// Program::weights: the build's pre-allocated leafs are placed as llama.cpp places a model's weights, all of a
-// context at once: on even graphs by ggml_backend_alloc_ctx_tensors_from_buft with a host buffer type whose
+// Program::weights: a build's pre-allocated leafs that have no weight yet are placed as llama.cpp places a model's
+// weights, once, all of a context at once (later builds of the graph read the same tensors, Make): on even graphs by ggml_backend_alloc_ctx_tensors_from_buft with a host buffer type whose
 // max_size is the largest leaf's padded size, so that leafs that do not fit one buffer together are split into
 // chunks (alloc_tensor_range and a ggml_tallocr per chunk, a multi-buffer over them); on odd graphs by
 // ggml_backend_alloc_ctx_tensors on the CPU backend (its own buffer type, one buffer). Then they get the book's
@@ -473,9 +473,14 @@ void GgmlGraphAdapter::PlaceWeights(Instance& inst, int g) {
   LIFELINE_CHECK(seen.size() == chunks, what + ": " + std::to_string(w.size()) + " weights in " +
                                             std::to_string(seen.size()) + " chunks where the split makes " +
                                             std::to_string(chunks));
+  // The weights hold the leafs' bytes from now on, as a placement's tensors do (Mirror): the book follows them
+  // at once, also for a build that is only reserved or read through another graph's view (Source), so that
+  // every view of a leaf, whichever build it reads, lies inside what the book calls the leaf.
   for (size_t a = 0; a < w.size(); ++a) {
-    const Tensor* m = book_.tensor(g, inst.weight_index[a]);
+    Tensor* m = book_.tensor(g, inst.weight_index[a]);
     ggml_backend_tensor_set(w[a], m->data, 0, ggml_nbytes(w[a]));
+    m->data = w[a]->data;
+    weights_placed_[{g, inst.weight_index[a]}] = w[a];
   }
   if (programs::TraceRequested()) {
     std::fprintf(stderr, "lifeline: %s: %zu tensors, %zu bytes in %zu buffer(s) (%s)\n", what.c_str(), w.size(),
@@ -500,6 +505,14 @@ ggml_tensor* GgmlGraphAdapter::Make(Instance& inst, int g, int i, bool detached)
         t = ggml_view_tensor(ctx, Source(spec.external_graph, spec.external_tensor, detached, ctx));
       } else {
         const bool weight = book_.preallocated(g, i) && !detached && weights_;
+        auto placed_weight = weights_placed_.find({g, i});
+        if (weight && placed_weight != weights_placed_.end() && placed_weight->second->data == m->data) {
+          // Placed once, as llama.cpp's weights are: every later build reads the same tensor, until the leaf
+          // gets memory of another kind (a toggle gives the book a new block).
+          t = placed_weight->second;
+          if (m->input) ggml_set_input(t);
+          break;
+        }
         if (weight && inst.weights_ctx == nullptr) {
           ggml_init_params params{};
           params.mem_size = ggml_tensor_overhead() * kMaxTensorsPerGraph;
@@ -661,6 +674,7 @@ void GgmlGraphAdapter::Release() {
     a = nullptr;
   }
   placed_.clear();
+  weights_placed_.clear();
   placed_by_.clear();
   placed_split_.clear();
   instances_.clear();

@@ -188,6 +188,7 @@ class GgmlGraphAdapter : public AllocatorAdapter {
   std::vector<std::unique_ptr<HostBufferType>> host_types_;
   std::vector<std::unique_ptr<Instance>> instances_;
   std::map<std::pair<int, int>, ggml_tensor*> placed_;  // (graph, tensor) -> ggml tensor of its latest placement
+  std::map<std::pair<int, int>, ggml_tensor*> weights_placed_;  // (graph, leaf) -> its weight (Program::weights)
   std::map<int, bool> placed_split_;                    // graph -> whether its latest placement was split
   std::map<int, int> placed_by_;                        // graph -> the allocator of its latest placement
 };

@@ -371,6 +371,20 @@ def _reset(d: Path) -> None:
     d.mkdir(parents=True)
 
 
+def targets_and_sets(args, default_sets, known_sets, err) -> list[str]:
+    """Checks args.targets against the project's targets and returns the input sets --inputs names (default
+    `default_sets`), each one of `known_sets`; `err` makes the UsageError."""
+    known = source_targets()
+    for t in args.targets:
+        if t not in known:
+            raise err(f"unknown target '{t}' (known: {', '.join(known)})")
+    sets = [s for s in (args.inputs or ",".join(default_sets)).split(",") if s]
+    for s in sets:
+        if s not in known_sets:
+            raise err(f"--inputs: unknown input set '{s}' (known: {', '.join(known_sets)})")
+    return sets
+
+
 def cmd_coverage(args) -> int:
     if args.states:
         from .states import cmd_states
@@ -379,14 +393,7 @@ def cmd_coverage(args) -> int:
         return cmd_states(args)
     if args.check or args.build_dir:
         raise _err("--check and --build-dir go with --states")
-    known = source_targets()
-    for t in args.targets:
-        if t not in known:
-            raise _err(f"unknown target '{t}' (known: {', '.join(known)})")
-    sets = [s for s in (args.inputs or ",".join(INPUT_SETS)).split(",") if s]
-    for s in sets:
-        if s not in INPUT_SETS:
-            raise _err(f"--inputs: unknown input set '{s}' (known: {', '.join(INPUT_SETS)})")
+    sets = targets_and_sets(args, INPUT_SETS, INPUT_SETS, _err)
     if not sets and not args.corpus:
         raise _err("--inputs names no input set and no --corpus is given: nothing to replay")
     for d in args.corpus or []:

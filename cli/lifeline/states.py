@@ -29,7 +29,7 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
-from .paths import ROOT, fuzz_targets, source_targets
+from .paths import ROOT, fuzz_targets
 from .usage import UsageError
 
 GOLDEN_GLOB = "harness/programs/*/states*.txt"
@@ -155,14 +155,8 @@ def report(target: str, golden: Golden, counts: Counter, inputs: dict[str, int],
 
 
 def cmd_states(args) -> int:
-    known = source_targets()
-    for t in args.targets:
-        if t not in known:
-            raise _err(f"unknown target '{t}' (known: {', '.join(known)})")
-    sets = [s for s in (args.inputs or ",".join(DEFAULT_SETS)).split(",") if s]
-    for s in sets:
-        if s not in STATE_SETS:
-            raise _err(f"--inputs: unknown input set '{s}' (known: {', '.join(STATE_SETS)})")
+    from .coverage import targets_and_sets
+    sets = targets_and_sets(args, DEFAULT_SETS, STATE_SETS, _err)
     corpus = [Path(d) for d in args.corpus or []]
     for d in corpus:
         if not d.is_dir():

@@ -153,20 +153,27 @@ TEST(GraphDecoderGolden, TheAllocatorByteBit5LetsTheProgramUseMulMat) {
                            "#4 alloc+compute g0 with allocator 0\n");
 }
 
-// Bit 6 of allocator 0's byte asks the upstream adapters to place pre-allocated leafs as weights: it draws no
-// step, so the same bytes without it decode to the same steps; the program's JSON carries it both ways.
-TEST(GraphDecoderGolden, TheAllocatorByteBit6PlacesWeightsAndDrawsNoStep) {
+// Bits 6 and 7 of allocator 0's byte ask the upstream adapters to place pre-allocated leafs as weights and to
+// compute on one CPU thread pool: neither draws a step, so the same bytes without the bit decode to the same steps.
+void ExpectTheBitDrawsNoStep(uint8_t bit, bool Program::*flag, const std::string& said) {
   std::vector<uint8_t> b = {0x00, 0x03, 0x07, 0x00, 0x01, 0x08, 0x01, 0x07, 0x01, 0x01, 0x03,
-                            0x00, 0x05, 0x00, 0x05, 0x50};
+                            0x00, 0x05, 0x00, 0x05, static_cast<uint8_t>(0x10 | bit)};
   const Program p = Decode(b.data(), b.size());
-  EXPECT_TRUE(p.weights);
-  b.back() &= static_cast<uint8_t>(~0x40);
+  EXPECT_TRUE(p.*flag);
+  b.back() &= static_cast<uint8_t>(~bit);
   const Program q = Decode(b.data(), b.size());
-  EXPECT_FALSE(q.weights);
-  const std::string weights = " (pre-allocated leafs placed as weights)";
+  EXPECT_FALSE(q.*flag);
   std::string described = Describe(p);
-  ASSERT_NE(described.find(weights), std::string::npos) << described;
-  EXPECT_EQ(described.erase(described.find(weights), weights.size()), Describe(q));
+  ASSERT_NE(described.find(said), std::string::npos) << described;
+  EXPECT_EQ(described.erase(described.find(said), said.size()), Describe(q));
+}
+
+TEST(GraphDecoderGolden, TheAllocatorByteBit6PlacesWeightsAndDrawsNoStep) {
+  ExpectTheBitDrawsNoStep(0x40, &Program::weights, " (pre-allocated leafs placed as weights)");
+}
+
+TEST(GraphDecoderGolden, TheAllocatorByteBit7SharesOneCpuPoolAndDrawsNoStep) {
+  ExpectTheBitDrawsNoStep(0x80, &Program::shared_pool, " (one CPU thread pool for every compute)");
 }
 
 // An in-place op computes where its source's memory is: it never carries the mark, whatever its bytes.

@@ -441,6 +441,10 @@ class Writer:
             # Program::weights (harness/programs/graph/format.h): not written here yet.
             self.emit("/* the program placed its pre-allocated leafs as weights (ggml_backend_alloc_ctx_tensors*, "
                       "in chunks); this file gives each its own buffer instead */")
+        if self.program.get("shared_pool"):
+            # Program::shared_pool: not written here yet either.
+            self.emit("/* the program computed on one CPU thread pool for every thread count; this file makes one "
+                      "pool per count */")
         for op in ops:
             kind = op["op"]
             refused = (op.get("model") or {}).get("expect")

@@ -20,9 +20,9 @@ class AllocatorAdapter {
  public:
   virtual ~AllocatorAdapter() = default;
   virtual Status CreateAllocator(int k, const AllocatorSpec& spec) = 0;
-  // Program::weights, before the allocators are made: place every build's pre-allocated leafs as llama.cpp places
-  // weights. Adapters that place them otherwise ignore it (the stand-in, ggml-vulkan).
-  virtual void PlaceWeightsInBuffers(bool) {}
+  // Before the allocators are made: the program's options that draw no step (Program::weights, shared_pool).
+  // Adapters without such a thing ignore them (the stand-in).
+  virtual void Configure(const Program&) {}
   virtual Status AddTensor(int g, const TensorSpec& spec) = 0;
   virtual Status SetOutput(int g, int t) = 0;
   virtual Status Rewire(int g, int node, int slot, int new_src) = 0;

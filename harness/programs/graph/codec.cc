@@ -237,6 +237,7 @@ class GraphCodec : public programs::Codec {
       j["allocators"].push_back({{"buffers", buffers}, {"threads", a.cpu_threads}});
     }
     if (p.weights) j["weights"] = true;
+    if (p.shared_pool) j["shared_pool"] = true;
     for (size_t i = 0; i < p.steps.size(); ++i) j["ops"].push_back(StepJson(p.steps[i], i));
     return programs::ProgramText(j);
   }
@@ -254,6 +255,7 @@ class GraphCodec : public programs::Codec {
       target.allocators[k].cpu_threads = Get<int>(allocators[k], "threads");
     }
     target.weights = programs::GetOr<bool>(j, "weights", false);
+    target.shared_pool = programs::GetOr<bool>(j, "shared_pool", false);
     programs::OpIds ids;
     target.steps.resize(j["ops"].size());
     programs::ReadOps(j, ids, [&](const Json& op, size_t i) {

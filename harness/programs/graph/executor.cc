@@ -45,7 +45,7 @@ Status Run(const Step& s, AllocatorAdapter& adapter) {
 void Execute(const Program& program, AllocatorAdapter& adapter) {
   programs::MaybePrintProgram(program.steps, DescribeAllocators(program));
   OpTraceScope trace(&program.steps, program.steps.size(), &programs::RenderOps<std::vector<Step>>);
-  adapter.PlaceWeightsInBuffers(program.weights);
+  adapter.Configure(program);
   for (int k = 0; k < kAllocators; ++k) {
     Status s = adapter.CreateAllocator(k, program.allocators[k]);
     LIFELINE_CHECK(s.ok(), "creating allocator " + std::to_string(k) + " failed: " + s.ToString());

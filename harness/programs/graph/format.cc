@@ -296,7 +296,7 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
     // One byte: bit 0 the buffer count (1 or 2), bits 1 and 2 the CPU threads (1 to 4). It reads the same byte
     // ConsumeIntegralInRange<int>(1, 2) read, and the same nothing once the bytes run out.
     // Allocator 0's bits 3, 4 and 5: whether the program may measure, use row ops and mul_mat (Program::measures,
-    // row_ops, mul_mats; set when encoding one that does); bit 6: Program::weights.
+    // row_ops, mul_mats; set when encoding one that does); bits 6 and 7: Program::weights, shared_pool.
     const uint8_t head = src.Full<uint8_t>([&] {
       if (want->buffers.empty() || want->buffers.size() > 2) throw Unencodable("an allocator has 1 or 2 buffers");
       if (want->cpu_threads < 1 || want->cpu_threads > kMaxCpuThreads) throw Unencodable("an allocator has 1 to 4 CPU threads");
@@ -306,7 +306,8 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
       };
       return static_cast<uint8_t>((want->buffers.size() - 1) | ((want->cpu_threads - 1) << 1) |
                                   (uses(StepKind::kMeasure) ? 8 : 0) | (uses(StepKind::kRowOp) ? 16 : 0) |
-                                  (uses(StepKind::kMatMul) ? 32 : 0) | (k == 0 && target->weights ? 64 : 0));
+                                  (uses(StepKind::kMatMul) ? 32 : 0) | (k == 0 && target->weights ? 64 : 0) |
+                                  (k == 0 && target->shared_pool ? 128 : 0));
     });
     const int n = 1 + (head & 1);
     p.allocators[k].cpu_threads = 1 + ((head >> 1) & 3);
@@ -315,6 +316,7 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
       p.row_ops = m.row_ops = (head & 16) != 0;
       p.mul_mats = m.mul_mats = (head & 32) != 0;
       p.weights = (head & 64) != 0;
+      p.shared_pool = (head & 128) != 0;
     }
     for (int b = 0; b < n; ++b) {
       alloc::BufferSpec spec;
@@ -403,7 +405,7 @@ Program Decode(const uint8_t* data, size_t size, const AllocatorRules& rules) {
 namespace {
 
 bool SameAllocators(const Program& a, const Program& b) {
-  if (a.weights != b.weights) return false;
+  if (a.weights != b.weights || a.shared_pool != b.shared_pool) return false;
   for (int k = 0; k < kAllocators; ++k) {
     const AllocatorSpec& x = a.allocators[k];
     const AllocatorSpec& y = b.allocators[k];
@@ -559,6 +561,7 @@ std::string DescribeAllocators(const Program& p) {
     if (k == 0 && p.row_ops) out += " (the program may use row ops)";
     if (k == 0 && p.mul_mats) out += " (the program may use mul_mat)";
     if (k == 0 && p.weights) out += " (pre-allocated leafs placed as weights)";
+    if (k == 0 && p.shared_pool) out += " (one CPU thread pool for every compute)";
     out += "\n";
   }
   return out;

@@ -289,7 +289,7 @@ Status GgmlGraphAdapter::AllocAndCompute(int k, int g) {
     LIFELINE_CHECK(s.ok(), "ggml_backend_sched's placement of " + what + " (in the order it runs the splits): " +
                                s.ToString());
   }
-  SetCpuThreads(cpu_threads_[k]);  // also for the CPU parts of a split graph, and the fresh-allocator oracle
+  SetCpuThreads(cpu_threads_[k], shared_pool_);  // also for the CPU parts of a split graph, and the fresh-allocator oracle
   ComputeUnderOracles(placed, owner, Extents(id), outputs, [&] { Compute(inst->graph, what, sched); },
                       EqualityFor(g), /*check_overlap=*/!split);
   placed_split_[g] = split;

@@ -39,7 +39,9 @@ ggml_backend_t Cpu();
 // ggml-cpu-threadpool-graph-count-shift on, replaced by a fresh one after 16,384 computes (ggml_host.cc).
 // At most max(2, the CPUs this process may run on) threads run: ggml's barrier spins (ggml_host.cc, CpuThreadsToRun).
 // LIFELINE_GGML_POOL_COMPUTES=<n>: each pool first computes a one-node graph n times when it is made.
-void SetCpuThreads(int requested);
+// `shared`: one pool of the most threads a compute may run for every count instead (Program::shared_pool), with
+// ggml_backend_cpu_set_n_threads saying how many of them this compute uses.
+void SetCpuThreads(int requested, bool shared = false);
 
 // A host buffer type with the program's alignment: blocks of this file, counted, NaN-filled.
 struct HostBufferType {
@@ -102,7 +104,10 @@ class GgmlGraphAdapter : public AllocatorAdapter {
   Status SetOutput(int g, int t) override { return book_.SetOutput(g, t); }
   Status Rewire(int g, int node, int slot, int new_src) override { return book_.Rewire(g, node, slot, new_src); }
   Status SetPreallocated(int g, int t, bool on) override;
-  void PlaceWeightsInBuffers(bool on) override { weights_ = on && PlacesWeights(); }
+  void Configure(const Program& program) override {
+    weights_ = program.weights && PlacesWeights();
+    shared_pool_ = program.shared_pool;
+  }
   Status Reserve(int k, int g) override;
   Status Measure(int k, int g) override;
   Status AllocAndCompute(int k, int g) override;
@@ -177,6 +182,7 @@ class GgmlGraphAdapter : public AllocatorAdapter {
 
   int64_t baseline_;
   bool weights_ = false;  // Program::weights, where PlacesWeights()
+  bool shared_pool_ = false;  // Program::shared_pool
   GraphBook book_;
   ggml_gallocr_t galloc_[kAllocators] = {};
   int nbuf_[kAllocators] = {};

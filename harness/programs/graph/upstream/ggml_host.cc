@@ -128,9 +128,11 @@ constexpr uint32_t kPoolRenewAt = 16384;  // half of 32,768; in the fuzz lane 7 
 struct CpuPool {
   ggml_threadpool_t pool = nullptr;
   uint32_t computes = 0;  // graphs computed on it: what ggml keeps in n_graph >> 16
+  int size = 0;           // its threads
 };
-CpuPool g_pools[kMaxCpuThreads + 1];
-int g_threads = 1;                                                  // as SetCpuThreads set it last
+CpuPool g_pools[kMaxCpuThreads + 1];  // one per thread count
+CpuPool g_shared_pool;                // Program::shared_pool: one for every count
+CpuPool* g_current = nullptr;         // the pool SetCpuThreads set last (null: 1 thread, no pool)
 ggml_status (*g_ggml_cpu_compute)(ggml_backend_t, ggml_cgraph*) = nullptr;  // ggml's own graph_compute
 
 // ggml's threads wait for each other in ggml_barrier (ggml-cpu.c) by spinning, never yielding: more threads
@@ -170,15 +172,15 @@ ggml_threadpool_t NewPool(int n) {
 }
 
 ggml_status CountedCompute(ggml_backend_t backend, ggml_cgraph* graph) {
-  CpuPool& p = g_pools[g_threads];
-  if (p.pool != nullptr) {  // 1 thread: no pool, ggml makes (and frees) one for this compute alone
+  if (g_current != nullptr) {  // 1 thread without a shared pool: ggml makes (and frees) one for this compute alone
+    CpuPool& p = *g_current;
     if (p.computes >= kPoolRenewAt && GuardHolds(Guard::kGgmlCpuThreadpoolGraphCountShift, [&] {
-          return "the " + std::to_string(g_threads) + "-thread pool has computed " + std::to_string(p.computes) +
+          return "the " + std::to_string(p.size) + "-thread pool has computed " + std::to_string(p.computes) +
                  " graphs; ggml_graph_compute_kickoff's `(n_graph + 1) << 16` overflows an int at 32,768: a fresh "
                  "pool takes its place";
         })) {
       ggml_threadpool_t old = p.pool;
-      p.pool = NewPool(g_threads);
+      p.pool = NewPool(p.size);
       p.computes = 0;
       ggml_backend_cpu_set_threadpool(backend, p.pool);  // pauses the old pool, which is then free to go
       ggml_threadpool_free(old);
@@ -253,16 +255,19 @@ ggml_backend_t Cpu() {
   return cpu;
 }
 
-void SetCpuThreads(int requested) {
+void SetCpuThreads(int requested, bool shared) {
   LIFELINE_CHECK(requested >= 1 && requested <= kMaxCpuThreads, "cpu threads " + std::to_string(requested) +
                                                                     " out of 1.." + std::to_string(kMaxCpuThreads));
   const int n = CpuThreadsToRun(requested);  // why: above CpuThreadsToRun
   // The pools and why they are kept, and guard ggml-cpu-threadpool-graph-count-shift: above CountedCompute.
-  const bool made = n > 1 && g_pools[n].pool == nullptr;
-  if (made) g_pools[n] = CpuPool{NewPool(n), 0};
-  ggml_backend_cpu_set_threadpool(Cpu(), n > 1 ? g_pools[n].pool : nullptr);
+  // Shared: one pool of the most threads any compute may run (ggml lets a compute use fewer: n_threads_cur).
+  const int size = shared ? CpuThreadsToRun(kMaxCpuThreads) : n;
+  CpuPool* p = shared ? &g_shared_pool : n > 1 ? &g_pools[n] : nullptr;
+  const bool made = p != nullptr && p->pool == nullptr;
+  if (made) *p = CpuPool{NewPool(size), 0, size};
+  ggml_backend_cpu_set_threadpool(Cpu(), p != nullptr ? p->pool : nullptr);
   ggml_backend_cpu_set_n_threads(Cpu(), n);
-  g_threads = n;
+  g_current = p;
   if (made) AgePool(PoolComputesFromEnvironment());
 }
 

@@ -153,14 +153,17 @@ TEST(GraphDecoderGolden, TheAllocatorByteBit5LetsTheProgramUseMulMat) {
                            "#4 alloc+compute g0 with allocator 0\n");
 }
 
-// Bits 6 and 7 of allocator 0's byte ask the upstream adapters to place pre-allocated leafs as weights and to
-// compute on one CPU thread pool: neither draws a step, so the same bytes without the bit decode to the same steps.
+// Bit 6 of allocator 0's byte asks the upstream adapters to place pre-allocated leafs as weights, and bit 0 of the
+// options byte that bit 7 announces (read after allocator 0's byte: the input's second-to-last) to compute on one
+// CPU thread pool. Neither draws a step: the same bytes without them decode to the same steps.
 void ExpectTheBitDrawsNoStep(uint8_t bit, bool Program::*flag, const std::string& said) {
   std::vector<uint8_t> b = {0x00, 0x03, 0x07, 0x00, 0x01, 0x08, 0x01, 0x07, 0x01, 0x01, 0x03,
                             0x00, 0x05, 0x00, 0x05, static_cast<uint8_t>(0x10 | bit)};
+  if (bit == 0x80) b.insert(b.end() - 1, 0x01);  // the options byte: shared_pool
   const Program p = Decode(b.data(), b.size());
   EXPECT_TRUE(p.*flag);
   b.back() &= static_cast<uint8_t>(~bit);
+  if (bit == 0x80) b.erase(b.end() - 2);
   const Program q = Decode(b.data(), b.size());
   EXPECT_FALSE(q.*flag);
   std::string described = Describe(p);
@@ -172,7 +175,7 @@ TEST(GraphDecoderGolden, TheAllocatorByteBit6PlacesWeightsAndDrawsNoStep) {
   ExpectTheBitDrawsNoStep(0x40, &Program::weights, " (pre-allocated leafs placed as weights)");
 }
 
-TEST(GraphDecoderGolden, TheAllocatorByteBit7SharesOneCpuPoolAndDrawsNoStep) {
+TEST(GraphDecoderGolden, TheOptionsByteBit0SharesOneCpuPoolAndDrawsNoStep) {
   ExpectTheBitDrawsNoStep(0x80, &Program::shared_pool, " (one CPU thread pool for every compute)");
 }
 

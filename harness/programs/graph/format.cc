@@ -296,7 +296,9 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
     // One byte: bit 0 the buffer count (1 or 2), bits 1 and 2 the CPU threads (1 to 4). It reads the same byte
     // ConsumeIntegralInRange<int>(1, 2) read, and the same nothing once the bytes run out.
     // Allocator 0's bits 3, 4 and 5: whether the program may measure, use row ops and mul_mat (Program::measures,
-    // row_ops, mul_mats; set when encoding one that does); bits 6 and 7: Program::weights, shared_pool.
+    // row_ops, mul_mats; set when encoding one that does); bit 6: Program::weights; bit 7: an options byte follows
+    // (read only then, so every input without the bit keeps its bytes' meaning): its bit 0 is Program::shared_pool,
+    // bits 1 to 7 are for options and kinds to come (written 0, read and ignored).
     const uint8_t head = src.Full<uint8_t>([&] {
       if (want->buffers.empty() || want->buffers.size() > 2) throw Unencodable("an allocator has 1 or 2 buffers");
       if (want->cpu_threads < 1 || want->cpu_threads > kMaxCpuThreads) throw Unencodable("an allocator has 1 to 4 CPU threads");
@@ -309,6 +311,9 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
                                   (uses(StepKind::kMatMul) ? 32 : 0) | (k == 0 && target->weights ? 64 : 0) |
                                   (k == 0 && target->shared_pool ? 128 : 0));
     });
+    const uint8_t options = k == 0 && (head & 128) != 0 ? src.Full<uint8_t>([&] {
+      return static_cast<uint8_t>(target->shared_pool ? 1 : 0);
+    }) : 0;
     const int n = 1 + (head & 1);
     p.allocators[k].cpu_threads = 1 + ((head >> 1) & 3);
     if (k == 0) {
@@ -316,7 +321,7 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
       p.row_ops = m.row_ops = (head & 16) != 0;
       p.mul_mats = m.mul_mats = (head & 32) != 0;
       p.weights = (head & 64) != 0;
-      p.shared_pool = (head & 128) != 0;
+      p.shared_pool = (options & 1) != 0;
     }
     for (int b = 0; b < n; ++b) {
       alloc::BufferSpec spec;

@@ -101,8 +101,8 @@ inline constexpr int kMaxCpuThreads = 4;
 struct Program {
   AllocatorSpec allocators[kAllocators];
   // Bit 3 of allocator 0's byte: whether kMeasure may be drawn; bit 4: kRowOp; bit 5: kMatMul. Encoding sets
-  // each when a step needs it. Bits 6 (`weights`) and 7 (`shared_pool`) were cleared in every checked-in input
-  // before use.
+  // each when a step needs it. Bit 6 (`weights`) and bit 7 (an options byte follows) were cleared in every
+  // checked-in input before use.
   bool measures = false;
   bool row_ops = false;
   bool mul_mats = false;
@@ -110,10 +110,11 @@ struct Program {
   // own by ggml_backend_alloc_ctx_tensors* (AllocatorAdapter::Configure; ggml's CPU adapter only).
   // It draws no step: the program's JSON says it ("weights": true) and encoding sets it from there.
   bool weights = false;
-  // Bit 7: ggml's CPU backend computes every graph on one thread pool of the most threads it may run, each
-  // compute with its allocator's thread count, as llama.cpp uses one pool per context for decodes and batches
-  // of different thread counts (AllocatorAdapter::Configure; the upstream adapters). Without it, one pool per
-  // thread count. Draws no step either ("shared_pool": true).
+  // Bit 0 of the options byte (read only when bit 7 is set; format.cc): ggml's CPU backend computes every graph
+  // on one thread pool of the most threads it may run, each compute with its allocator's thread count, as
+  // llama.cpp uses one pool per context for decodes and batches of different thread counts
+  // (AllocatorAdapter::Configure; the upstream adapters). Without it, one pool per thread count. Draws no step
+  // either ("shared_pool": true).
   bool shared_pool = false;
   std::vector<Step> steps;
 };

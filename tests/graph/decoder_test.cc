@@ -156,10 +156,11 @@ TEST(GraphDecoderGolden, TheAllocatorByteBit5LetsTheProgramUseMulMat) {
 // Bit 6 of allocator 0's byte asks the upstream adapters to place pre-allocated leafs as weights, and bit 0 of the
 // options byte that bit 7 announces (read after allocator 0's byte: the input's second-to-last) to compute on one
 // CPU thread pool. Neither draws a step: the same bytes without them decode to the same steps.
-void ExpectTheBitDrawsNoStep(uint8_t bit, bool Program::*flag, const std::string& said) {
+// `option`: the options byte's value, with bit 7.
+void ExpectTheBitDrawsNoStep(uint8_t bit, bool Program::*flag, const std::string& said, uint8_t option = 0) {
   std::vector<uint8_t> b = {0x00, 0x03, 0x07, 0x00, 0x01, 0x08, 0x01, 0x07, 0x01, 0x01, 0x03,
                             0x00, 0x05, 0x00, 0x05, static_cast<uint8_t>(0x10 | bit)};
-  if (bit == 0x80) b.insert(b.end() - 1, 0x01);  // the options byte: shared_pool
+  if (bit == 0x80) b.insert(b.end() - 1, option);
   const Program p = Decode(b.data(), b.size());
   EXPECT_TRUE(p.*flag);
   b.back() &= static_cast<uint8_t>(~bit);
@@ -176,7 +177,11 @@ TEST(GraphDecoderGolden, TheAllocatorByteBit6PlacesWeightsAndDrawsNoStep) {
 }
 
 TEST(GraphDecoderGolden, TheOptionsByteBit0SharesOneCpuPoolAndDrawsNoStep) {
-  ExpectTheBitDrawsNoStep(0x80, &Program::shared_pool, " (one CPU thread pool for every compute)");
+  ExpectTheBitDrawsNoStep(0x80, &Program::shared_pool, " (one CPU thread pool for every compute)", 0x01);
+}
+
+TEST(GraphDecoderGolden, TheOptionsByteBit1ReusesGraphsAndDrawsNoStep) {
+  ExpectTheBitDrawsNoStep(0x80, &Program::reuse, " (graphs reused while unchanged)", 0x02);
 }
 
 // An in-place op computes where its source's memory is: it never carries the mark, whatever its bytes.

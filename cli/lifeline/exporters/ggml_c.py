@@ -445,6 +445,9 @@ class Writer:
             # Program::shared_pool: not written here yet either.
             self.emit("/* the program computed on one CPU thread pool for every thread count; this file makes one "
                       "pool per count */")
+        if self.program.get("reuse"):
+            self.emit("/* the program computed unchanged graphs again without building them anew (graph reuse); "
+                      "this file builds every placement */")
         for op in ops:
             kind = op["op"]
             refused = (op.get("model") or {}).get("expect")

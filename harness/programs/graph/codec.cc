@@ -238,6 +238,7 @@ class GraphCodec : public programs::Codec {
     }
     if (p.weights) j["weights"] = true;
     if (p.shared_pool) j["shared_pool"] = true;
+    if (p.reuse) j["reuse"] = true;
     for (size_t i = 0; i < p.steps.size(); ++i) j["ops"].push_back(StepJson(p.steps[i], i));
     return programs::ProgramText(j);
   }
@@ -256,6 +257,7 @@ class GraphCodec : public programs::Codec {
     }
     target.weights = programs::GetOr<bool>(j, "weights", false);
     target.shared_pool = programs::GetOr<bool>(j, "shared_pool", false);
+    target.reuse = programs::GetOr<bool>(j, "reuse", false);
     programs::OpIds ids;
     target.steps.resize(j["ops"].size());
     programs::ReadOps(j, ids, [&](const Json& op, size_t i) {

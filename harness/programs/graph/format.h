@@ -116,6 +116,11 @@ struct Program {
   // (AllocatorAdapter::Configure; the upstream adapters). Without it, one pool per thread count. Draws no step
   // either ("shared_pool": true).
   bool shared_pool = false;
+  // Bit 1 of the options byte: an alloc+compute of a graph whose placement is its allocator's last act, unchanged
+  // since and reading no other graph's bytes, computes the same build again with its inputs set anew, nothing
+  // built or allocated: llama.cpp's graph reuse (the upstream adapters; "reuse": true). The model is unchanged:
+  // such a step is legal either way.
+  bool reuse = false;
   std::vector<Step> steps;
 };
 

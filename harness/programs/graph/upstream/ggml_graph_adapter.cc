@@ -46,6 +46,7 @@ Status GgmlGraphAdapter::CreateAllocator(int k, const AllocatorSpec& spec) {
 }
 
 Status GgmlGraphAdapter::SetPreallocated(int g, int t, bool on) {
+  ++versions_[g];
   Status s = book_.SetPreallocated(g, t, on);
   if (!s.ok()) return s;
   // The tensor's memory changed, and with it what its views (in this graph) read: the next view of any
@@ -228,6 +229,9 @@ Status GgmlGraphAdapter::AllocAndCompute(int k, int g) {
       return FailedPrecondition(t->name + " views a tensor that its graph never placed");
     }
   }
+  if (reuse_ && last_[k].g == g && last_[k].version == versions_[g] && ViewedGraphs(g).empty()) {
+    return Recompute(k, g, outputs);
+  }
   ForgetPlacementsBy(k);
   Instance* inst = Build(g);
   const std::string what = "g" + std::to_string(g);
@@ -298,6 +302,31 @@ Status GgmlGraphAdapter::AllocAndCompute(int k, int g) {
   for (int i = 0; i < book_.size(g); ++i) {
     if (inst->t[i] != nullptr) placed_[{g, i}] = inst->t[i];
   }
+  last_[k] = LastPlacement{g, versions_[g], inst, placed, split};
+  return Status::Ok();
+}
+
+// Program::reuse: graph g, placed last by allocator k and unchanged since, computed again on the same build as
+// llama.cpp reuses a graph: its inputs set anew, nothing built, planned or allocated (a scheduler keeps its
+// placement too), every oracle of a compute checked again.
+Status GgmlGraphAdapter::Recompute(int k, int g, const std::vector<Tensor*>& outputs) {
+  const LastPlacement& last = last_[k];
+  Instance* inst = last.inst;
+  const std::string what = "g" + std::to_string(g) + " (reused)";
+  ggml_backend_sched_t sched = last.split ? Scheduler(k) : nullptr;
+  const void* owner = last.split ? static_cast<const void*>(sched) : galloc_[k];
+  const int id = last.split ? SchedulerId(k) : k;
+  if (programs::TraceRequested()) std::fprintf(stderr, "lifeline: %s: computed again as built and placed\n", what.c_str());
+  for (Tensor* leaf : last.placed.leafs) {
+    if (leaf->is_view() || leaf->owner != owner) continue;
+    const int i = book_.IndexOf(g, leaf);
+    FillLeaf(leaf, g, i);
+    Upload(inst->t[i], leaf);
+  }
+  SetCpuThreads(cpu_threads_[k], shared_pool_);
+  ComputeUnderOracles(last.placed, owner, Extents(id), outputs, [&] { Compute(inst->graph, what, sched); },
+                      EqualityFor(g), /*check_overlap=*/!last.split);
+  LIFELINE_CHECK_OK(CompareWithFreshAllocator(g, *inst));
   return Status::Ok();
 }
 
@@ -675,6 +704,8 @@ void GgmlGraphAdapter::Release() {
   }
   placed_.clear();
   weights_placed_.clear();
+  for (LastPlacement& last : last_) last = LastPlacement();
+  versions_.clear();
   placed_by_.clear();
   placed_split_.clear();
   instances_.clear();

@@ -100,13 +100,17 @@ class GgmlGraphAdapter : public AllocatorAdapter {
   ~GgmlGraphAdapter() override;
 
   Status CreateAllocator(int k, const AllocatorSpec& spec) override;
-  Status AddTensor(int g, const TensorSpec& spec) override { return book_.AddTensor(g, spec); }
-  Status SetOutput(int g, int t) override { return book_.SetOutput(g, t); }
-  Status Rewire(int g, int node, int slot, int new_src) override { return book_.Rewire(g, node, slot, new_src); }
+  Status AddTensor(int g, const TensorSpec& spec) override { ++versions_[g]; return book_.AddTensor(g, spec); }
+  Status SetOutput(int g, int t) override { ++versions_[g]; return book_.SetOutput(g, t); }
+  Status Rewire(int g, int node, int slot, int new_src) override {
+    ++versions_[g];
+    return book_.Rewire(g, node, slot, new_src);
+  }
   Status SetPreallocated(int g, int t, bool on) override;
   void Configure(const Program& program) override {
     weights_ = program.weights && PlacesWeights();
     shared_pool_ = program.shared_pool;
+    reuse_ = program.reuse;
   }
   Status Reserve(int k, int g) override;
   Status Measure(int k, int g) override;
@@ -164,6 +168,7 @@ class GgmlGraphAdapter : public AllocatorAdapter {
   ggml_tensor* Source(int h, int i, bool detached, ggml_context* ctx);
   Instance* Build(int g, bool detached = false);
   void PlaceWeights(Instance& inst, int g);
+  Status Recompute(int k, int g, const std::vector<alloc::Tensor*>& outputs);
   ggml_tensor* Make(Instance& inst, int g, int i, bool detached);
   void Mirror(int g, const Instance& inst, int id, const void* owner);
   bool Split(int g) const;
@@ -183,6 +188,17 @@ class GgmlGraphAdapter : public AllocatorAdapter {
   int64_t baseline_;
   bool weights_ = false;  // Program::weights, where PlacesWeights()
   bool shared_pool_ = false;  // Program::shared_pool
+  bool reuse_ = false;        // Program::reuse
+  // Program::reuse: what allocator k placed last, while that is its last act (ForgetPlacementsBy forgets it).
+  struct LastPlacement {
+    int g = -1;
+    uint64_t version = 0;
+    Instance* inst = nullptr;
+    alloc::Graph placed;
+    bool split = false;
+  };
+  LastPlacement last_[kAllocators];
+  std::map<int, uint64_t> versions_;  // graph -> edits so far (Program::reuse)
   GraphBook book_;
   ggml_gallocr_t galloc_[kAllocators] = {};
   int nbuf_[kAllocators] = {};

@@ -18,6 +18,7 @@ using alloc::Tensor;
 // never lets a placement view them: Model::AllocLegal; only plans may, and a plan of a view of an unplaced tensor
 // is what the program means.) Without split graphs gallocr reads no such buffer, and placements stay as they are.
 void GgmlGraphAdapter::ForgetPlacementsBy(int k) {
+  last_[k] = LastPlacement();  // allocator k acts again: what it placed last is no longer its last act
   if (!SplitsCpuMarks()) return;
   for (auto& [key, t] : placed_) {
     auto by = placed_by_.find(key.first);

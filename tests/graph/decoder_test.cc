@@ -184,6 +184,10 @@ TEST(GraphDecoderGolden, TheOptionsByteBit1ReusesGraphsAndDrawsNoStep) {
   ExpectTheBitDrawsNoStep(0x80, &Program::reuse, " (graphs reused while unchanged)", 0x02);
 }
 
+TEST(GraphDecoderGolden, TheOptionsByteBit2ChunksHostBuffersAndDrawsNoStep) {
+  ExpectTheBitDrawsNoStep(0x80, &Program::chunked, " (host buffers of at most 256 bytes)", 0x04);
+}
+
 // An in-place op computes where its source's memory is: it never carries the mark, whatever its bytes.
 TEST(GraphDecoder, NoInPlaceOpIsMarkedForTheCpu) {
   int marked = 0;

@@ -445,6 +445,9 @@ class Writer:
             # Program::shared_pool: not written here yet either.
             self.emit("/* the program computed on one CPU thread pool for every thread count; this file makes one "
                       "pool per count */")
+        if self.program.get("chunked"):
+            self.emit("/* the program's host buffer types said a maximum size of 256 bytes (gallocr in chunks); this "
+                      "file uses ggml_backend_cpu_buffer_type(), which has none */")
         if self.program.get("reuse"):
             self.emit("/* the program computed unchanged graphs again without building them anew (graph reuse); "
                       "this file builds every placement */")

@@ -239,6 +239,7 @@ class GraphCodec : public programs::Codec {
     if (p.weights) j["weights"] = true;
     if (p.shared_pool) j["shared_pool"] = true;
     if (p.reuse) j["reuse"] = true;
+    if (p.chunked) j["chunked"] = true;
     for (size_t i = 0; i < p.steps.size(); ++i) j["ops"].push_back(StepJson(p.steps[i], i));
     return programs::ProgramText(j);
   }
@@ -258,6 +259,7 @@ class GraphCodec : public programs::Codec {
     target.weights = programs::GetOr<bool>(j, "weights", false);
     target.shared_pool = programs::GetOr<bool>(j, "shared_pool", false);
     target.reuse = programs::GetOr<bool>(j, "reuse", false);
+    target.chunked = programs::GetOr<bool>(j, "chunked", false);
     programs::OpIds ids;
     target.steps.resize(j["ops"].size());
     programs::ReadOps(j, ids, [&](const Json& op, size_t i) {

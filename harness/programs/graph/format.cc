@@ -298,7 +298,8 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
     // Allocator 0's bits 3, 4 and 5: whether the program may measure, use row ops and mul_mat (Program::measures,
     // row_ops, mul_mats; set when encoding one that does); bit 6: Program::weights; bit 7: an options byte follows
     // (read only then, so every input without the bit keeps its bytes' meaning): its bit 0 is Program::shared_pool,
-    // bit 1 Program::reuse, bits 2 to 7 are for options and kinds to come (written 0, read and ignored).
+    // bit 1 Program::reuse, bit 2 Program::chunked, bits 3 to 7 are for options and kinds to come (written 0, read
+    // and ignored).
     const uint8_t head = src.Full<uint8_t>([&] {
       if (want->buffers.empty() || want->buffers.size() > 2) throw Unencodable("an allocator has 1 or 2 buffers");
       if (want->cpu_threads < 1 || want->cpu_threads > kMaxCpuThreads) throw Unencodable("an allocator has 1 to 4 CPU threads");
@@ -309,10 +310,10 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
       return static_cast<uint8_t>((want->buffers.size() - 1) | ((want->cpu_threads - 1) << 1) |
                                   (uses(StepKind::kMeasure) ? 8 : 0) | (uses(StepKind::kRowOp) ? 16 : 0) |
                                   (uses(StepKind::kMatMul) ? 32 : 0) | (k == 0 && target->weights ? 64 : 0) |
-                                  (k == 0 && (target->shared_pool || target->reuse) ? 128 : 0));
+                                  (k == 0 && (target->shared_pool || target->reuse || target->chunked) ? 128 : 0));
     });
     const uint8_t options = k == 0 && (head & 128) != 0 ? src.Full<uint8_t>([&] {
-      return static_cast<uint8_t>((target->shared_pool ? 1 : 0) | (target->reuse ? 2 : 0));
+      return static_cast<uint8_t>((target->shared_pool ? 1 : 0) | (target->reuse ? 2 : 0) | (target->chunked ? 4 : 0));
     }) : 0;
     const int n = 1 + (head & 1);
     p.allocators[k].cpu_threads = 1 + ((head >> 1) & 3);
@@ -323,6 +324,7 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
       p.weights = (head & 64) != 0;
       p.shared_pool = (options & 1) != 0;
       p.reuse = (options & 2) != 0;
+      p.chunked = (options & 4) != 0;
     }
     for (int b = 0; b < n; ++b) {
       alloc::BufferSpec spec;
@@ -411,7 +413,9 @@ Program Decode(const uint8_t* data, size_t size, const AllocatorRules& rules) {
 namespace {
 
 bool SameAllocators(const Program& a, const Program& b) {
-  if (a.weights != b.weights || a.shared_pool != b.shared_pool || a.reuse != b.reuse) return false;
+  if (a.weights != b.weights || a.shared_pool != b.shared_pool || a.reuse != b.reuse ||
+      a.chunked != b.chunked)
+    return false;
   for (int k = 0; k < kAllocators; ++k) {
     const AllocatorSpec& x = a.allocators[k];
     const AllocatorSpec& y = b.allocators[k];
@@ -569,6 +573,7 @@ std::string DescribeAllocators(const Program& p) {
     if (k == 0 && p.weights) out += " (pre-allocated leafs placed as weights)";
     if (k == 0 && p.shared_pool) out += " (one CPU thread pool for every compute)";
     if (k == 0 && p.reuse) out += " (graphs reused while unchanged)";
+    if (k == 0 && p.chunked) out += " (host buffers of at most " + std::to_string(kChunkedBufferBytes) + " bytes)";
     out += "\n";
   }
   return out;

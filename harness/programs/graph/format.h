@@ -97,6 +97,7 @@ struct AllocatorSpec {
   int cpu_threads = 1;
 };
 inline constexpr int kMaxCpuThreads = 4;
+inline constexpr size_t kChunkedBufferBytes = 256;  // Program::chunked
 
 struct Program {
   AllocatorSpec allocators[kAllocators];
@@ -121,6 +122,11 @@ struct Program {
   // built or allocated: llama.cpp's graph reuse (the upstream adapters; "reuse": true). The model is unchanged:
   // such a step is legal either way.
   bool reuse = false;
+  // Bit 2 of the options byte: the host buffer types of the program's allocators say a maximum size of
+  // kChunkedBufferBytes, so gallocr spreads a plan over several chunks, each a buffer of its own (ggml's
+  // CPU adapter; "chunked": true). Draws no step: gallocr chunks transparently, and a tensor larger than a
+  // chunk gets one of its own size.
+  bool chunked = false;
   std::vector<Step> steps;
 };
 

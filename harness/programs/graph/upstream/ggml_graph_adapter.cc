@@ -32,7 +32,10 @@ GgmlGraphAdapter::~GgmlGraphAdapter() { Release(); }
 
 Status GgmlGraphAdapter::CreateAllocator(int k, const AllocatorSpec& spec) {
   std::vector<ggml_backend_buffer_type_t> bufts;
-  for (const alloc::BufferSpec& b : spec.buffers) bufts.push_back(BufferTypeFor(k, b));
+  for (alloc::BufferSpec b : spec.buffers) {
+    if (chunked_) b.max_size = kChunkedBufferBytes;  // host buffer types only: ggml-vulkan's say their own
+    bufts.push_back(BufferTypeFor(k, b));
+  }
   bufts_[k] = bufts;
   galloc_[k] = ggml_gallocr_new_n(bufts.data(), static_cast<int>(bufts.size()));
   if (galloc_[k] == nullptr) return ResourceExhausted("ggml_gallocr_new_n returned null");

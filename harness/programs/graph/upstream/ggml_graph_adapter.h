@@ -111,6 +111,7 @@ class GgmlGraphAdapter : public AllocatorAdapter {
     weights_ = program.weights && PlacesWeights();
     shared_pool_ = program.shared_pool;
     reuse_ = program.reuse;
+    chunked_ = program.chunked;
   }
   Status Reserve(int k, int g) override;
   Status Measure(int k, int g) override;
@@ -189,6 +190,7 @@ class GgmlGraphAdapter : public AllocatorAdapter {
   bool weights_ = false;  // Program::weights, where PlacesWeights()
   bool shared_pool_ = false;  // Program::shared_pool
   bool reuse_ = false;        // Program::reuse
+  bool chunked_ = false;      // Program::chunked
   // Program::reuse: what allocator k placed last, while that is its last act (ForgetPlacementsBy forgets it).
   struct LastPlacement {
     int g = -1;

@@ -296,7 +296,8 @@ Status GgmlGraphAdapter::AllocAndCompute(int k, int g) {
     LIFELINE_CHECK(s.ok(), "ggml_backend_sched's placement of " + what + " (in the order it runs the splits): " +
                                s.ToString());
   }
-  SetCpuThreads(cpu_threads_[k], shared_pool_);  // also for the CPU parts of a split graph, and the fresh-allocator oracle
+  // Also for the CPU parts of a split graph, and the fresh-allocator oracle.
+  SetCpuThreads(cpu_threads_[k], shared_pool_);
   ComputeUnderOracles(placed, owner, Extents(id), outputs, [&] { Compute(inst->graph, what, sched); },
                       EqualityFor(g), /*check_overlap=*/!split);
   placed_split_[g] = split;
@@ -319,7 +320,9 @@ Status GgmlGraphAdapter::Recompute(int k, int g, const std::vector<Tensor*>& out
   ggml_backend_sched_t sched = last.split ? Scheduler(k) : nullptr;
   const void* owner = last.split ? static_cast<const void*>(sched) : galloc_[k];
   const int id = last.split ? SchedulerId(k) : k;
-  if (programs::TraceRequested()) std::fprintf(stderr, "lifeline: %s: computed again as built and placed\n", what.c_str());
+  if (programs::TraceRequested()) {
+    std::fprintf(stderr, "lifeline: %s: computed again as built and placed\n", what.c_str());
+  }
   for (Tensor* leaf : last.placed.leafs) {
     if (leaf->is_view() || leaf->owner != owner) continue;
     const int i = book_.IndexOf(g, leaf);
@@ -433,20 +436,23 @@ Instance* GgmlGraphAdapter::Build(int g, bool detached) {
   return instances_.back().get();
 }
 
-// Program::weights: a build's pre-allocated leafs that have no weight yet are placed as llama.cpp places a model's
-// weights, once, all of a context at once (later builds of the graph read the same tensors, Make): on even graphs by ggml_backend_alloc_ctx_tensors_from_buft with a host buffer type whose
-// max_size is the largest leaf's padded size, so that leafs that do not fit one buffer together are split into
-// chunks (alloc_tensor_range and a ggml_tallocr per chunk, a multi-buffer over them); on odd graphs by
-// ggml_backend_alloc_ctx_tensors on the CPU backend (its own buffer type, one buffer). Then they get the book's
-// bytes. Oracles (ggml-alloc.h, ggml-backend.h): the buffer's size is what ggml_backend_alloc_ctx_tensors_from_buft_size
-// said beforehand; every weight lies inside its own chunk, which is no larger than the type's max_size; no two
-// overlap; the chunks are as many as the greedy split the header describes makes; the usage set on the whole
-// buffer reaches every chunk (ggml_backend_buffer_set_usage on a multi-buffer).
+// Program::weights: a build's pre-allocated leafs that have no weight yet are placed as llama.cpp places a
+// model's weights, once, all of a context at once (later builds of the graph read the same tensors: Make). On
+// even graphs ggml_backend_alloc_ctx_tensors_from_buft places them with a host buffer type whose max_size is the
+// largest leaf's padded size, so leafs that do not fit one buffer together are split into chunks
+// (alloc_tensor_range and a ggml_tallocr per chunk, a multi-buffer over them); on odd graphs
+// ggml_backend_alloc_ctx_tensors places them on the CPU backend (its own buffer type, one buffer). Then they get
+// the book's bytes. Oracles (ggml-alloc.h, ggml-backend.h): the buffer's size is what
+// ggml_backend_alloc_ctx_tensors_from_buft_size said beforehand; every weight lies inside its own chunk, which
+// is no larger than the type's max_size; no two overlap; the chunks are as many as ggml-alloc.c's greedy split
+// makes; the usage set on the whole buffer reaches every chunk (ggml_backend_buffer_set_usage on a multi-buffer).
 void GgmlGraphAdapter::PlaceWeights(Instance& inst, int g) {
   const std::string what = "the weights of g" + std::to_string(g);
   std::vector<ggml_tensor*> w;
-  for (ggml_tensor* t = ggml_get_first_tensor(inst.weights_ctx); t != nullptr; t = ggml_get_next_tensor(inst.weights_ctx, t))
+  for (ggml_tensor* t = ggml_get_first_tensor(inst.weights_ctx); t != nullptr;
+       t = ggml_get_next_tensor(inst.weights_ctx, t)) {
     w.push_back(t);
+  }
   LIFELINE_CHECK(w.size() == inst.weight_index.size(), what + ": the weights context holds other tensors");
   const bool chunked = g % 2 == 0;
   ggml_backend_buffer_type_t buft = ggml_backend_get_default_buffer_type(Cpu());
@@ -491,8 +497,8 @@ void GgmlGraphAdapter::PlaceWeights(Instance& inst, int g) {
     const auto* lo = static_cast<const uint8_t*>(t->data);
     LIFELINE_CHECK(lo >= base && lo + ggml_nbytes(t) <= base + size,
                    what + ": a weight lies outside its buffer of " + std::to_string(size) + " bytes");
-    LIFELINE_CHECK(size <= max_size, what + ": a chunk of " + std::to_string(size) + " bytes, above the type's max_size " +
-                                         std::to_string(max_size));
+    LIFELINE_CHECK(size <= max_size, what + ": a chunk of " + std::to_string(size) +
+                                         " bytes, above the type's max_size " + std::to_string(max_size));
     LIFELINE_CHECK(ggml_backend_buffer_get_usage(t->buffer) == GGML_BACKEND_BUFFER_USAGE_WEIGHTS,
                    what + ": the usage set on the whole buffer did not reach this weight's chunk");
     for (size_t b = 0; b < a; ++b) {

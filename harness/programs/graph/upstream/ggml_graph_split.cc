@@ -220,13 +220,15 @@ void GgmlGraphAdapter::CheckSchedulerAnswers(int k, ggml_backend_sched_t sched, 
     ggml_backend_t b = ggml_backend_sched_get_tensor_backend(sched, t);
     LIFELINE_CHECK(b != nullptr, of + std::string(t->name) + " lies in its buffer but has no backend");
     ggml_backend_buffer_type_t buft = ggml_backend_sched_get_buffer_type(sched, b);
-    LIFELINE_CHECK(ggml_backend_buffer_get_type(t->buffer) == buft,
-                   of + std::string(t->name) + " lies in a " + ggml_backend_buft_name(ggml_backend_buffer_get_type(t->buffer)) +
-                       " buffer, but get_buffer_type says " + ggml_backend_name(b) + "'s is " + ggml_backend_buft_name(buft));
-    LIFELINE_CHECK(ggml_backend_buffer_get_size(t->buffer) <= ggml_backend_sched_get_buffer_size(sched, b),
-                   of + std::string(t->name) + " lies in a buffer of " + std::to_string(ggml_backend_buffer_get_size(t->buffer)) +
-                       " bytes, but get_buffer_size says " + ggml_backend_name(b) + "'s are " +
-                       std::to_string(ggml_backend_sched_get_buffer_size(sched, b)));
+    ggml_backend_buffer_type_t lies_in = ggml_backend_buffer_get_type(t->buffer);
+    LIFELINE_CHECK(lies_in == buft, of + std::string(t->name) + " lies in a " + ggml_backend_buft_name(lies_in) +
+                                        " buffer, but get_buffer_type says " + ggml_backend_name(b) + "'s is " +
+                                        ggml_backend_buft_name(buft));
+    const size_t size = ggml_backend_buffer_get_size(t->buffer);
+    const size_t said = ggml_backend_sched_get_buffer_size(sched, b);
+    LIFELINE_CHECK(size <= said, of + std::string(t->name) + " lies in a buffer of " + std::to_string(size) +
+                                     " bytes, but get_buffer_size says " + ggml_backend_name(b) + "'s are " +
+                                     std::to_string(said));
   }
 }
 

@@ -50,10 +50,11 @@ class Canary {
 // sign of zero included. kZeroSignFree: the same, except that +0.0 and -0.0 are equal; for a backend that
 // computes scale(x, s) as x * s + 0 (ggml-vulkan's scale shader), which turns -0.0 into +0.0 where ggml's
 // CPU backend and the reference keep x * s.
-// kClose: within 1% of the reference (absolute below 1), NaN equal to NaN; for graphs holding a row op (rms_norm,
-// soft_max), whose kernels in ggml (SIMD exp, other summation orders) and in the reference differ in the last
-// bits, and whose results a float16 copy may round either way. A placement that lets two live tensors share
-// bytes gives other values, not rounding.
+// kClose: within 1% of the reference (absolute below 1); where the reference is NaN, anything (the reference writes
+// NaN where the math is undefined or ill-conditioned: layers/alloc/tensor.h, kSoftMaxConditioned). For graphs
+// holding a row op or mul_mat, whose kernels in ggml (SIMD exp, other summation orders) and in the reference
+// differ in the last bits, and whose results a float16 copy may round either way. A placement that lets two live
+// tensors share bytes gives other values, not rounding.
 enum class Equality { kBits, kZeroSignFree, kClose };
 bool SameElement(float got, float want, Equality eq);
 

@@ -48,7 +48,15 @@ void EvaluateRows(Op op, const void* x, void* y, int64_t width, int64_t rows) {
       continue;
     }
     float max = -std::numeric_limits<float>::infinity();
-    for (int64_t i = 0; i < width; ++i) max = std::max(max, in(i));
+    bool conditioned = true;
+    for (int64_t i = 0; i < width; ++i) {
+      max = std::max(max, in(i));
+      conditioned = conditioned && std::fabs(in(i)) <= kSoftMaxConditioned;
+    }
+    if (!conditioned) {  // ill-conditioned (tensor.h): not compared
+      for (int64_t i = 0; i < width; ++i) out(i, std::numeric_limits<float>::quiet_NaN());
+      continue;
+    }
     double sum = 0.0;
     for (int64_t i = 0; i < width; ++i) {
       const float e = std::exp(in(i) - max);
@@ -114,12 +122,18 @@ Status Evaluate(const Graph& graph, const DataOf& data_of) {
         const int64_t rows_a = node->src[0]->nelements() / k;
         for (int64_t i = 0; i < n; ++i) {  // element i = (row n of b) * rows_a + (row m of a)
           const int64_t m = i % rows_a, nb = i / rows_a;
-          double sum = 0.0;
+          double sum = 0.0, magnitude = 0.0;
           for (int64_t j = 0; j < k; ++j) {
-            sum += static_cast<double>(LoadElement(DType::kF32, src[0], m * k + j)) *
-                   LoadElement(DType::kF32, src[1], nb * k + j);
+            const double term = static_cast<double>(LoadElement(DType::kF32, src[0], m * k + j)) *
+                                LoadElement(DType::kF32, src[1], nb * k + j);
+            sum += term;
+            magnitude += std::fabs(term);
           }
-          StoreElement(DType::kF32, dst, i, static_cast<float>(sum));
+          const float v = static_cast<float>(sum);
+          // Ill-conditioned (tensor.h), or past float's range in some summation order: not compared.
+          const bool conditioned = kMulMatRounding * magnitude <= 0.005 * std::max(1.0, std::fabs(sum)) &&
+                                   magnitude <= std::numeric_limits<float>::max();
+          StoreElement(DType::kF32, dst, i, conditioned ? v : std::numeric_limits<float>::quiet_NaN());
         }
         break;
       }

@@ -44,6 +44,13 @@ enum class Op : uint8_t {
   kMulMat,
 };
 inline constexpr float kRmsNormEps = 1e-6f;
+// Where the reference evaluator (eval.h) finds a result ill-conditioned, so that any backend's rounding of the
+// same math may move it past the comparison's 1% (Equality::kClose), it writes NaN: not compared. A soft_max row
+// holding an input of magnitude above kSoftMaxConditioned (inputs computed by other ops carry their rounding,
+// about 1e-5 of their magnitude, into exp's argument); a mul_mat element whose rounding bound,
+// kMulMatRounding times the sum of its terms' magnitudes, exceeds half the tolerance of its value.
+inline constexpr float kSoftMaxConditioned = 64.0f;
+inline constexpr double kMulMatRounding = 1e-6;
 const char* OpName(Op op);
 // Ops whose result may take a source's memory (allocator in-place reuse): the elementwise ones and the row ops.
 bool OpCanInplace(Op op);

@@ -79,6 +79,31 @@ TEST(Evaluate, RowOpsWorkRowByRow) {
   EXPECT_FLOAT_EQ(Values(soft)[3], 0.75f);
 }
 
+// Where a backend's rounding of the same math may move a result past kClose's 1%, the reference writes NaN (not
+// compared): a soft_max row holding an input above kSoftMaxConditioned in magnitude (a fuzzed mul_mat chain gave
+// ggml 1.0 where the reference had 0.5: two inputs near 3e38 that rounded apart), and a mul_mat element whose
+// terms cancel far below their own magnitude. Well-conditioned rows and elements keep their values.
+TEST(Evaluate, IllConditionedResultsAreNotCompared) {
+  Context ctx;
+  Hand hand;
+  Tensor* x = hand.Give(F32(ctx, {2, 2}, "x"));
+  const float xv[] = {100.0f, 99.0f, 1.0f, 2.0f};
+  std::memcpy(x->data, xv, sizeof xv);
+  Tensor* soft = hand.Give(Must(ctx.RowOp(Op::kSoftMax, x)));
+  Tensor* a = hand.Give(F32(ctx, {2, 1, 1, 2}, "a"));
+  Tensor* b = hand.Give(F32(ctx, {2, 1, 1, 1}, "b"));
+  const float av[] = {1e8f, -1e8f, 1.0f, 2.0f};
+  const float bv[] = {1.0f, 1.0f};
+  std::memcpy(a->data, av, sizeof av);
+  std::memcpy(b->data, bv, sizeof bv);
+  Tensor* p = hand.Give(Must(ctx.MulMat(a, b)));
+  ASSERT_TRUE(IsOk(Evaluate(Must(BuildGraph({soft, p})))));
+  EXPECT_TRUE(std::isnan(Values(soft)[0]) && std::isnan(Values(soft)[1]));
+  EXPECT_FLOAT_EQ(Values(soft)[3], 1.0f / (1.0f + std::exp(-1.0f)));
+  EXPECT_TRUE(std::isnan(Values(p)[0]));  // 1e8 - 1e8: rounding of 2e8 against a result of 0
+  EXPECT_EQ(Values(p)[1], 3.0f);
+}
+
 // mul_mat: [K, M] x [K, N] -> [M, N], element (m, n) the dot product of row m of the first and row n of the second.
 TEST(Evaluate, MulMatTakesDotProductsOfRows) {
   Context ctx;

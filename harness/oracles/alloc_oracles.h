@@ -66,10 +66,13 @@ class Differential {
   Status Check(Equality eq = Equality::kBits) const;
   // Whether the reference run itself succeeded (Check() reports it too).
   const Status& error() const { return error_; }
+  // Whether the reference fed an rms_norm an element whose float square is not finite (alloc::Evaluate).
+  bool nonfinite_rms_norm() const { return nonfinite_rms_norm_; }
 
  private:
   std::vector<std::pair<const alloc::Tensor*, std::vector<uint8_t>>> expected_;
   Status error_;
+  bool nonfinite_rms_norm_ = false;
 };
 
 }  // namespace lifeline::oracles

@@ -16,7 +16,10 @@ namespace lifeline::alloc {
 using DataOf = std::function<void*(const Tensor*)>;
 
 // Runs every node of `graph`. Fails (without touching memory) when a node or source has no memory.
-Status Evaluate(const Graph& graph, const DataOf& data_of);
+// `nonfinite_rms_norm`, when given, says whether an rms_norm read an element whose square is not a finite float
+// (infinite, NaN, or above 1.8e19 in magnitude): ggml's CPU kernel squares each element in float before it sums in
+// double, and asserts `scale > 0` when that sum is infinite (harness/programs/graph/graph_book.h).
+Status Evaluate(const Graph& graph, const DataOf& data_of, bool* nonfinite_rms_norm = nullptr);
 // The identity mapping: each tensor's own `data`.
 Status Evaluate(const Graph& graph);
 

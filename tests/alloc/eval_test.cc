@@ -104,6 +104,22 @@ TEST(Evaluate, IllConditionedResultsAreNotCompared) {
   EXPECT_EQ(Values(p)[1], 3.0f);
 }
 
+// Evaluate says when an rms_norm reads an element whose float square is not finite: ggml's CPU kernel squares in
+// float and asserts on the infinite sum, so the ggml adapters do not compute such a graph (graph_book.h).
+TEST(Evaluate, SaysWhenAnRmsNormSquareOverflowsFloat) {
+  for (const float big : {1e20f, std::numeric_limits<float>::infinity(), 1e19f}) {
+    Context ctx;
+    Hand hand;
+    Tensor* x = hand.Give(F32(ctx, {2, 1}, "x"));
+    const float xv[] = {big, 1.0f};
+    std::memcpy(x->data, xv, sizeof xv);
+    Tensor* norm = hand.Give(Must(ctx.RowOp(Op::kRmsNorm, x)));
+    bool nonfinite = false;
+    ASSERT_TRUE(IsOk(Evaluate(Must(BuildGraph({norm})), [](const Tensor* t) { return t->data; }, &nonfinite)));
+    EXPECT_EQ(nonfinite, big > 2e19f) << big;  // sqrt(FLT_MAX) is 1.84e19
+  }
+}
+
 // mul_mat: [K, M] x [K, N] -> [M, N], element (m, n) the dot product of row m of the first and row n of the second.
 TEST(Evaluate, MulMatTakesDotProductsOfRows) {
   Context ctx;

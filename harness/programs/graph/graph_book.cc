@@ -1,8 +1,10 @@
 #include "harness/programs/graph/graph_book.h"
 
+#include <cstdio>
 #include <string>
 
 #include "core/check.h"
+#include "harness/programs/common/describe.h"
 #include "layers/alloc/eval.h"
 
 namespace lifeline::graphs {
@@ -17,17 +19,25 @@ void FillLeaf(Tensor* t, int graph, int index) {
   for (int64_t i = 0; i < t->nelements(); ++i) alloc::StoreElement(t->type, t->data, i, LeafValue(graph, index, i));
 }
 
-void ComputeUnderOracles(const alloc::Graph& graph, const void* owner, const std::vector<oracles::BufferExtent>& buffers,
+bool ComputeUnderOracles(const alloc::Graph& graph, const void* owner, const std::vector<oracles::BufferExtent>& buffers,
                          const std::vector<Tensor*>& outputs, const std::function<void()>& compute,
-                         oracles::Equality eq, bool check_overlap) {
+                         oracles::Equality eq, bool check_overlap, bool refuse_nonfinite_rms_norm) {
   LIFELINE_CHECK_OK(oracles::CheckPlacedInsideBuffers(graph, owner, buffers));
   LIFELINE_CHECK_OK(oracles::CheckViewsInsideSources(graph));
   if (check_overlap) LIFELINE_CHECK_OK(oracles::CheckNoLiveOverlap(graph, owner));
   oracles::Canary canary(graph, owner);
   oracles::Differential differential(graph, owner, outputs);
+  if (refuse_nonfinite_rms_norm && differential.error().ok() && differential.nonfinite_rms_norm()) {
+    if (programs::TraceRequested()) {
+      std::fputs("lifeline: an rms_norm of this graph reads a value whose float square is not finite: not computed "
+                 "(ggml asserts)\n", stderr);
+    }
+    return false;
+  }
   compute();
   LIFELINE_CHECK_OK(canary.Check());
   LIFELINE_CHECK_OK(differential.Check(eq));
+  return true;
 }
 
 GraphBook::Graph& GraphBook::Get(int g) {

@@ -298,11 +298,12 @@ Status GgmlGraphAdapter::AllocAndCompute(int k, int g) {
   }
   // Also for the CPU parts of a split graph, and the fresh-allocator oracle.
   SetCpuThreads(cpu_threads_[k], shared_pool_);
-  ComputeUnderOracles(placed, owner, Extents(id), outputs, [&] { Compute(inst->graph, what, sched); },
-                      EqualityFor(g), /*check_overlap=*/!split);
+  const bool computed =
+      ComputeUnderOracles(placed, owner, Extents(id), outputs, [&] { Compute(inst->graph, what, sched); },
+                          EqualityFor(g), /*check_overlap=*/!split, /*refuse_nonfinite_rms_norm=*/true);
   placed_split_[g] = split;
   placed_by_[g] = k;
-  LIFELINE_CHECK_OK(CompareWithFreshAllocator(g, *inst));
+  if (computed) LIFELINE_CHECK_OK(CompareWithFreshAllocator(g, *inst));
   for (int i = 0; i < book_.size(g); ++i) {
     if (inst->t[i] != nullptr) placed_[{g, i}] = inst->t[i];
   }
@@ -330,9 +331,10 @@ Status GgmlGraphAdapter::Recompute(int k, int g, const std::vector<Tensor*>& out
     Upload(inst->t[i], leaf);
   }
   SetCpuThreads(cpu_threads_[k], shared_pool_);
-  ComputeUnderOracles(last.placed, owner, Extents(id), outputs, [&] { Compute(inst->graph, what, sched); },
-                      EqualityFor(g), /*check_overlap=*/!last.split);
-  LIFELINE_CHECK_OK(CompareWithFreshAllocator(g, *inst));
+  if (ComputeUnderOracles(last.placed, owner, Extents(id), outputs, [&] { Compute(inst->graph, what, sched); },
+                          EqualityFor(g), /*check_overlap=*/!last.split, /*refuse_nonfinite_rms_norm=*/true)) {
+    LIFELINE_CHECK_OK(CompareWithFreshAllocator(g, *inst));
+  }
   return Status::Ok();
 }
 

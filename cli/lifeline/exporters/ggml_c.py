@@ -29,6 +29,20 @@ from typing import Optional
 MAX_NAME = 32
 
 
+
+# The program options (harness/programs/graph/format.h: Program::weights, shared_pool, chunked, reuse) this
+# exporter does not write yet: the C says what the program did and what the file does instead.
+UNWRITTEN_OPTIONS = {
+    "weights": "the program placed its pre-allocated leafs as weights (ggml_backend_alloc_ctx_tensors*, in chunks); "
+               "this file gives each its own buffer instead",
+    "shared_pool": "the program computed on one CPU thread pool for every thread count; this file makes one pool per "
+                   "count",
+    "chunked": "the program's host buffer types said a maximum size of 256 bytes (gallocr in chunks); this file uses "
+               "ggml_backend_cpu_buffer_type(), which has none",
+    "reuse": "the program computed unchanged graphs again without building them anew (graph reuse); this file "
+             "builds every placement",
+}
+
 class Unexportable(ValueError):
     pass
 
@@ -437,20 +451,9 @@ class Writer:
         self.pool_aged = False
         placements = [op["id"] for op in ops if op["op"] in ("reserve", "alloc+compute")]
         last_placement = placements[-1] if placements else None
-        if self.program.get("weights"):
-            # Program::weights (harness/programs/graph/format.h): not written here yet.
-            self.emit("/* the program placed its pre-allocated leafs as weights (ggml_backend_alloc_ctx_tensors*, "
-                      "in chunks); this file gives each its own buffer instead */")
-        if self.program.get("shared_pool"):
-            # Program::shared_pool: not written here yet either.
-            self.emit("/* the program computed on one CPU thread pool for every thread count; this file makes one "
-                      "pool per count */")
-        if self.program.get("chunked"):
-            self.emit("/* the program's host buffer types said a maximum size of 256 bytes (gallocr in chunks); this "
-                      "file uses ggml_backend_cpu_buffer_type(), which has none */")
-        if self.program.get("reuse"):
-            self.emit("/* the program computed unchanged graphs again without building them anew (graph reuse); "
-                      "this file builds every placement */")
+        for option, what in UNWRITTEN_OPTIONS.items():
+            if self.program.get(option):
+                self.emit(f"/* {what} */")
         for op in ops:
             kind = op["op"]
             refused = (op.get("model") or {}).get("expect")

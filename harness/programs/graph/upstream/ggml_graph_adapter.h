@@ -170,6 +170,8 @@ class GgmlGraphAdapter : public AllocatorAdapter {
   Instance* Build(int g, bool detached = false);
   void PlaceWeights(Instance& inst, int g);
   Status Recompute(int k, int g, const std::vector<alloc::Tensor*>& outputs);
+  void FillAndCompute(int k, int g, Instance& inst, const alloc::Graph& placed, bool split,
+                      const std::vector<alloc::Tensor*>& outputs, const std::string& what);
   ggml_tensor* Make(Instance& inst, int g, int i, bool detached);
   void Mirror(int g, const Instance& inst, int id, const void* owner);
   bool Split(int g) const;

@@ -88,7 +88,8 @@ struct Instance {
   ggml_cgraph* graph = nullptr;
   std::vector<ggml_tensor*> t;  // per program tensor; null when not reachable from the outputs
   // Program::weights: the build's pre-allocated leafs, in a context of their own (weights_ctx, program tensor
-  // index of each in weight_index) placed by ggml_backend_alloc_ctx_tensors* into `weights` (PlaceWeights).
+  // index of each in weight_index) placed by ggml_backend_alloc_ctx_tensors* or a ggml_tallocr into `weights`
+  // (PlaceWeights).
   ggml_context* weights_ctx = nullptr;
   std::vector<int> weight_index;
   ggml_backend_buffer_t weights = nullptr;
@@ -169,6 +170,7 @@ class GgmlGraphAdapter : public AllocatorAdapter {
   ggml_tensor* Source(int h, int i, bool detached, ggml_context* ctx);
   Instance* Build(int g, bool detached = false);
   void PlaceWeights(Instance& inst, int g);
+  ggml_backend_buffer_t PlaceWithTallocr(const std::vector<ggml_tensor*>& w, const std::string& what);
   Status Recompute(int k, int g, const std::vector<alloc::Tensor*>& outputs);
   void FillAndCompute(int k, int g, Instance& inst, const alloc::Graph& placed, bool split,
                       const std::vector<alloc::Tensor*>& outputs, const std::string& what);
@@ -214,6 +216,7 @@ class GgmlGraphAdapter : public AllocatorAdapter {
   std::vector<std::unique_ptr<HostBufferType>> host_types_;
   std::vector<std::unique_ptr<Instance>> instances_;
   std::map<std::pair<int, int>, ggml_tensor*> placed_;  // (graph, tensor) -> ggml tensor of its latest placement
+  int sched_placements_ = 0;  // PlaceSplit: every other one is split alone first (ggml_backend_sched_split_graph)
   std::map<std::pair<int, int>, ggml_tensor*> weights_placed_;  // (graph, leaf) -> its weight (Program::weights)
   std::map<int, bool> placed_split_;                    // graph -> whether its latest placement was split
   std::map<int, int> placed_by_;                        // graph -> the allocator of its latest placement

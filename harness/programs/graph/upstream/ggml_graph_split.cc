@@ -147,11 +147,25 @@ Status GgmlGraphAdapter::PlaceSplit(int k, int g, Instance** placed, const std::
     *placed = Build(g);
   }
   shadow.Planned((*placed)->graph, what);  // before the scheduler rewires and reorders the build
+  // Every other placement is split alone first, as llama.cpp's graph_reserve(split_only) counts a graph's splits
+  // ("Split graph without allocating it", ggml-backend.h): on a build of its own, since splitting rewires a
+  // build's sources to the scheduler's copies. The placement's own split must then count as many.
+  int split_only = -1;
+  if (++sched_placements_ % 2 == 0) {
+    Instance& probe = *Build(g);
+    ggml_backend_sched_t sched = SchedulerFor(k, g, probe);
+    ggml_backend_sched_split_graph(sched, probe.graph);
+    split_only = ggml_backend_sched_get_n_splits(sched);
+  }
   Instance& inst = **placed;
   ggml_backend_sched_t sched = SchedulerFor(k, g, inst);
   if (!ggml_backend_sched_alloc_graph(sched, inst.graph)) {
     return ResourceExhausted("ggml_backend_sched_alloc_graph of " + what + " failed");
   }
+  LIFELINE_CHECK(split_only < 0 || ggml_backend_sched_get_n_splits(sched) == split_only,
+                 "ggml_backend_sched: " + what + " placed in " + std::to_string(ggml_backend_sched_get_n_splits(sched)) +
+                     " splits, but ggml_backend_sched_split_graph of the same graph with the same assignments made " +
+                     std::to_string(split_only));
   const ggml_tensor* writer = nullptr;
   for (int i = 0; i < ggml_graph_n_nodes(inst.graph) && writer == nullptr; ++i) {
     const ggml_tensor* t = ggml_graph_node(inst.graph, i);

@@ -14,16 +14,51 @@ namespace lifeline::graphs::internal {
 
 using alloc::Tensor;
 
+// The weights `w` placed by hand on the CPU backend (PlaceWeights, g3): a buffer of their padded sizes, a
+// ggml_tallocr on it, one ggml_tallocr_alloc each, checked call by call.
+ggml_backend_buffer_t GgmlGraphAdapter::PlaceWithTallocr(const std::vector<ggml_tensor*>& w, const std::string& what) {
+  ggml_backend_buffer_type_t buft = ggml_backend_get_default_buffer_type(Cpu());
+  const size_t align = ggml_backend_buft_get_alignment(buft);
+  size_t size = 0;
+  for (const ggml_tensor* t : w) size += GGML_PAD(ggml_backend_buft_get_alloc_size(buft, t), align);
+  ggml_backend_buffer_t buffer = ggml_backend_alloc_buffer(Cpu(), size);
+  LIFELINE_CHECK(buffer != nullptr, what + ": ggml_backend_alloc_buffer of " + std::to_string(size) + " bytes failed");
+  ggml_tallocr talloc = ggml_tallocr_new(buffer);
+  const auto* base = static_cast<const uint8_t*>(ggml_backend_buffer_get_base(buffer));
+  LIFELINE_CHECK(talloc.buffer == buffer && talloc.base == base && talloc.alignment == align && talloc.offset == 0,
+                 what + ": ggml_tallocr_new on a buffer of alignment " + std::to_string(align) +
+                     " starts at offset " + std::to_string(talloc.offset) + " with alignment " +
+                     std::to_string(talloc.alignment));
+  for (ggml_tensor* t : w) {
+    const size_t at = talloc.offset;
+    const ggml_status status = ggml_tallocr_alloc(&talloc, t);
+    LIFELINE_CHECK(status == GGML_STATUS_SUCCESS,
+                   what + ": ggml_tallocr_alloc of " + t->name + " returned " + ggml_status_to_string(status));
+    LIFELINE_CHECK(t->buffer == buffer && static_cast<const uint8_t*>(t->data) == base + at && at % align == 0,
+                   what + ": ggml_tallocr_alloc put " + t->name + " at offset " +
+                       std::to_string(static_cast<const uint8_t*>(t->data) - base) + " where the tallocr stood at " +
+                       std::to_string(at));
+  }
+  LIFELINE_CHECK(talloc.offset == size, what + ": the tensors took " + std::to_string(talloc.offset) +
+                                            " bytes of a buffer of their padded sizes, " + std::to_string(size));
+  return buffer;
+}
+
 // Program::weights: a build's pre-allocated leafs that have no weight yet are placed as llama.cpp places a
-// model's weights, once, all of a context at once (later builds of the graph read the same tensors: Make). On
-// even graphs ggml_backend_alloc_ctx_tensors_from_buft places them with a host buffer type whose max_size is the
-// largest leaf's padded size, so leafs that do not fit one buffer together are split into chunks
-// (alloc_tensor_range and a ggml_tallocr per chunk, a multi-buffer over them); on odd graphs
-// ggml_backend_alloc_ctx_tensors places them on the CPU backend (its own buffer type, one buffer). Then they get
-// the book's bytes. Oracles (ggml-alloc.h, ggml-backend.h): the buffer's size is what
+// model's weights, once, all of a context at once (later builds of the graph read the same tensors: Make). Three
+// ways, by graph:
+// - even graphs: ggml_backend_alloc_ctx_tensors_from_buft with a host buffer type whose max_size is the largest
+//   leaf's padded size, so leafs that do not fit one buffer together are split into chunks (alloc_tensor_range
+//   and a ggml_tallocr per chunk, a multi-buffer over them);
+// - g1: ggml_backend_alloc_ctx_tensors on the CPU backend (its own buffer type, one buffer);
+// - g3: by hand, as ggml's examples and older whisper.cpp place a model: one ggml_backend_alloc_buffer of the
+//   padded sizes summed, then ggml_tallocr_new on it and a ggml_tallocr_alloc per tensor.
+// Then they get the book's bytes. Oracles (ggml-alloc.h, ggml-backend.h): the buffer's size is what
 // ggml_backend_alloc_ctx_tensors_from_buft_size said beforehand; every weight lies inside its own chunk, which
 // is no larger than the type's max_size; no two overlap; the chunks are as many as ggml-alloc.c's greedy split
 // makes; the usage set on the whole buffer reaches every chunk (ggml_backend_buffer_set_usage on a multi-buffer).
+// By hand, also: every ggml_tallocr_alloc succeeds and puts its tensor at the tallocr's offset before the call,
+// an aligned one, in that buffer; the tensors fill the buffer exactly.
 void GgmlGraphAdapter::PlaceWeights(Instance& inst, int g) {
   const std::string what = "the weights of g" + std::to_string(g);
   std::vector<ggml_tensor*> w;
@@ -57,11 +92,16 @@ void GgmlGraphAdapter::PlaceWeights(Instance& inst, int g) {
     }
     if (cur > 0) ++chunks;
   }
+  const bool by_hand = !chunked && g % 4 == 3;
   const size_t expected = ggml_backend_alloc_ctx_tensors_from_buft_size(inst.weights_ctx, buft);
-  inst.weights = chunked ? ggml_backend_alloc_ctx_tensors_from_buft(inst.weights_ctx, buft)
-                         : ggml_backend_alloc_ctx_tensors(inst.weights_ctx, Cpu());
-  LIFELINE_CHECK(inst.weights != nullptr, what + ": ggml_backend_alloc_ctx_tensors" + (chunked ? "_from_buft" : "") +
-                                              " returned null for " + std::to_string(w.size()) + " tensors");
+  if (by_hand) {
+    inst.weights = PlaceWithTallocr(w, what);
+  } else {
+    inst.weights = chunked ? ggml_backend_alloc_ctx_tensors_from_buft(inst.weights_ctx, buft)
+                           : ggml_backend_alloc_ctx_tensors(inst.weights_ctx, Cpu());
+    LIFELINE_CHECK(inst.weights != nullptr, what + ": ggml_backend_alloc_ctx_tensors" + (chunked ? "_from_buft" : "") +
+                                                " returned null for " + std::to_string(w.size()) + " tensors");
+  }
   LIFELINE_CHECK(ggml_backend_buffer_get_size(inst.weights) == expected,
                  what + ": a buffer of " + std::to_string(ggml_backend_buffer_get_size(inst.weights)) +
                      " bytes where ggml_backend_alloc_ctx_tensors_from_buft_size said " + std::to_string(expected));
@@ -101,8 +141,9 @@ void GgmlGraphAdapter::PlaceWeights(Instance& inst, int g) {
   if (programs::TraceRequested()) {
     std::fprintf(stderr, "lifeline: %s: %zu tensors, %zu bytes in %zu buffer(s) (%s)\n", what.c_str(), w.size(),
                  expected, seen.size(),
-                 chunked ? ("ggml_backend_alloc_ctx_tensors_from_buft, max_size " + std::to_string(max_size)).c_str()
-                         : "ggml_backend_alloc_ctx_tensors on the CPU backend");
+                 chunked   ? ("ggml_backend_alloc_ctx_tensors_from_buft, max_size " + std::to_string(max_size)).c_str()
+                 : by_hand ? "ggml_tallocr_alloc in a ggml_backend_alloc_buffer of the CPU backend"
+                           : "ggml_backend_alloc_ctx_tensors on the CPU backend");
   }
 }
 

@@ -137,6 +137,14 @@ Status Evaluate(const Graph& graph, const DataOf& data_of, bool* nonfinite_rms_n
         }
         break;
       }
+      case Op::kTranspose: {
+        const int64_t rows = node->ne[0];  // the source's ne1
+        const int64_t cols = node->ne[3];  // the source's ne0
+        for (int64_t j = 0; j < cols; ++j) {
+          for (int64_t i = 0; i < rows; ++i) StoreElement(t, dst, j * rows + i, LoadElement(t, src[0], i * cols + j));
+        }
+        break;
+      }
       case Op::kRmsNorm:
       case Op::kSoftMax:
         if (node->op == Op::kRmsNorm && nonfinite_rms_norm != nullptr) {

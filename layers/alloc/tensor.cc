@@ -23,6 +23,7 @@ const char* OpName(Op op) {
     case Op::kRmsNorm: return "rms_norm";
     case Op::kSoftMax: return "soft_max";
     case Op::kMulMat: return "mul_mat";
+    case Op::kTranspose: return "transpose";
   }
   return "?";
 }
@@ -167,6 +168,19 @@ StatusOr<Tensor*> Context::MulMat(Tensor* a, Tensor* b) {
   t->op = Op::kMulMat;
   t->src[0] = a;
   t->src[1] = b;
+  return t;
+}
+
+StatusOr<Tensor*> Context::Transpose(Tensor* a) {
+  LIFELINE_RETURN_IF_ERROR(Check(a, "transpose source"));
+  if (a->ne[1] != 1 || a->ne[2] != 1) {
+    return InvalidArgument("transpose swaps the outermost and innermost dimensions of a [ne0, 1, 1, ne1] tensor, got " +
+                           Shape(a->ne));
+  }
+  int64_t ne[kMaxDims] = {a->ne[3], 1, 1, a->ne[0]};
+  LIFELINE_ASSIGN_OR_RETURN(Tensor* t, NewTensor(a->type, ne, kMaxDims));
+  t->op = Op::kTranspose;
+  t->src[0] = a;
   return t;
 }
 

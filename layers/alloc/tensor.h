@@ -42,6 +42,10 @@ enum class Op : uint8_t {
   // dst[n][m] = sum over k of src0[m][k] * src1[n][k] (ggml_mul_mat of the two as 2-D [K, M] and [K, N]
   // matrices): src0 [K, M], src1 [K, N], both float32, give a float32 [M, N]. Shapes here are [ne0, 1, 1, ne1].
   kMulMat,
+  // dst = src0 with its outermost and innermost dimensions swapped, contiguous: [ne0, 1, 1, ne1] gives
+  // [ne1, 1, 1, ne0], element (i, j) of the result element (j, i) of the source. Any type, kept. ggml builds it as
+  // a transposed or permuted view (not contiguous) made contiguous by ggml_cont.
+  kTranspose,
 };
 inline constexpr float kRmsNormEps = 1e-6f;
 // Where the reference evaluator (eval.h) finds a result ill-conditioned, so that any backend's rounding of the
@@ -98,6 +102,7 @@ class Context {
   StatusOr<Tensor*> Concat(Tensor* a, Tensor* b);
   StatusOr<Tensor*> RowOp(Op op, Tensor* a);  // kRmsNorm, kSoftMax: float32 only, same shape, never in place
   StatusOr<Tensor*> MulMat(Tensor* a, Tensor* b);  // kMulMat: float32 [K, M] and [K, N] give [M, N]
+  StatusOr<Tensor*> Transpose(Tensor* a);          // kTranspose: [ne0, 1, 1, ne1] gives [ne1, 1, 1, ne0]
   // Op kView: `ne` elements starting `offset` bytes into `a`; must lie inside a's bytes, and `offset`
   // must be a multiple of the element size.
   StatusOr<Tensor*> View(Tensor* a, const int64_t* ne, int ndims, size_t offset);

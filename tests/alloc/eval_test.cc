@@ -139,6 +139,28 @@ TEST(Evaluate, MulMatTakesDotProductsOfRows) {
   EXPECT_FALSE(ctx.MulMat(a, F32(ctx, {3, 1, 1, 2}, "c")).ok());  // rows of another length
 }
 
+// transpose: [ne0, 1, 1, ne1] -> [ne1, 1, 1, ne0], element (i, j) of the result element (j, i) of the source, in
+// either type (float16 values pass exactly).
+TEST(Evaluate, TransposeSwapsRowsAndColumns) {
+  Context ctx;
+  Hand hand;
+  Tensor* a = hand.Give(F32(ctx, {3, 1, 1, 2}, "a"));  // the program's [3, 2]: rows {1, 2, 3} and {4, 5, 6}
+  const float av[] = {1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f};
+  std::memcpy(a->data, av, sizeof av);
+  Tensor* t = hand.Give(Must(ctx.Transpose(a)));
+  EXPECT_EQ(t->ne[0], 2);
+  EXPECT_EQ(t->ne[3], 3);
+  Tensor* h = hand.Give(Must(ctx.Copy(a, DType::kF16)));
+  Tensor* th = hand.Give(Must(ctx.Transpose(h)));
+  EXPECT_EQ(th->type, DType::kF16);
+  Tensor* back = hand.Give(Must(ctx.Copy(th, DType::kF32)));
+  ASSERT_TRUE(IsOk(Evaluate(Must(BuildGraph({t, back})))));
+  EXPECT_EQ(Values(t), (std::vector<float>{1.0f, 4.0f, 2.0f, 5.0f, 3.0f, 6.0f}));
+  EXPECT_EQ(Values(back), Values(t));
+  const int64_t cube[] = {2, 2, 2, 1};
+  EXPECT_FALSE(ctx.Transpose(Must(ctx.NewTensor(DType::kF32, cube, 4))).ok());  // not [ne0, 1, 1, ne1]
+}
+
 TEST(Evaluate, RowOpsTakeFloat32Only) {
   Context ctx;
   Tensor* h = F32(ctx, {2, 2}, "h");

@@ -331,6 +331,22 @@ class GgmlCRowOps(unittest.TestCase):
         self.assertIn("struct ggml_tensor * rms_norm_x = ggml_rms_norm(ctx1, x, 1e-6f);", c)
         self.assertIn("output(gf1, ggml_soft_max(ctx1, rms_norm_x))", c)
 
+    def test_transpose_is_a_permuted_or_transposed_view_made_contiguous(self):
+        from lifeline.exporters import ggml_c
+        program = {"format": "graph", "allocators": [{"buffers": [32], "threads": 1}, {"buffers": [32], "threads": 1}],
+                   "ops": [{"id": 0, "op": "leaf", "graph": "#3", "type": "f32", "ne": [4, 2], "input": True,
+                            "preallocated": False},
+                           {"id": 1, "op": "transpose", "graph": "#3", "src": "#0", "via": "permute"},
+                           {"id": 2, "op": "transpose", "graph": "#3", "src": "#1", "via": "transpose"},
+                           {"id": 3, "op": "seal", "model": {"output": "#2"}},
+                           {"id": 4, "op": "alloc+compute", "graph": "#3", "allocator": 0}]}
+        c = ggml_c.generate(program, {"id": "x", "title": "t", "report": {}, "backend": "cpu"})
+        self.assertIn("struct ggml_tensor * x_T = ggml_cont(ctx1, ggml_permute(ctx1, x, 1, 0, 2, 3));", c)
+        self.assertIn("output(gf1, ggml_cont(ctx1, ggml_transpose(ctx1, x_T)))", c)
+        program["ops"][1]["via"] = "sideways"
+        with self.assertRaisesRegex(ggml_c.Unexportable, "'via' of a transpose is permute or transpose"):
+            ggml_c.generate(program, {"id": "x", "title": "t", "report": {}, "backend": "cpu"})
+
 
 class RealExport(unittest.TestCase):
     def export(self, bug_id, out):

@@ -188,6 +188,32 @@ TEST(GraphDecoderGolden, TheOptionsByteBit2ChunksHostBuffersAndDrawsNoStep) {
   ExpectTheBitDrawsNoStep(0x80, &Program::chunked, " (host buffers of at most 256 bytes)", 0x04);
 }
 
+// Bit 3 of the options byte lets the program transpose ([ne0, ne1] -> [ne1, ne0], built by ggml as a permuted or
+// transposed view made contiguous); without it, the same bytes draw no transpose.
+TEST(GraphDecoderGolden, TheOptionsByteBit3LetsTheProgramTranspose) {
+  std::vector<uint8_t> b = {0x00, 0x03, 0x07, 0x00, 0x01, 0x08, 0x01, 0x07, 0x01,
+                            0x01, 0x03, 0x00, 0x05, 0x00, 0x05, 0x08, 0x80};
+  const Program p = Decode(b.data(), b.size());
+  EXPECT_TRUE(p.layout_ops);
+  EXPECT_EQ(Describe(p),
+            "allocator 0: buffer(align 32) (the program may transpose)\n"
+            "allocator 1: buffer(align 32)\n"
+            "#0 leaf g0.t0 = none f32 [4,2] input\n"
+            "#1 transpose g0.t1 = transpose f32 [2,4] src0=t0 via-permute\n"
+            "#2 transpose g0.t2 = transpose f32 [4,2] src0=t1 via-transpose\n"
+            "#3 seal g0 (t2 becomes the output)\n"
+            "#4 alloc+compute g0 with allocator 0\n");
+  b[b.size() - 2] = 0x00;
+  const Program q = Decode(b.data(), b.size());
+  EXPECT_FALSE(q.layout_ops);
+  for (const Step& s : q.steps) EXPECT_NE(s.kind, StepKind::kTranspose) << Describe(s);
+  // ggml-vulkan draws none either (AllocatorRules::model_ops).
+  AllocatorRules vulkan;
+  vulkan.model_ops = false;
+  b[b.size() - 2] = 0x08;
+  for (const Step& s : Decode(b.data(), b.size(), vulkan).steps) EXPECT_NE(s.kind, StepKind::kTranspose) << Describe(s);
+}
+
 // An in-place op computes where its source's memory is: it never carries the mark, whatever its bytes.
 TEST(GraphDecoder, NoInPlaceOpIsMarkedForTheCpu) {
   int marked = 0;

@@ -51,7 +51,7 @@ class Unexportable(ValueError):
 class Tensor:
     id: int
     kind: str                 # leaf, scale, neg, add, mul, copy, concat, view, reshape, view-external, rms_norm,
-    #                           soft_max, mul_mat
+    #                           soft_max, mul_mat, transpose
     type: str = "f32"
     ne: tuple = (1, 1)
     src: list = field(default_factory=list)
@@ -61,6 +61,7 @@ class Tensor:
     output: bool = False
     preallocated: bool = False
     cpu: bool = False
+    permute: bool = False     # transpose: built with ggml_permute rather than ggml_transpose
     offset: int = 0
     of: Optional[int] = None  # view-external: the tensor (op id) of another graph
 
@@ -150,6 +151,8 @@ class Writer:
         if t.kind == "mul_mat":  # [K, M] x [K, N] -> [M, N]
             b = self.of_tensor[t.src[1]].tensors[t.src[1]]
             return (sa[1], self.shape(b)[1])
+        if t.kind == "transpose":
+            return (sa[1], sa[0])
         if t.kind == "reshape":
             return (sa[0] * sa[1], 1)
         if t.kind == "view":
@@ -215,6 +218,8 @@ class Writer:
             return f"{t.kind}_{n(t.src[0])}"
         if t.kind == "mul_mat":
             return f"{n(t.src[0])}_x_{n(t.src[1])}"
+        if t.kind == "transpose":
+            return f"{n(t.src[0])}_T"
         return f"{n(t.src[0])}_flat"
 
     def role_of_placed(self, tid: int) -> str:
@@ -280,6 +285,10 @@ class Writer:
                 expr = f"ggml_soft_max({ctx}, {src[0]})"
             elif t.kind == "mul_mat":  # the program's 2-D tensors are ggml's: [K, M] x [K, N] -> [M, N]
                 expr = f"ggml_mul_mat({ctx}, {src[0]}, {src[1]})"
+            elif t.kind == "transpose":  # a view that is not contiguous, copied out in order
+                view = (f"ggml_permute({ctx}, {src[0]}, 1, 0, 2, 3)" if t.permute
+                        else f"ggml_transpose({ctx}, {src[0]})")
+                expr = f"ggml_cont({ctx}, {view})"
             else:
                 expr = f"ggml_reshape_1d({ctx}, {src[0]}, {ne0 * ne1})"
             slot = self.out_slot(t, outs)
@@ -462,7 +471,8 @@ class Writer:
                 # nothing: the C leaves it out, saying so.
                 self.emit(f"/* a {kind} the program predicts to be refused ({refused}): left out */")
                 continue
-            if kind in ("leaf", "unary", "binary", "copy", "concat", "view", "view-external", "row", "mul_mat"):
+            if kind in ("leaf", "unary", "binary", "copy", "concat", "view", "view-external", "row", "mul_mat",
+                        "transpose"):
                 g = self.open_graph()
                 t = Tensor(op["id"], kind)
                 if kind == "leaf":
@@ -482,6 +492,10 @@ class Writer:
                     t.kind, t.src = op["fn"], [int(op["src"][1:])]
                 elif kind == "mul_mat":
                     t.src = [int(r[1:]) for r in op["src"]]
+                elif kind == "transpose":
+                    if op.get("via") not in ("permute", "transpose"):
+                        raise Unexportable(f"op #{op['id']}: 'via' of a transpose is permute or transpose")
+                    t.src, t.permute = [int(op["src"][1:])], op["via"] == "permute"
                 elif kind == "view":
                     t.src = [int(op["src"][1:])]
                     if op.get("reshape"):

@@ -75,6 +75,10 @@ Json StepJson(const Step& s, size_t i) {
       j["src"] = Ref(t.src[0]);
       break;
     case StepKind::kMatMul: j["src"] = {Ref(t.src[0]), Ref(t.src[1])}; break;
+    case StepKind::kTranspose:
+      j["src"] = Ref(t.src[0]);
+      j["via"] = t.permute ? "permute" : "transpose";
+      break;
     case StepKind::kMarkOutput:  // of the open graph, or of a sealed one (a toggle with no leaf to toggle)
       j["tensor"] = Ref(s.tensor_index);
       if (s.graph >= 0) j["graph"] = Ref(s.graph);
@@ -220,6 +224,16 @@ Step StepFrom(const Json& j, const programs::OpIds& ids, size_t at) {
       t.op = Op::kMulMat;
       std::tie(t.src[0], t.src[1]) = pair("src");
       break;
+    case StepKind::kTranspose: {
+      const std::string via = Get<std::string>(j, "via");
+      if (via != "permute" && via != "transpose") {
+        throw Unencodable("'via' of a transpose is permute or transpose, not \"" + via + "\"");
+      }
+      t.op = Op::kTranspose;
+      t.src[0] = ref("src");
+      t.permute = via == "permute";
+      break;
+    }
   }
   return s;
 }

@@ -18,6 +18,7 @@ Status Run(const Step& s, AllocatorAdapter& adapter) {
     case StepKind::kViewExternal:
     case StepKind::kRowOp:
     case StepKind::kMatMul:
+    case StepKind::kTranspose:
       return adapter.AddTensor(s.graph, s.tensor);
     case StepKind::kGrow:
       LIFELINE_RETURN_IF_ERROR(adapter.AddTensor(s.graph, s.tensor));

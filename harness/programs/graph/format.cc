@@ -114,6 +114,17 @@ void DecodeMatMul(Source& src, Model& m, int open, Step& step, const Step& want,
   m.AddTensor(open, step, mt);
 }
 
+// The transpose of a tensor of the open graph (Model::Legal: there is one), and how ggml is to build it.
+void DecodeTranspose(Source& src, Model& m, int open, Step& step, const Step& want, const Refs& refs) {
+  const ModelGraph& og = m.g[open];
+  const int a = PickInt(src, og.t.size(), src.encoding() ? refs.TensorIn(open, want.tensor.src[0]) : 0);
+  ModelTensor mt = Derived(og.t[a], Op::kTranspose, a);
+  mt.spec.permute = src.Bool([&] { return want.tensor.permute; });
+  mt.ne0 = mt.spec.ne[0] = og.t[a].ne1;
+  mt.ne1 = mt.spec.ne[1] = og.t[a].ne0;
+  m.AddTensor(open, step, mt);
+}
+
 void DecodeDerived(Source& src, Model& m, int open, Step& step, const Step& want, const Refs& refs) {
   const ModelGraph& og = m.g[open];
   const TensorSpec& w = want.tensor;
@@ -298,8 +309,8 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
     // Allocator 0's bits 3, 4 and 5: whether the program may measure, use row ops and mul_mat (Program::measures,
     // row_ops, mul_mats; set when encoding one that does); bit 6: Program::weights; bit 7: an options byte follows
     // (read only then, so every input without the bit keeps its bytes' meaning): its bit 0 is Program::shared_pool,
-    // bit 1 Program::reuse, bit 2 Program::chunked, bits 3 to 7 are for options and kinds to come (written 0, read
-    // and ignored).
+    // bit 1 Program::reuse, bit 2 Program::chunked, bit 3 Program::layout_ops; bits 4 to 7 are for options and
+    // kinds to come (written 0, read and ignored).
     const uint8_t head = src.Full<uint8_t>([&] {
       if (want->buffers.empty() || want->buffers.size() > 2) throw Unencodable("an allocator has 1 or 2 buffers");
       if (want->cpu_threads < 1 || want->cpu_threads > kMaxCpuThreads) throw Unencodable("an allocator has 1 to 4 CPU threads");
@@ -310,10 +321,14 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
       return static_cast<uint8_t>((want->buffers.size() - 1) | ((want->cpu_threads - 1) << 1) |
                                   (uses(StepKind::kMeasure) ? 8 : 0) | (uses(StepKind::kRowOp) ? 16 : 0) |
                                   (uses(StepKind::kMatMul) ? 32 : 0) | (k == 0 && target->weights ? 64 : 0) |
-                                  (k == 0 && (target->shared_pool || target->reuse || target->chunked) ? 128 : 0));
+                                  (k == 0 && (target->shared_pool || target->reuse || target->chunked ||
+                                              uses(StepKind::kTranspose)) ? 128 : 0));
     });
     const uint8_t options = k == 0 && (head & 128) != 0 ? src.Full<uint8_t>([&] {
-      return static_cast<uint8_t>((target->shared_pool ? 1 : 0) | (target->reuse ? 2 : 0) | (target->chunked ? 4 : 0));
+      const bool transposes = std::any_of(target->steps.begin(), target->steps.end(),
+                                          [](const Step& s) { return s.kind == StepKind::kTranspose; });
+      return static_cast<uint8_t>((target->shared_pool ? 1 : 0) | (target->reuse ? 2 : 0) | (target->chunked ? 4 : 0) |
+                                  (transposes ? 8 : 0));
     }) : 0;
     const int n = 1 + (head & 1);
     p.allocators[k].cpu_threads = 1 + ((head >> 1) & 3);
@@ -325,6 +340,7 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
       p.shared_pool = (options & 1) != 0;
       p.reuse = (options & 2) != 0;
       p.chunked = (options & 4) != 0;
+      p.layout_ops = m.layout_ops = (options & 8) != 0;
     }
     for (int b = 0; b < n; ++b) {
       alloc::BufferSpec spec;
@@ -360,6 +376,7 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
       case StepKind::kViewExternal: DecodeViewExternal(src, m, open, step, want, refs); break;
       case StepKind::kRowOp: DecodeRowOp(src, m, open, step, want, refs); break;
       case StepKind::kMatMul: DecodeMatMul(src, m, open, step, want, refs); break;
+      case StepKind::kTranspose: DecodeTranspose(src, m, open, step, want, refs); break;
       case StepKind::kMarkOutput:
         step.graph = open;
         step.tensor_index = PickInt(src, m.g[open].t.size(), src.encoding() ? refs.TensorIn(open, want.tensor_index) : 0);
@@ -401,7 +418,7 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
 }  // namespace
 
 bool AddsTensor(StepKind k) {
-  return k == StepKind::kGrow || k == StepKind::kRowOp || k == StepKind::kMatMul ||
+  return k == StepKind::kGrow || k == StepKind::kRowOp || k == StepKind::kMatMul || k == StepKind::kTranspose ||
          (k >= StepKind::kLeaf && k <= StepKind::kViewExternal);
 }
 
@@ -486,6 +503,7 @@ bool SameStep(const Step& a, const Step& b) {
     case StepKind::kGrow: return x.src[0] == y.src[0];
     case StepKind::kRowOp: return x.src[0] == y.src[0] && x.op == y.op;
     case StepKind::kMatMul: return x.src[0] == y.src[0] && x.src[1] == y.src[1];
+    case StepKind::kTranspose: return x.src[0] == y.src[0] && x.permute == y.permute;
     case StepKind::kMarkOutput:
     case StepKind::kTogglePrealloc: return a.tensor_index == b.tensor_index;
     case StepKind::kSeal: return true;
@@ -512,7 +530,8 @@ std::vector<uint8_t> Encode(const Program& target, const AllocatorRules& rules) 
 
 const char* const kStepNames[] = {"leaf",   "unary",         "binary",      "copy",     "concat",
                                       "view",   "view-external", "mark-output", "seal",     "reserve",
-                                      "alloc+compute", "rewire", "grow",        "toggle-prealloc", "measure", "row", "mul_mat"};
+                                      "alloc+compute", "rewire", "grow",        "toggle-prealloc", "measure", "row", "mul_mat",
+                                      "transpose"};
 
 namespace {
 
@@ -526,6 +545,7 @@ std::string TensorText(const TensorSpec& t) {
   if (t.op == Op::kView) s += " offset=" + std::to_string(t.view_offset);
   if (t.inplace) s += " inplace";
   if (t.cpu) s += " on-cpu";
+  if (t.op == Op::kTranspose) s += t.permute ? " via-permute" : " via-transpose";
   if (t.input) s += " input";
   if (t.preallocated) s += " preallocated";
   if (t.external_graph >= 0) s += " view of g" + std::to_string(t.external_graph) + ".t" + std::to_string(t.external_tensor);
@@ -574,6 +594,7 @@ std::string DescribeAllocators(const Program& p) {
     if (k == 0 && p.shared_pool) out += " (one CPU thread pool for every compute)";
     if (k == 0 && p.reuse) out += " (graphs reused while unchanged)";
     if (k == 0 && p.chunked) out += " (host buffers of at most " + std::to_string(kChunkedBufferBytes) + " bytes)";
+    if (k == 0 && p.layout_ops) out += " (the program may transpose)";
     out += "\n";
   }
   return out;

@@ -48,6 +48,8 @@ struct TensorSpec {
   // splits graphs between backends (ggml_vulkan_graph_topology: AllocatorRules::splits_cpu_marks); others
   // ignore it.
   bool cpu = false;
+  // kTranspose: ggml builds it with ggml_permute (true) or ggml_transpose (false) before ggml_cont.
+  bool permute = false;
 };
 
 enum class StepKind : uint8_t {
@@ -72,7 +74,9 @@ enum class StepKind : uint8_t {
   kRowOp,         // rms_norm or soft_max of a float32 tensor of the open graph (over each row of ne0 elements)
   // Drawn only in programs whose allocator-0 byte has bit 5 set (Program's `mul_mats`).
   kMatMul,        // mul_mat of two float32 tensors of the open graph with the same ne0: [K, M] x [K, N] -> [M, N]
-  kMaxValue = kMatMul,
+  // Drawn only in programs whose options byte has bit 3 set (Program's `layout_ops`).
+  kTranspose,     // [ne0, ne1] -> [ne1, ne0] of a tensor of the open graph: a non-contiguous view made contiguous
+  kMaxValue = kTranspose,
 };
 
 struct Step {
@@ -127,6 +131,8 @@ struct Program {
   // CPU adapter; "chunked": true). Draws no step: gallocr chunks transparently, and a tensor larger than a
   // chunk gets one of its own size.
   bool chunked = false;
+  // Bit 3 of the options byte: kTranspose may be drawn (encoding sets it when a step is one).
+  bool layout_ops = false;
   std::vector<Step> steps;
 };
 
@@ -142,7 +148,7 @@ struct AllocatorRules {
   // is placed by the scheduler of the step's allocator, not by its gallocr: it never needs a reserve first,
   // and reserving it leaves the gallocr's plan as it was (ggml_vulkan_adapter.h).
   bool splits_cpu_marks = false;
-  // Whether kRowOp and kMatMul may be drawn. Not on ggml-vulkan for now: lavapipe compiles the pipelines of a
+  // Whether kRowOp, kMatMul and kTranspose may be drawn. Not on ggml-vulkan for now: lavapipe compiles the pipelines of a
   // row op on first use in 30 s here with an empty Mesa shader cache (2 s once cached), past any per-input
   // timeout, and a fresh clone's suite met it (fuzz-smoke.ggml_vulkan_graph_topology, 2026-11-26).
   bool model_ops = true;

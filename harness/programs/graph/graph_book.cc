@@ -82,6 +82,9 @@ Status GraphBook::AddTensor(int g, const TensorSpec& spec) {
     case alloc::Op::kMulMat:
       t = ctx_.MulMat(src(0), src(1));
       break;
+    case alloc::Op::kTranspose:
+      t = ctx_.Transpose(src(0));
+      break;
   }
   if (!t.ok()) return t.status();
   Tensor* tensor = t.value();

@@ -58,6 +58,7 @@ struct Model {
   bool measures = false;  // Program::measures: kMeasure may be drawn
   bool row_ops = false;   // Program::row_ops: kRowOp may be drawn
   bool mul_mats = false;  // Program::mul_mats: kMatMul may be drawn
+  bool layout_ops = false;  // Program::layout_ops: kTranspose may be drawn
   std::vector<ModelGraph> g;
   uint64_t epoch[kAllocators] = {};
   int buffers[kAllocators] = {};

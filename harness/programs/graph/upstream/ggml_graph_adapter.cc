@@ -522,6 +522,18 @@ ggml_tensor* GgmlGraphAdapter::Make(Instance& inst, int g, int i, bool detached)
       if (m->output) ggml_set_output(mm);  // the product's own bytes are the output (ggml frees a view's source)
       break;
     }
+    case alloc::Op::kTranspose: {
+      // ggml_permute swaps dimensions 0 and 3 of the program's [ne0, 1, 1, ne1] as it stands; ggml_transpose swaps
+      // the two of its 2-D reshape. Either is a view that is not contiguous, which ggml_cont copies out in order
+      // (the 2-D copy is given the program's layout back by a reshape).
+      ggml_tensor* a = src(0);
+      ggml_tensor* c =
+          ggml_cont(ctx, spec.permute ? ggml_permute(ctx, a, 3, 1, 2, 0)
+                                      : ggml_transpose(ctx, ggml_reshape_2d(ctx, a, a->ne[0], ggml_nelements(a) / a->ne[0])));
+      t = spec.permute ? c : ggml_reshape_4d(ctx, c, m->ne[0], 1, 1, m->ne[3]);
+      if (m->output && t != c) ggml_set_output(c);  // as for mul_mat: the copy's own bytes are the output
+      break;
+    }
   }
   ggml_format_name(t, "g%d.t%d", g, i);
   if (m->output) ggml_set_output(t);

@@ -145,6 +145,16 @@ Status Evaluate(const Graph& graph, const DataOf& data_of, bool* nonfinite_rms_n
         }
         break;
       }
+      case Op::kGetRows: {
+        const int64_t width = node->ne[0];
+        for (int64_t j = 0; j < node->ne[3]; ++j) {
+          for (int64_t i = 0; i < width; ++i) {
+            StoreElement(DType::kF32, dst, j * width + i,
+                         LoadElement(node->src[0]->type, src[0], node->rows[j] * width + i));
+          }
+        }
+        break;
+      }
       case Op::kRmsNorm:
       case Op::kSoftMax:
         if (node->op == Op::kRmsNorm && nonfinite_rms_norm != nullptr) {

@@ -24,6 +24,7 @@ const char* OpName(Op op) {
     case Op::kSoftMax: return "soft_max";
     case Op::kMulMat: return "mul_mat";
     case Op::kTranspose: return "transpose";
+    case Op::kGetRows: return "get_rows";
   }
   return "?";
 }
@@ -181,6 +182,25 @@ StatusOr<Tensor*> Context::Transpose(Tensor* a) {
   LIFELINE_ASSIGN_OR_RETURN(Tensor* t, NewTensor(a->type, ne, kMaxDims));
   t->op = Op::kTranspose;
   t->src[0] = a;
+  return t;
+}
+
+StatusOr<Tensor*> Context::GetRows(Tensor* a, const int32_t* rows, int n) {
+  LIFELINE_RETURN_IF_ERROR(Check(a, "get_rows source"));
+  if (a->ne[1] != 1 || a->ne[2] != 1) {
+    return InvalidArgument("get_rows reads rows of a [ne0, 1, 1, ne1] tensor, got " + Shape(a->ne));
+  }
+  if (n < 1 || n > kMaxRows) return InvalidArgument("get_rows takes 1 to 4 rows, got " + std::to_string(n));
+  for (int j = 0; j < n; ++j) {
+    if (rows[j] < 0 || rows[j] >= a->ne[3]) {
+      return InvalidArgument("get_rows: row " + std::to_string(rows[j]) + " of a tensor of " + std::to_string(a->ne[3]));
+    }
+  }
+  int64_t ne[kMaxDims] = {a->ne[0], 1, 1, n};
+  LIFELINE_ASSIGN_OR_RETURN(Tensor* t, NewTensor(DType::kF32, ne, kMaxDims));
+  t->op = Op::kGetRows;
+  t->src[0] = a;
+  std::copy(rows, rows + n, t->rows);
   return t;
 }
 

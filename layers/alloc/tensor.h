@@ -46,7 +46,11 @@ enum class Op : uint8_t {
   // [ne1, 1, 1, ne0], element (i, j) of the result element (j, i) of the source. Any type, kept. ggml builds it as
   // a transposed or permuted view (not contiguous) made contiguous by ggml_cont.
   kTranspose,
+  // dst row j = src0 row rows[j] (ggml_get_rows: an embedding lookup, a read of a KV cache): src0 [ne0, 1, 1, ne1]
+  // of any type, rows[] (at most kMaxRows, each below ne1; repeats allowed) give a float32 [ne0, 1, 1, n].
+  kGetRows,
 };
+inline constexpr int kMaxRows = 4;
 inline constexpr float kRmsNormEps = 1e-6f;
 // Where the reference evaluator (eval.h) finds a result ill-conditioned, so that any backend's rounding of the
 // same math may move it past the comparison's 1% (Equality::kClose), it writes NaN: not compared. A soft_max row
@@ -73,6 +77,7 @@ struct Tensor {
   Op op = Op::kNone;
   Tensor* src[kMaxSrc] = {nullptr, nullptr};
   float param = 0.0f;          // kScale
+  int32_t rows[kMaxRows] = {};  // kGetRows: the source rows, ne[3] of them
   Tensor* view_src = nullptr;  // set for views (and in-place results): the tensor whose bytes this aliases
   size_t view_offs = 0;
   bool input = false;          // ggml_set_input: allocated before anything else, filled by the caller
@@ -103,6 +108,7 @@ class Context {
   StatusOr<Tensor*> RowOp(Op op, Tensor* a);  // kRmsNorm, kSoftMax: float32 only, same shape, never in place
   StatusOr<Tensor*> MulMat(Tensor* a, Tensor* b);  // kMulMat: float32 [K, M] and [K, N] give [M, N]
   StatusOr<Tensor*> Transpose(Tensor* a);          // kTranspose: [ne0, 1, 1, ne1] gives [ne1, 1, 1, ne0]
+  StatusOr<Tensor*> GetRows(Tensor* a, const int32_t* rows, int n);  // kGetRows: [ne0, 1, 1, n], float32
   // Op kView: `ne` elements starting `offset` bytes into `a`; must lie inside a's bytes, and `offset`
   // must be a multiple of the element size.
   StatusOr<Tensor*> View(Tensor* a, const int64_t* ne, int ndims, size_t offset);

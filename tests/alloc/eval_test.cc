@@ -161,6 +161,30 @@ TEST(Evaluate, TransposeSwapsRowsAndColumns) {
   EXPECT_FALSE(ctx.Transpose(Must(ctx.NewTensor(DType::kF32, cube, 4))).ok());  // not [ne0, 1, 1, ne1]
 }
 
+// get_rows: row j of the float32 result is row rows[j] of the source, of either type; rows repeat; a row past the
+// source, or more than kMaxRows of them, is refused.
+TEST(Evaluate, GetRowsCopiesThePickedRowsAsFloat32) {
+  Context ctx;
+  Hand hand;
+  Tensor* a = hand.Give(F32(ctx, {2, 1, 1, 3}, "a"));  // rows {1, 2}, {3, 4}, {5, 6}
+  const float av[] = {1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f};
+  std::memcpy(a->data, av, sizeof av);
+  const int32_t rows[] = {2, 0, 2};
+  Tensor* g = hand.Give(Must(ctx.GetRows(a, rows, 3)));
+  EXPECT_EQ(g->ne[0], 2);
+  EXPECT_EQ(g->ne[3], 3);
+  Tensor* h = hand.Give(Must(ctx.Copy(a, DType::kF16)));
+  Tensor* gh = hand.Give(Must(ctx.GetRows(h, rows, 3)));
+  EXPECT_EQ(gh->type, DType::kF32);
+  ASSERT_TRUE(IsOk(Evaluate(Must(BuildGraph({g, gh})))));
+  EXPECT_EQ(Values(g), (std::vector<float>{5.0f, 6.0f, 1.0f, 2.0f, 5.0f, 6.0f}));
+  EXPECT_EQ(Values(gh), Values(g));
+  const int32_t past[] = {3};
+  EXPECT_FALSE(ctx.GetRows(a, past, 1).ok());
+  const int32_t five[] = {0, 0, 0, 0, 0};
+  EXPECT_FALSE(ctx.GetRows(a, five, 5).ok());
+}
+
 TEST(Evaluate, RowOpsTakeFloat32Only) {
   Context ctx;
   Tensor* h = F32(ctx, {2, 2}, "h");

@@ -347,6 +347,21 @@ class GgmlCRowOps(unittest.TestCase):
         with self.assertRaisesRegex(ggml_c.Unexportable, "'via' of a transpose is permute or transpose"):
             ggml_c.generate(program, {"id": "x", "title": "t", "report": {}, "backend": "cpu"})
 
+    def test_get_rows_reads_an_int32_tensor_with_the_programs_rows(self):
+        from lifeline.exporters import ggml_c
+        program = {"format": "graph", "allocators": [{"buffers": [32], "threads": 1}, {"buffers": [32], "threads": 1}],
+                   "ops": [{"id": 0, "op": "leaf", "graph": "#2", "type": "f16", "ne": [4, 3], "input": True,
+                            "preallocated": False},
+                           {"id": 1, "op": "get_rows", "graph": "#2", "src": "#0", "n": 4, "first": 2, "step": 1},
+                           {"id": 2, "op": "seal", "model": {"output": "#1"}},
+                           {"id": 3, "op": "alloc+compute", "graph": "#2", "allocator": 0}]}
+        c = ggml_c.generate(program, {"id": "x", "title": "t", "report": {}, "backend": "cpu"})
+        self.assertIn("struct ggml_tensor * rows_of_x_idx = ggml_new_tensor_1d(ctx1, GGML_TYPE_I32, 4);", c)
+        self.assertIn("ggml_backend_tensor_set(rows_of_x_idx, (const int32_t[]){2, 0, 1, 2}, 0, "
+                      "ggml_nbytes(rows_of_x_idx));", c)
+        self.assertIn("output(gf1, ggml_get_rows(ctx1, x, rows_of_x_idx))", c)
+        self.assertIn("ggml_backend_buffer_free(rows_of_x_idx_buf);", c)
+
 
 class RealExport(unittest.TestCase):
     def export(self, bug_id, out):

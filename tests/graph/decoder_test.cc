@@ -214,6 +214,31 @@ TEST(GraphDecoderGolden, TheOptionsByteBit3LetsTheProgramTranspose) {
   for (const Step& s : Decode(b.data(), b.size(), vulkan).steps) EXPECT_NE(s.kind, StepKind::kTranspose) << Describe(s);
 }
 
+// Bit 4 of the options byte lets the program get rows (float32 [ne0, n] from rows first + j * step of any tensor,
+// through an int32 index tensor); without it, the same bytes draw none.
+TEST(GraphDecoderGolden, TheOptionsByteBit4LetsTheProgramGetRows) {
+  std::vector<uint8_t> b = {0x00, 0x03, 0x07, 0x00, 0x03, 0x01, 0x01, 0x08, 0x01, 0x02, 0x03,
+                            0x07, 0x01, 0x02, 0x03, 0x01, 0x05, 0x00, 0x05, 0x10, 0x80};
+  const Program p = Decode(b.data(), b.size());
+  EXPECT_TRUE(p.get_rows);
+  EXPECT_EQ(Describe(p),
+            "allocator 0: buffer(align 32) (the program may get rows)\n"
+            "allocator 1: buffer(align 32)\n"
+            "#0 leaf g0.t0 = none f16 [4,3] input\n"
+            "#1 get_rows g0.t1 = get_rows f32 [4,4] src0=t0 rows 2+1j\n"
+            "#2 get_rows g0.t2 = get_rows f32 [4,2] src0=t1 rows 3+0j\n"
+            "#3 seal g0 (t2 becomes the output)\n"
+            "#4 alloc+compute g0 with allocator 0\n");
+  TensorSpec spec = p.steps[1].tensor;
+  int32_t rows[alloc::kMaxRows] = {};
+  RowsOf(spec, 3, rows);
+  EXPECT_EQ(std::vector<int32_t>(rows, rows + 4), (std::vector<int32_t>{2, 0, 1, 2}));  // wraps around ne1
+  b[b.size() - 2] = 0x00;
+  const Program q = Decode(b.data(), b.size());
+  EXPECT_FALSE(q.get_rows);
+  for (const Step& s : q.steps) EXPECT_NE(s.kind, StepKind::kGetRows) << Describe(s);
+}
+
 // An in-place op computes where its source's memory is: it never carries the mark, whatever its bytes.
 TEST(GraphDecoder, NoInPlaceOpIsMarkedForTheCpu) {
   int marked = 0;

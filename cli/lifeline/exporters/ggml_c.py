@@ -51,7 +51,7 @@ class Unexportable(ValueError):
 class Tensor:
     id: int
     kind: str                 # leaf, scale, neg, add, mul, copy, concat, view, reshape, view-external, rms_norm,
-    #                           soft_max, mul_mat, transpose
+    #                           soft_max, mul_mat, transpose, get_rows
     type: str = "f32"
     ne: tuple = (1, 1)
     src: list = field(default_factory=list)
@@ -62,6 +62,8 @@ class Tensor:
     preallocated: bool = False
     cpu: bool = False
     permute: bool = False     # transpose: built with ggml_permute rather than ggml_transpose
+    first: int = 0            # get_rows: rows first + j * step (mod the source's rows), ne[1] of them
+    step: int = 0
     offset: int = 0
     of: Optional[int] = None  # view-external: the tensor (op id) of another graph
 
@@ -153,6 +155,8 @@ class Writer:
             return (sa[1], self.shape(b)[1])
         if t.kind == "transpose":
             return (sa[1], sa[0])
+        if t.kind == "get_rows":
+            return (sa[0], t.ne[1])
         if t.kind == "reshape":
             return (sa[0] * sa[1], 1)
         if t.kind == "view":
@@ -162,7 +166,7 @@ class Writer:
     def dtype(self, t: Tensor) -> str:
         if t.kind in ("leaf", "copy"):
             return t.type
-        if t.kind == "mul_mat":
+        if t.kind in ("mul_mat", "get_rows"):
             return "f32"
         if t.kind == "view-external":
             return self.dtype(self.of_tensor[t.of].tensors[t.of])
@@ -220,6 +224,8 @@ class Writer:
             return f"{n(t.src[0])}_x_{n(t.src[1])}"
         if t.kind == "transpose":
             return f"{n(t.src[0])}_T"
+        if t.kind == "get_rows":
+            return f"rows_of_{n(t.src[0])}"
         return f"{n(t.src[0])}_flat"
 
     def role_of_placed(self, tid: int) -> str:
@@ -289,6 +295,18 @@ class Writer:
                 view = (f"ggml_permute({ctx}, {src[0]}, 1, 0, 2, 3)" if t.permute
                         else f"ggml_transpose({ctx}, {src[0]})")
                 expr = f"ggml_cont({ctx}, {view})"
+            elif t.kind == "get_rows":  # the rows from an int32 tensor with memory of its own
+                source_rows = self.shape(self.of_tensor[t.src[0]].tensors[t.src[0]])[1]
+                rows = ", ".join(str((t.first + j * t.step) % source_rows) for j in range(ne1))
+                idx = self.unique(f"{name}_idx")
+                buf = f"{idx}_buf"
+                self.buffers.append(buf)
+                self.emit(f"struct ggml_tensor * {idx} = ggml_new_tensor_1d({ctx}, GGML_TYPE_I32, {ne1});")
+                self.emit(f"ggml_backend_buffer_t {buf} = ggml_backend_alloc_buffer({self.backend_var()}, "
+                          f"ggml_nbytes({idx}) + 64);")
+                self.emit(f"ggml_backend_tensor_alloc({buf}, {idx}, ggml_backend_buffer_get_base({buf}));")
+                self.emit(f"ggml_backend_tensor_set({idx}, (const int32_t[]){{{rows}}}, 0, ggml_nbytes({idx}));")
+                expr = f"ggml_get_rows({ctx}, {src[0]}, {idx})"
             else:
                 expr = f"ggml_reshape_1d({ctx}, {src[0]}, {ne0 * ne1})"
             slot = self.out_slot(t, outs)
@@ -472,7 +490,7 @@ class Writer:
                 self.emit(f"/* a {kind} the program predicts to be refused ({refused}): left out */")
                 continue
             if kind in ("leaf", "unary", "binary", "copy", "concat", "view", "view-external", "row", "mul_mat",
-                        "transpose"):
+                        "transpose", "get_rows"):
                 g = self.open_graph()
                 t = Tensor(op["id"], kind)
                 if kind == "leaf":
@@ -496,6 +514,8 @@ class Writer:
                     if op.get("via") not in ("permute", "transpose"):
                         raise Unexportable(f"op #{op['id']}: 'via' of a transpose is permute or transpose")
                     t.src, t.permute = [int(op["src"][1:])], op["via"] == "permute"
+                elif kind == "get_rows":
+                    t.src, t.ne, t.first, t.step = [int(op["src"][1:])], (1, op["n"]), op["first"], op["step"]
                 elif kind == "view":
                     t.src = [int(op["src"][1:])]
                     if op.get("reshape"):

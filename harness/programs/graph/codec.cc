@@ -79,6 +79,12 @@ Json StepJson(const Step& s, size_t i) {
       j["src"] = Ref(t.src[0]);
       j["via"] = t.permute ? "permute" : "transpose";
       break;
+    case StepKind::kGetRows:
+      j["src"] = Ref(t.src[0]);
+      j["n"] = t.ne[1];
+      j["first"] = t.rows_first;
+      j["step"] = t.rows_step;
+      break;
     case StepKind::kMarkOutput:  // of the open graph, or of a sealed one (a toggle with no leaf to toggle)
       j["tensor"] = Ref(s.tensor_index);
       if (s.graph >= 0) j["graph"] = Ref(s.graph);
@@ -234,6 +240,14 @@ Step StepFrom(const Json& j, const programs::OpIds& ids, size_t at) {
       t.permute = via == "permute";
       break;
     }
+    case StepKind::kGetRows:
+      t.op = Op::kGetRows;
+      t.type = DType::kF32;
+      t.src[0] = ref("src");
+      t.ne[1] = Get<int64_t>(j, "n");
+      t.rows_first = Get<int>(j, "first");
+      t.rows_step = Get<int>(j, "step");
+      break;
   }
   return s;
 }

@@ -19,6 +19,7 @@ Status Run(const Step& s, AllocatorAdapter& adapter) {
     case StepKind::kRowOp:
     case StepKind::kMatMul:
     case StepKind::kTranspose:
+    case StepKind::kGetRows:
       return adapter.AddTensor(s.graph, s.tensor);
     case StepKind::kGrow:
       LIFELINE_RETURN_IF_ERROR(adapter.AddTensor(s.graph, s.tensor));

@@ -125,6 +125,21 @@ void DecodeTranspose(Source& src, Model& m, int open, Step& step, const Step& wa
   m.AddTensor(open, step, mt);
 }
 
+// n rows of a tensor of the open graph (Model::Legal: there is one), as a float32 tensor: the first row and the
+// step between rows, each below the source's ne1.
+void DecodeGetRows(Source& src, Model& m, int open, Step& step, const Step& want, const Refs& refs) {
+  const ModelGraph& og = m.g[open];
+  const TensorSpec& w = want.tensor;
+  const int a = PickInt(src, og.t.size(), src.encoding() ? refs.TensorIn(open, w.src[0]) : 0);
+  const int64_t rows = og.t[a].ne1;
+  ModelTensor mt = Derived(og.t[a], Op::kGetRows, a);
+  mt.spec.type = DType::kF32;
+  mt.ne1 = mt.spec.ne[1] = src.Int<int64_t>(1, alloc::kMaxRows, [&] { return w.ne[1]; });
+  mt.spec.rows_first = src.Int<int>(0, static_cast<int>(rows) - 1, [&] { return w.rows_first; });
+  mt.spec.rows_step = src.Int<int>(0, static_cast<int>(rows) - 1, [&] { return w.rows_step; });
+  m.AddTensor(open, step, mt);
+}
+
 void DecodeDerived(Source& src, Model& m, int open, Step& step, const Step& want, const Refs& refs) {
   const ModelGraph& og = m.g[open];
   const TensorSpec& w = want.tensor;
@@ -309,8 +324,8 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
     // Allocator 0's bits 3, 4 and 5: whether the program may measure, use row ops and mul_mat (Program::measures,
     // row_ops, mul_mats; set when encoding one that does); bit 6: Program::weights; bit 7: an options byte follows
     // (read only then, so every input without the bit keeps its bytes' meaning): its bit 0 is Program::shared_pool,
-    // bit 1 Program::reuse, bit 2 Program::chunked, bit 3 Program::layout_ops; bits 4 to 7 are for options and
-    // kinds to come (written 0, read and ignored).
+    // bit 1 Program::reuse, bit 2 Program::chunked, bit 3 Program::layout_ops, bit 4 Program::get_rows; bits 5 to
+    // 7 are for options and kinds to come (written 0, read and ignored).
     const uint8_t head = src.Full<uint8_t>([&] {
       if (want->buffers.empty() || want->buffers.size() > 2) throw Unencodable("an allocator has 1 or 2 buffers");
       if (want->cpu_threads < 1 || want->cpu_threads > kMaxCpuThreads) throw Unencodable("an allocator has 1 to 4 CPU threads");
@@ -322,13 +337,14 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
                                   (uses(StepKind::kMeasure) ? 8 : 0) | (uses(StepKind::kRowOp) ? 16 : 0) |
                                   (uses(StepKind::kMatMul) ? 32 : 0) | (k == 0 && target->weights ? 64 : 0) |
                                   (k == 0 && (target->shared_pool || target->reuse || target->chunked ||
-                                              uses(StepKind::kTranspose)) ? 128 : 0));
+                                              uses(StepKind::kTranspose) || uses(StepKind::kGetRows)) ? 128 : 0));
     });
     const uint8_t options = k == 0 && (head & 128) != 0 ? src.Full<uint8_t>([&] {
-      const bool transposes = std::any_of(target->steps.begin(), target->steps.end(),
-                                          [](const Step& s) { return s.kind == StepKind::kTranspose; });
+      auto uses = [&](StepKind kind) {
+        return std::any_of(target->steps.begin(), target->steps.end(), [&](const Step& s) { return s.kind == kind; });
+      };
       return static_cast<uint8_t>((target->shared_pool ? 1 : 0) | (target->reuse ? 2 : 0) | (target->chunked ? 4 : 0) |
-                                  (transposes ? 8 : 0));
+                                  (uses(StepKind::kTranspose) ? 8 : 0) | (uses(StepKind::kGetRows) ? 16 : 0));
     }) : 0;
     const int n = 1 + (head & 1);
     p.allocators[k].cpu_threads = 1 + ((head >> 1) & 3);
@@ -341,6 +357,7 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
       p.reuse = (options & 2) != 0;
       p.chunked = (options & 4) != 0;
       p.layout_ops = m.layout_ops = (options & 8) != 0;
+      p.get_rows = m.get_rows = (options & 16) != 0;
     }
     for (int b = 0; b < n; ++b) {
       alloc::BufferSpec spec;
@@ -377,6 +394,7 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
       case StepKind::kRowOp: DecodeRowOp(src, m, open, step, want, refs); break;
       case StepKind::kMatMul: DecodeMatMul(src, m, open, step, want, refs); break;
       case StepKind::kTranspose: DecodeTranspose(src, m, open, step, want, refs); break;
+      case StepKind::kGetRows: DecodeGetRows(src, m, open, step, want, refs); break;
       case StepKind::kMarkOutput:
         step.graph = open;
         step.tensor_index = PickInt(src, m.g[open].t.size(), src.encoding() ? refs.TensorIn(open, want.tensor_index) : 0);
@@ -419,7 +437,14 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
 
 bool AddsTensor(StepKind k) {
   return k == StepKind::kGrow || k == StepKind::kRowOp || k == StepKind::kMatMul || k == StepKind::kTranspose ||
+         k == StepKind::kGetRows ||
          (k >= StepKind::kLeaf && k <= StepKind::kViewExternal);
+}
+
+void RowsOf(const TensorSpec& spec, int64_t source_rows, int32_t* rows) {
+  for (int64_t j = 0; j < spec.ne[1] && j < alloc::kMaxRows; ++j) {
+    rows[j] = static_cast<int32_t>((spec.rows_first + j * spec.rows_step) % source_rows);
+  }
 }
 
 Program Decode(const uint8_t* data, size_t size, const AllocatorRules& rules) {
@@ -504,6 +529,8 @@ bool SameStep(const Step& a, const Step& b) {
     case StepKind::kRowOp: return x.src[0] == y.src[0] && x.op == y.op;
     case StepKind::kMatMul: return x.src[0] == y.src[0] && x.src[1] == y.src[1];
     case StepKind::kTranspose: return x.src[0] == y.src[0] && x.permute == y.permute;
+    case StepKind::kGetRows:
+      return x.src[0] == y.src[0] && x.ne[1] == y.ne[1] && x.rows_first == y.rows_first && x.rows_step == y.rows_step;
     case StepKind::kMarkOutput:
     case StepKind::kTogglePrealloc: return a.tensor_index == b.tensor_index;
     case StepKind::kSeal: return true;
@@ -531,7 +558,7 @@ std::vector<uint8_t> Encode(const Program& target, const AllocatorRules& rules) 
 const char* const kStepNames[] = {"leaf",   "unary",         "binary",      "copy",     "concat",
                                       "view",   "view-external", "mark-output", "seal",     "reserve",
                                       "alloc+compute", "rewire", "grow",        "toggle-prealloc", "measure", "row", "mul_mat",
-                                      "transpose"};
+                                      "transpose", "get_rows"};
 
 namespace {
 
@@ -546,6 +573,7 @@ std::string TensorText(const TensorSpec& t) {
   if (t.inplace) s += " inplace";
   if (t.cpu) s += " on-cpu";
   if (t.op == Op::kTranspose) s += t.permute ? " via-permute" : " via-transpose";
+  if (t.op == Op::kGetRows) s += " rows " + std::to_string(t.rows_first) + "+" + std::to_string(t.rows_step) + "j";
   if (t.input) s += " input";
   if (t.preallocated) s += " preallocated";
   if (t.external_graph >= 0) s += " view of g" + std::to_string(t.external_graph) + ".t" + std::to_string(t.external_tensor);
@@ -595,6 +623,7 @@ std::string DescribeAllocators(const Program& p) {
     if (k == 0 && p.reuse) out += " (graphs reused while unchanged)";
     if (k == 0 && p.chunked) out += " (host buffers of at most " + std::to_string(kChunkedBufferBytes) + " bytes)";
     if (k == 0 && p.layout_ops) out += " (the program may transpose)";
+    if (k == 0 && p.get_rows) out += " (the program may get rows)";
     out += "\n";
   }
   return out;

@@ -50,6 +50,10 @@ struct TensorSpec {
   bool cpu = false;
   // kTranspose: ggml builds it with ggml_permute (true) or ggml_transpose (false) before ggml_cont.
   bool permute = false;
+  // kGetRows: row j of the result is row (rows_first + j * rows_step) % ne1 of the source, for the ne[1] rows of the
+  // result (repeats when the step shares a factor with ne1, or is 0).
+  int rows_first = 0;
+  int rows_step = 0;
 };
 
 enum class StepKind : uint8_t {
@@ -76,7 +80,9 @@ enum class StepKind : uint8_t {
   kMatMul,        // mul_mat of two float32 tensors of the open graph with the same ne0: [K, M] x [K, N] -> [M, N]
   // Drawn only in programs whose options byte has bit 3 set (Program's `layout_ops`).
   kTranspose,     // [ne0, ne1] -> [ne1, ne0] of a tensor of the open graph: a non-contiguous view made contiguous
-  kMaxValue = kTranspose,
+  // Drawn only in programs whose options byte has bit 4 set (Program's `get_rows`).
+  kGetRows,       // float32 [ne0, n]: n rows of a tensor of the open graph, picked by an int32 index tensor
+  kMaxValue = kGetRows,
 };
 
 struct Step {
@@ -133,6 +139,8 @@ struct Program {
   bool chunked = false;
   // Bit 3 of the options byte: kTranspose may be drawn (encoding sets it when a step is one).
   bool layout_ops = false;
+  // Bit 4 of the options byte: kGetRows may be drawn (encoding sets it when a step is one).
+  bool get_rows = false;
   std::vector<Step> steps;
 };
 
@@ -148,7 +156,7 @@ struct AllocatorRules {
   // is placed by the scheduler of the step's allocator, not by its gallocr: it never needs a reserve first,
   // and reserving it leaves the gallocr's plan as it was (ggml_vulkan_adapter.h).
   bool splits_cpu_marks = false;
-  // Whether kRowOp, kMatMul and kTranspose may be drawn. Not on ggml-vulkan for now: lavapipe compiles the pipelines of a
+  // Whether kRowOp, kMatMul, kTranspose and kGetRows may be drawn. Not on ggml-vulkan for now: lavapipe compiles the pipelines of a
   // row op on first use in 30 s here with an empty Mesa shader cache (2 s once cached), past any per-input
   // timeout, and a fresh clone's suite met it (fuzz-smoke.ggml_vulkan_graph_topology, 2026-11-26).
   bool model_ops = true;
@@ -158,6 +166,10 @@ Program Decode(const uint8_t* data, size_t size, const AllocatorRules& rules = {
 
 // Whether a step of kind `k` adds a tensor (leaf .. view-external, grow).
 bool AddsTensor(StepKind k);
+
+// The source rows a kGetRows tensor reads: its ne[1] of them, into rows[] (of alloc::kMaxRows), for a source of
+// `source_rows` rows.
+void RowsOf(const TensorSpec& spec, int64_t source_rows, int32_t* rows);
 
 // A program's id form, which the reducer edits (codec.h) and Encode takes: every operand that names a
 // tensor or a graph names the step that made it instead of giving its position, so deleting steps leaves

@@ -85,6 +85,12 @@ Status GraphBook::AddTensor(int g, const TensorSpec& spec) {
     case alloc::Op::kTranspose:
       t = ctx_.Transpose(src(0));
       break;
+    case alloc::Op::kGetRows: {
+      int32_t rows[alloc::kMaxRows] = {};
+      RowsOf(spec, src(0)->ne[3], rows);
+      t = ctx_.GetRows(src(0), rows, static_cast<int>(spec.ne[1]));
+      break;
+    }
   }
   if (!t.ok()) return t.status();
   Tensor* tensor = t.value();

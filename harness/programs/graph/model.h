@@ -59,6 +59,7 @@ struct Model {
   bool row_ops = false;   // Program::row_ops: kRowOp may be drawn
   bool mul_mats = false;  // Program::mul_mats: kMatMul may be drawn
   bool layout_ops = false;  // Program::layout_ops: kTranspose may be drawn
+  bool get_rows = false;    // Program::get_rows: kGetRows may be drawn
   std::vector<ModelGraph> g;
   uint64_t epoch[kAllocators] = {};
   int buffers[kAllocators] = {};

@@ -534,6 +534,22 @@ ggml_tensor* GgmlGraphAdapter::Make(Instance& inst, int g, int i, bool detached)
       if (m->output && t != c) ggml_set_output(c);  // as for mul_mat: the copy's own bytes are the output
       break;
     }
+    case alloc::Op::kGetRows: {
+      // ggml_get_rows picks rows of dimension 1, so the program's [ne0, 1, 1, ne1] is read as its 2-D [ne0, ne1];
+      // the rows come from an int32 tensor whose memory is the instance's (host memory, no backend buffer, as the
+      // CPU adapter gives pre-allocated leafs: only host-memory adapters draw get_rows, AllocatorRules::model_ops).
+      ggml_tensor* a = src(0);
+      auto rows = std::make_unique<int32_t[]>(alloc::kMaxRows);
+      RowsOf(spec, a->ne[3], rows.get());
+      ggml_tensor* idx = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, m->ne[3]);
+      idx->data = rows.get();
+      ggml_format_name(idx, "g%d.t%d.rows", g, i);
+      inst.rows.push_back(std::move(rows));
+      ggml_tensor* got = ggml_get_rows(ctx, ggml_reshape_2d(ctx, a, a->ne[0], a->ne[3]), idx);
+      t = ggml_reshape_4d(ctx, got, m->ne[0], 1, 1, m->ne[3]);
+      if (m->output) ggml_set_output(got);  // as for mul_mat: the rows' own bytes are the output
+      break;
+    }
   }
   ggml_format_name(t, "g%d.t%d", g, i);
   if (m->output) ggml_set_output(t);

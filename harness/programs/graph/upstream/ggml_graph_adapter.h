@@ -93,6 +93,7 @@ struct Instance {
   ggml_context* weights_ctx = nullptr;
   std::vector<int> weight_index;
   ggml_backend_buffer_t weights = nullptr;
+  std::vector<std::unique_ptr<int32_t[]>> rows;  // the index tensors' memory of the build's get_rows
   ~Instance();
 };
 

@@ -96,6 +96,7 @@ class Writer:
         self.taken: set[str] = set()
         self.body: list[str] = []
         self.builds = 0
+        self.row_sets: list[tuple[str, str]] = []  # the last build's get_rows indices: (tensor, its rows), set once placed
         self.allocators_used: set[int] = set()
         self.threads_now = 1
         self.pools: dict[int, str] = {}
@@ -254,6 +255,7 @@ class Writer:
         else:
             self.emit(f"{ctx} = new_context();")
         names: dict[int, str] = {}
+        self.row_sets = []
         gf_decl = f"struct ggml_cgraph * {gf} = ggml_new_graph({ctx});"
         self.emit(gf_decl)
         roots = {t.id for t in g.tensors.values() if t.output}
@@ -295,17 +297,13 @@ class Writer:
                 view = (f"ggml_permute({ctx}, {src[0]}, 1, 0, 2, 3)" if t.permute
                         else f"ggml_transpose({ctx}, {src[0]})")
                 expr = f"ggml_cont({ctx}, {view})"
-            elif t.kind == "get_rows":  # the rows from an int32 tensor with memory of its own
+            elif t.kind == "get_rows":  # the rows from an int32 input, set once the graph is placed (place)
                 source_rows = self.shape(self.of_tensor[t.src[0]].tensors[t.src[0]])[1]
                 rows = ", ".join(str((t.first + j * t.step) % source_rows) for j in range(ne1))
                 idx = self.unique(f"{name}_idx")
-                buf = f"{idx}_buf"
-                self.buffers.append(buf)
                 self.emit(f"struct ggml_tensor * {idx} = ggml_new_tensor_1d({ctx}, GGML_TYPE_I32, {ne1});")
-                self.emit(f"ggml_backend_buffer_t {buf} = ggml_backend_alloc_buffer({self.backend_var()}, "
-                          f"ggml_nbytes({idx}) + 64);")
-                self.emit(f"ggml_backend_tensor_alloc({buf}, {idx}, ggml_backend_buffer_get_base({buf}));")
-                self.emit(f"ggml_backend_tensor_set({idx}, (const int32_t[]){{{rows}}}, 0, ggml_nbytes({idx}));")
+                self.emit(f"ggml_set_input({idx});")
+                self.row_sets.append((idx, rows))
                 expr = f"ggml_get_rows({ctx}, {src[0]}, {idx})"
             else:
                 expr = f"ggml_reshape_1d({ctx}, {src[0]}, {ne0 * ne1})"
@@ -414,6 +412,8 @@ class Writer:
             self.emit(f"{call};")
             return
         self.emit(f"if (!{call}) {{ fprintf(stderr, \"{call.split('(')[0]} failed\\n\"); return 1; }}")
+        for idx, rows in self.row_sets:
+            self.emit(f"ggml_backend_tensor_set({idx}, (const int32_t[]){{{rows}}}, 0, ggml_nbytes({idx}));")
         if self.check == "fresh-gallocr":
             for t in self.reachable(g):
                 if t.kind == "leaf" and not t.preallocated:

@@ -156,9 +156,8 @@ struct AllocatorRules {
   // is placed by the scheduler of the step's allocator, not by its gallocr: it never needs a reserve first,
   // and reserving it leaves the gallocr's plan as it was (ggml_vulkan_adapter.h).
   bool splits_cpu_marks = false;
-  // Whether kRowOp, kMatMul and kGetRows may be drawn (kTranspose is, everywhere: ggml-vulkan's copy pipelines
-  // that make it contiguous compile in about a second on lavapipe with an empty cache). Not get_rows on ggml-vulkan
-  // either: its index tensor has host memory (ggml_graph_adapter.cc). Not on ggml-vulkan for now: lavapipe compiles the pipelines of a
+  // Whether kRowOp and kMatMul may be drawn. kTranspose and kGetRows are, everywhere: the ggml-vulkan pipelines
+  // they need (copies that make a view contiguous, get_rows) compile in 1 to 2 s on lavapipe with an empty cache. Not on ggml-vulkan for now: lavapipe compiles the pipelines of a
   // row op on first use in 30 s here with an empty Mesa shader cache (2 s once cached), past any per-input
   // timeout, and a fresh clone's suite met it (fuzz-smoke.ggml_vulkan_graph_topology, 2026-11-26).
   bool model_ops = true;

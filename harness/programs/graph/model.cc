@@ -111,7 +111,7 @@ bool Model::Legal(StepKind k) const {
         if (t.spec.type == alloc::DType::kF32) return true;
       return false;
     case StepKind::kTranspose: return room && has_tensor && layout_ops;
-    case StepKind::kGetRows: return room && has_tensor && rules.model_ops && get_rows;
+    case StepKind::kGetRows: return room && has_tensor && get_rows;
     case StepKind::kMarkOutput: return has_tensor;
     case StepKind::kSeal:
       if (o < 0) return false;

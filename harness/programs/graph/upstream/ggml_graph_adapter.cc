@@ -327,11 +327,20 @@ void GgmlGraphAdapter::FillAndCompute(int k, int g, Instance& inst, const alloc:
     FillLeaf(leaf, g, i);
     Upload(inst.t[i], leaf);
   }
+  UploadRows(inst);
   // Also for the CPU parts of a split graph, and the fresh-allocator oracle.
   SetCpuThreads(cpu_threads_[k], shared_pool_);
   if (ComputeUnderOracles(placed, owner, Extents(id), outputs, [&] { Compute(inst.graph, what, sched); },
                           EqualityFor(g), /*check_overlap=*/!split, /*refuse_nonfinite_rms_norm=*/true)) {
     LIFELINE_CHECK_OK(CompareWithFreshAllocator(g, inst));
+  }
+}
+
+// The index tensors of the build's get_rows get their rows, in whatever memory the placement gave them.
+void GgmlGraphAdapter::UploadRows(const Instance& inst) {
+  for (const auto& [idx, rows] : inst.rows) {
+    LIFELINE_CHECK(idx->buffer != nullptr, std::string(idx->name) + ", an input of the placed graph, has no memory");
+    ggml_backend_tensor_set(idx, rows.get(), 0, ggml_nbytes(idx));
   }
 }
 
@@ -536,15 +545,15 @@ ggml_tensor* GgmlGraphAdapter::Make(Instance& inst, int g, int i, bool detached)
     }
     case alloc::Op::kGetRows: {
       // ggml_get_rows picks rows of dimension 1, so the program's [ne0, 1, 1, ne1] is read as its 2-D [ne0, ne1];
-      // the rows come from an int32 tensor whose memory is the instance's (host memory, no backend buffer, as the
-      // CPU adapter gives pre-allocated leafs: only host-memory adapters draw get_rows, AllocatorRules::model_ops).
+      // the rows come from an int32 input, placed with the graph and set once it is placed (UploadRows), as
+      // llama.cpp places and sets its token and KV-cache indices.
       ggml_tensor* a = src(0);
       auto rows = std::make_unique<int32_t[]>(alloc::kMaxRows);
       RowsOf(spec, a->ne[3], rows.get());
       ggml_tensor* idx = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, m->ne[3]);
-      idx->data = rows.get();
+      ggml_set_input(idx);
       ggml_format_name(idx, "g%d.t%d.rows", g, i);
-      inst.rows.push_back(std::move(rows));
+      inst.rows.emplace_back(idx, std::move(rows));
       ggml_tensor* got = ggml_get_rows(ctx, ggml_reshape_2d(ctx, a, a->ne[0], a->ne[3]), idx);
       t = ggml_reshape_4d(ctx, got, m->ne[0], 1, 1, m->ne[3]);
       if (m->output) ggml_set_output(got);  // as for mul_mat: the rows' own bytes are the output
@@ -614,6 +623,7 @@ Status GgmlGraphAdapter::CompareWithFreshAllocator(int g, const Instance& inst) 
       FillLeaf(m, g, i);
       m->data = saved;
     }
+    UploadRows(*again);
     ggml_status st = ggml_backend_graph_compute(Cpu(), again->graph);
     if (st != GGML_STATUS_SUCCESS) {
       error = "fresh-allocator oracle: computing g" + std::to_string(g) + " returned " + ggml_status_to_string(st);

@@ -93,7 +93,8 @@ struct Instance {
   ggml_context* weights_ctx = nullptr;
   std::vector<int> weight_index;
   ggml_backend_buffer_t weights = nullptr;
-  std::vector<std::unique_ptr<int32_t[]>> rows;  // the index tensors' memory of the build's get_rows
+  // The build's get_rows: each index tensor (an input) and the rows it is to hold once placed (UploadRows).
+  std::vector<std::pair<ggml_tensor*, std::unique_ptr<int32_t[]>>> rows;
   ~Instance();
 };
 
@@ -171,6 +172,7 @@ class GgmlGraphAdapter : public AllocatorAdapter {
   ggml_tensor* Source(int h, int i, bool detached, ggml_context* ctx);
   Instance* Build(int g, bool detached = false);
   void PlaceWeights(Instance& inst, int g);
+  static void UploadRows(const Instance& inst);
   ggml_backend_buffer_t PlaceWithTallocr(const std::vector<ggml_tensor*>& w, const std::string& what);
   Status Recompute(int k, int g, const std::vector<alloc::Tensor*>& outputs);
   void FillAndCompute(int k, int g, Instance& inst, const alloc::Graph& placed, bool split,

@@ -14,7 +14,7 @@ AllocatorRules GgmlVulkanRules() {
   AllocatorRules rules;
   rules.refuses_f16_scale = true;  // ggml_backend_vk_device_supports_op: scale needs a contiguous f32 source
   rules.splits_cpu_marks = true;
-  rules.model_ops = false;  // format.h: the first compile of their pipelines on lavapipe outlasts a per-input timeout
+  rules.model_ops = false;  // format.h: the first compile of the row ops' pipelines on lavapipe outlasts a per-input timeout
   return rules;
 }
 

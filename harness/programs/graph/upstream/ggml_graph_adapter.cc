@@ -191,8 +191,9 @@ int GgmlGraphAdapter::FirstOfType(int k, int b) const {
 
 // Oracle of ggml_gallocr_reserve_n_size ("the buffer sizes per galloc buffer that would be allocated by
 // ggml_gallocr_reserve_n", ggml-alloc.h): a fresh gallocr of allocator k's buffer types reserves the same
-// graph, and ggml_gallocr_get_buffer_size reads each of its buffers back (0 for a buffer sharing an earlier
-// one's type, whose size the measure repeats).
+// graph, and ggml_gallocr_get_buffer_size reads each of its buffers back (the first of its type's: the measure
+// repeats that size for a buffer sharing an earlier one's type). ggml_gallocr_get_buffer_size of such a buffer
+// itself is 0, "to avoid double counting" (ggml-alloc.c's comment there).
 Status GgmlGraphAdapter::CheckMeasuredSizes(int k, ggml_cgraph* graph, const std::vector<size_t>& sizes,
                                             const std::string& what) {
   ggml_gallocr_t fresh = ggml_gallocr_new_n(bufts_[k].data(), nbuf_[k]);
@@ -209,6 +210,10 @@ Status GgmlGraphAdapter::CheckMeasuredSizes(int k, ggml_cgraph* graph, const std
       error = "measure oracle: ggml_gallocr_reserve_n_size of " + what + " gives buffer " + std::to_string(b) +
               " of allocator " + std::to_string(k) + " " + std::to_string(sizes[b]) +
               " bytes, a reserve of it on a fresh gallocr allocates " + std::to_string(reserved);
+    } else if (FirstOfType(k, b) != b && ggml_gallocr_get_buffer_size(fresh, b) != 0) {
+      error = "ggml_gallocr_get_buffer_size of buffer " + std::to_string(b) + " of allocator " + std::to_string(k) +
+              ", which shares buffer " + std::to_string(FirstOfType(k, b)) + "'s type, is " +
+              std::to_string(ggml_gallocr_get_buffer_size(fresh, b)) + ", not 0";
     }
   }
   ggml_gallocr_free(fresh);

@@ -303,59 +303,49 @@ class Export(unittest.TestCase):
 @unittest.skipUnless((BUILD / "targets" / "ggml_graph_topology").is_file(),
                      "the asan lane builds ggml_graph_topology with upstream ggml")
 class GgmlCRowOps(unittest.TestCase):
-    """The row ops of a graph program (rms_norm, soft_max) and mul_mat become ggml's calls, named by role."""
+    """The graph program's model ops (rms_norm, soft_max, mul_mat, transpose, get_rows) become ggml's calls, named
+    by role."""
+
+    @staticmethod
+    def export(leafs, ops):
+        """The C of one graph: `leafs` ((type, ne) inputs, ids 0..), then `ops` (ids after them, sources named
+        "#<id>"), sealed with the last op as its output and placed once."""
+        from lifeline.exporters import ggml_c
+        body = [{"id": i, "op": "leaf", "graph": "#G", "type": ty, "ne": ne, "input": True, "preallocated": False}
+                for i, (ty, ne) in enumerate(leafs)]
+        body += [dict(op, id=len(leafs) + i, graph="#G") for i, op in enumerate(ops)]
+        seal = len(body)
+        body.append({"id": seal, "op": "seal", "model": {"output": f"#{seal - 1}"}})
+        body.append({"id": seal + 1, "op": "alloc+compute", "graph": "#G", "allocator": 0})
+        for op in body:
+            if op.get("graph") == "#G":
+                op["graph"] = f"#{seal}"
+        program = {"format": "graph", "allocators": [{"buffers": [32], "threads": 1}, {"buffers": [32], "threads": 1}],
+                   "ops": body}
+        return ggml_c.generate(program, {"id": "x", "title": "t", "report": {}, "backend": "cpu"})
 
     def test_mul_mat_multiplies_the_programs_2d_tensors(self):
-        from lifeline.exporters import ggml_c
-        program = {"format": "graph", "allocators": [{"buffers": [32], "threads": 1}, {"buffers": [32], "threads": 1}],
-                   "ops": [{"id": 0, "op": "leaf", "graph": "#3", "type": "f32", "ne": [4, 2], "input": True,
-                            "preallocated": False},
-                           {"id": 1, "op": "leaf", "graph": "#3", "type": "f32", "ne": [4, 3], "input": True,
-                            "preallocated": False},
-                           {"id": 2, "op": "mul_mat", "graph": "#3", "src": ["#0", "#1"]},
-                           {"id": 3, "op": "seal", "model": {"output": "#2"}},
-                           {"id": 4, "op": "alloc+compute", "graph": "#3", "allocator": 0}]}
-        c = ggml_c.generate(program, {"id": "x", "title": "t", "report": {}, "backend": "cpu"})
+        c = self.export([("f32", [4, 2]), ("f32", [4, 3])], [{"op": "mul_mat", "src": ["#0", "#1"]}])
         self.assertIn("ggml_tensor * x_x_x2 = output(gf1, ggml_mul_mat(ctx1, x, x2));", c)
 
     def test_row_ops_become_ggml_rms_norm_and_soft_max(self):
-        from lifeline.exporters import ggml_c
-        program = {"format": "graph", "allocators": [{"buffers": [32], "threads": 1}, {"buffers": [32], "threads": 1}],
-                   "ops": [{"id": 0, "op": "leaf", "graph": "#3", "type": "f32", "ne": [4, 2], "input": True,
-                            "preallocated": False},
-                           {"id": 1, "op": "row", "graph": "#3", "fn": "rms_norm", "src": "#0"},
-                           {"id": 2, "op": "row", "graph": "#3", "fn": "soft_max", "src": "#1"},
-                           {"id": 3, "op": "seal", "model": {"output": "#2"}},
-                           {"id": 4, "op": "alloc+compute", "graph": "#3", "allocator": 0}]}
-        c = ggml_c.generate(program, {"id": "x", "title": "t", "report": {}, "backend": "cpu"})
+        c = self.export([("f32", [4, 2])], [{"op": "row", "fn": "rms_norm", "src": "#0"},
+                                            {"op": "row", "fn": "soft_max", "src": "#1"}])
         self.assertIn("struct ggml_tensor * rms_norm_x = ggml_rms_norm(ctx1, x, 1e-6f);", c)
         self.assertIn("output(gf1, ggml_soft_max(ctx1, rms_norm_x))", c)
 
     def test_transpose_is_a_permuted_or_transposed_view_made_contiguous(self):
         from lifeline.exporters import ggml_c
-        program = {"format": "graph", "allocators": [{"buffers": [32], "threads": 1}, {"buffers": [32], "threads": 1}],
-                   "ops": [{"id": 0, "op": "leaf", "graph": "#3", "type": "f32", "ne": [4, 2], "input": True,
-                            "preallocated": False},
-                           {"id": 1, "op": "transpose", "graph": "#3", "src": "#0", "via": "permute"},
-                           {"id": 2, "op": "transpose", "graph": "#3", "src": "#1", "via": "transpose"},
-                           {"id": 3, "op": "seal", "model": {"output": "#2"}},
-                           {"id": 4, "op": "alloc+compute", "graph": "#3", "allocator": 0}]}
-        c = ggml_c.generate(program, {"id": "x", "title": "t", "report": {}, "backend": "cpu"})
+        ops = [{"op": "transpose", "src": "#0", "via": "permute"}, {"op": "transpose", "src": "#1", "via": "transpose"}]
+        c = self.export([("f32", [4, 2])], ops)
         self.assertIn("struct ggml_tensor * x_T = ggml_cont(ctx1, ggml_permute(ctx1, x, 1, 0, 2, 3));", c)
         self.assertIn("output(gf1, ggml_cont(ctx1, ggml_transpose(ctx1, x_T)))", c)
-        program["ops"][1]["via"] = "sideways"
+        ops[0]["via"] = "sideways"
         with self.assertRaisesRegex(ggml_c.Unexportable, "'via' of a transpose is permute or transpose"):
-            ggml_c.generate(program, {"id": "x", "title": "t", "report": {}, "backend": "cpu"})
+            self.export([("f32", [4, 2])], ops)
 
     def test_get_rows_reads_an_int32_tensor_with_the_programs_rows(self):
-        from lifeline.exporters import ggml_c
-        program = {"format": "graph", "allocators": [{"buffers": [32], "threads": 1}, {"buffers": [32], "threads": 1}],
-                   "ops": [{"id": 0, "op": "leaf", "graph": "#2", "type": "f16", "ne": [4, 3], "input": True,
-                            "preallocated": False},
-                           {"id": 1, "op": "get_rows", "graph": "#2", "src": "#0", "n": 4, "first": 2, "step": 1},
-                           {"id": 2, "op": "seal", "model": {"output": "#1"}},
-                           {"id": 3, "op": "alloc+compute", "graph": "#2", "allocator": 0}]}
-        c = ggml_c.generate(program, {"id": "x", "title": "t", "report": {}, "backend": "cpu"})
+        c = self.export([("f16", [4, 3])], [{"op": "get_rows", "src": "#0", "n": 4, "first": 2, "step": 1}])
         self.assertIn("struct ggml_tensor * rows_of_x_idx = ggml_new_tensor_1d(ctx1, GGML_TYPE_I32, 4);\n"
                       "    ggml_set_input(rows_of_x_idx);", c)
         self.assertIn("output(gf1, ggml_get_rows(ctx1, x, rows_of_x_idx))", c)

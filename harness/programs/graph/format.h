@@ -118,7 +118,8 @@ struct Program {
   bool row_ops = false;
   bool mul_mats = false;
   // Bit 6: the pre-allocated leafs of every build are placed as llama.cpp places weights, in a context of their
-  // own by ggml_backend_alloc_ctx_tensors* (AllocatorAdapter::Configure; ggml's CPU adapter only).
+  // own by ggml_backend_alloc_ctx_tensors*, or by hand with a ggml_tallocr on g3 (AllocatorAdapter::Configure;
+  // ggml's CPU adapter only).
   // It draws no step: the program's JSON says it ("weights": true) and encoding sets it from there.
   bool weights = false;
   // Bit 0 of the options byte (read only when bit 7 is set; format.cc): ggml's CPU backend computes every graph

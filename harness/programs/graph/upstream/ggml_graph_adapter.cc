@@ -587,10 +587,24 @@ void GgmlGraphAdapter::Mirror(int g, const Instance& inst, int id, const void* o
 }
 
 // The program's graph with its nodes in the order ggml runs them (lifetimes depend on it).
+//
+// A program tensor that Make gives the program's layout back by a reshape (mul_mat, get_rows, a 2-D transpose)
+// takes the place of the node that computes it, the reshape's source: ggml-vulkan's graph_optimize moves computing
+// nodes forward and leaves reshapes (no compute) where they were, so the reshape's place can come after a node
+// that the computed bytes were already read by (seen: a get_rows run before a mul that the reshape's place put
+// first, which made the no-overlap oracle see two live tensors in the same bytes where ggml ran them one after the
+// other, with right outputs).
 alloc::Graph GgmlGraphAdapter::InGgmlOrder(const Instance& inst, const alloc::Graph& mirror, int g) {
   std::unordered_map<const ggml_tensor*, Tensor*> back;
   for (int i = 0; i < book_.size(g); ++i) {
-    if (inst.t[i] != nullptr) back[inst.t[i]] = book_.tensor(g, i);
+    const ggml_tensor* t = inst.t[i];
+    if (t == nullptr) continue;
+    const alloc::Op op = book_.spec(g, i).op;
+    if (t->op == GGML_OP_RESHAPE &&
+        (op == alloc::Op::kMulMat || op == alloc::Op::kGetRows || op == alloc::Op::kTranspose)) {
+      t = t->src[0];
+    }
+    back[t] = book_.tensor(g, i);
   }
   alloc::Graph out;
   out.leafs = mirror.leafs;

@@ -311,6 +311,11 @@ int Log2(size_t v) {
   return k;
 }
 
+// Whether a program to encode has a step of kind `kind` (its allocator and options bytes say which kinds it draws).
+bool Uses(const Program& p, StepKind kind) {
+  return std::any_of(p.steps.begin(), p.steps.end(), [&](const Step& s) { return s.kind == kind; });
+}
+
 // Both directions: decoding when `target` is null, else encoding it (its id form) into `src`.
 Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
   Program p;
@@ -329,10 +334,7 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
     const uint8_t head = src.Full<uint8_t>([&] {
       if (want->buffers.empty() || want->buffers.size() > 2) throw Unencodable("an allocator has 1 or 2 buffers");
       if (want->cpu_threads < 1 || want->cpu_threads > kMaxCpuThreads) throw Unencodable("an allocator has 1 to 4 CPU threads");
-      auto uses = [&](StepKind kind) {
-        return k == 0 && std::any_of(target->steps.begin(), target->steps.end(),
-                                     [&](const Step& s) { return s.kind == kind; });
-      };
+      auto uses = [&](StepKind kind) { return k == 0 && Uses(*target, kind); };
       return static_cast<uint8_t>((want->buffers.size() - 1) | ((want->cpu_threads - 1) << 1) |
                                   (uses(StepKind::kMeasure) ? 8 : 0) | (uses(StepKind::kRowOp) ? 16 : 0) |
                                   (uses(StepKind::kMatMul) ? 32 : 0) | (k == 0 && target->weights ? 64 : 0) |
@@ -340,9 +342,7 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
                                               uses(StepKind::kTranspose) || uses(StepKind::kGetRows)) ? 128 : 0));
     });
     const uint8_t options = k == 0 && (head & 128) != 0 ? src.Full<uint8_t>([&] {
-      auto uses = [&](StepKind kind) {
-        return std::any_of(target->steps.begin(), target->steps.end(), [&](const Step& s) { return s.kind == kind; });
-      };
+      auto uses = [&](StepKind kind) { return Uses(*target, kind); };
       return static_cast<uint8_t>((target->shared_pool ? 1 : 0) | (target->reuse ? 2 : 0) | (target->chunked ? 4 : 0) |
                                   (uses(StepKind::kTranspose) ? 8 : 0) | (uses(StepKind::kGetRows) ? 16 : 0));
     }) : 0;

@@ -60,6 +60,8 @@ _SKIP_PREFIXES = (
     # upstream C code's aborts: glibc's assert(), ggml's GGML_ASSERT/GGML_ABORT, and the harness's abort
     # callback and SIGABRT handler that print them (lifeline::internal::Upstream...)
     "__assert", "gsignal", "ggml_abort", "ggml_print_backtrace", "lifeline::internal::Upstream",
+    # ... and c10's error machinery, in the backtrace a c10::Error carries (PyTorch's TORCH_CHECK)
+    "c10::Error::Error", "c10::detail::torchCheckFail",
 )
 _SKIP_MODULES = ("libc.so", "libstdc++", "libgcc_s", "ld-linux", "libpthread", "vgpreload", "libclang_rt")
 
@@ -196,6 +198,14 @@ _GGML_ASSERT = ": GGML_ASSERT("
 _FILE_LINE = re.compile(r"(?:^|\s)(?P<file>/[^:]*|[^\s:]+):(?P<line>\d+)$")
 # ggml's own print of a GGML_ABORT (no abort callback): "<file>.c:<line>: <text>", then abort()
 _GGML_ABORT_PRINT = re.compile(r"^(?P<file>.+?\.(?:c|cc|cpp|h)):(?P<line>\d+): (?P<text>.+?)\s*$")
+# libstdc++'s verbose terminate handler: an exception that leaves a noexcept function (or main) ends the process
+# with "terminate called after throwing an instance of '<type>'" and "  what():  <text>". A c10::Error's text
+# goes on with "Exception raised from <function> at <file>:<line>" and its backtrace, one "frame #N: <function>
+# + 0x<offset> (<address> in <module>)" per line.
+_TERMINATE = re.compile(r"^terminate called after throwing an instance of '(?P<type>[^']+)'")
+_WHAT = re.compile(r"^\s*what\(\):\s+(?P<text>.*?)\s*$")
+_C10_RAISED = re.compile(r"^Exception raised from \S+ at (?P<loc>\S+:\d+)")
+_C10_FRAME = re.compile(r"^frame #\d+: (?P<func>.+?) \+ 0x[0-9a-fA-F]+ \((?:0x[0-9a-fA-F]+ in )?(?P<mod>[^)]*)\)\s*$")
 _FUZZER = re.compile(r"==\d+== ERROR: libFuzzer: (?P<what>deadly signal|timeout after \d+ seconds|out-of-memory|fuzz target exited|leak detected)")
 
 _UBSAN_KINDS = [
@@ -280,6 +290,29 @@ def _ggml_default_abort(lines: list[str], i: int, state: list[str], normalized: 
     return Crash("upstream", "assert", state, normalized, message=message, location=location or loc)
 
 
+def _uncaught_exception(lines: list[str], i: int, exception_type: str) -> Crash:
+    """Type `uncaught-exception` (tool `upstream`) for std::terminate's report on line i; the message is what()'s
+    first line (or the exception's type without one), the state and location come from a c10::Error's own
+    backtrace when it carries one (Debian's libtorch is stripped: its frames name exported symbols only)."""
+    message, location, frames = exception_type, None, []
+    for j in range(i + 1, min(i + 200, len(lines))):
+        w = _WHAT.match(lines[j]) if message is exception_type else None
+        if w:
+            message = w.group("text")
+            continue
+        r = _C10_RAISED.match(lines[j])
+        if r:
+            location = r.group("loc")
+            continue
+        f = _C10_FRAME.match(lines[j])
+        if f:
+            frames.append((f.group("func"), None, f.group("mod")))
+        elif frames:
+            break
+    state, normalized, _ = _state(frames)
+    return Crash("upstream", "uncaught-exception", state, normalized, message=message, location=location)
+
+
 def _stack_start(lines: list[str], i: int) -> int:
     """Where to look for the stack of the report on line i: its "stack:" line when one comes before the first
     sanitizer or valgrind frame (the harness prints the op trace, whose "#N op" lines are no frames, first)."""
@@ -362,6 +395,10 @@ def parse(text: str) -> Optional[Crash]:
         if _VG_LEAK.match(line):
             state, normalized, location = _stack(lines, i + 1, _VG_FRAME)
             return Crash("valgrind", "definite-leak", state, normalized, location=location)
+
+        m = _TERMINATE.match(line)
+        if m:
+            return _uncaught_exception(lines, i, m.group("type"))
 
         up = _upstream_abort(line)
         if up:

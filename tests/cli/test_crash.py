@@ -45,6 +45,11 @@ EXPECTED = {
     "standalone-ggml-abort-asan.txt": ("upstream", "assert", ["ggml_compute_forward_scale"], None),
     "standalone-ggml-alloc-assert-asan.txt": ("upstream", "assert", ["ggml_gallocr_init_tensor"], None),
     "standalone-assert-asan.txt": ("upstream", "assert", ["check_same_outputs"], None),
+    # torch_capsule_lifecycle with torch-from-dlpack-negative-strides-abort unguarded: a c10::Error leaves a
+    # noexcept function of libtorch, and libstdc++'s terminate handler prints it with c10's own backtrace
+    "torch-uncaught-exception-asan.txt": ("upstream", "uncaught-exception", [
+        "at::detail::computeStorageNbytes", "at::TensorMaker::computeStorageSize", "at::TensorMaker::make_tensor"],
+        None),
 }
 
 
@@ -72,6 +77,14 @@ class CapturedReports(unittest.TestCase):
     def test_ubsan_report_carries_the_runtime_error(self):
         c = crash.parse((REPORTS / "ubsan-signed-integer-overflow.txt").read_text())
         self.assertIn("2147483647 + 1 cannot be represented", c.message)
+
+    def test_uncaught_exception_carries_what_and_where_it_was_raised(self):
+        c = crash.parse((REPORTS / "torch-uncaught-exception-asan.txt").read_text())
+        self.assertEqual(c.message, "Storage size calculation overflowed with sizes=[2] and strides=[-1]")
+        self.assertEqual(c.location, "./aten/src/ATen/EmptyTensor.cpp:90")
+        # without what() (a type that is no std::exception) the message is the type
+        c = crash.parse("terminate called after throwing an instance of 'int'\nAborted\n")
+        self.assertEqual((c.tool, c.type, c.message, c.state), ("upstream", "uncaught-exception", "int", []))
 
     def test_clean_run_has_no_report(self):
         self.assertIsNone(crash.parse((REPORTS / "clean-asan.txt").read_text()))

@@ -103,7 +103,7 @@ ExportRecord* NewRecord(Storage* storage, const TensorDesc& desc) {
   t.ndim = desc.ndim;
   t.dtype = ToDLDataType(desc.dtype);
   t.shape = r->shape;
-  t.strides = r->strides;
+  t.strides = desc.null_strides ? nullptr : r->strides;
   t.byte_offset = static_cast<uint64_t>(desc.offset) * ItemSize(desc.dtype);
   r->managed.manager_ctx = r;
   r->managed.deleter = &ProducerDeleter;
@@ -228,21 +228,38 @@ StatusOr<Placement> PlaceTensor(DType dtype, const std::vector<int64_t>& shape, 
     }
   } else {
     for (int i = d.ndim - 1; i >= 0; --i) {
+      // kBroadcast: axis 0 takes no memory (one row, seen shape[0] times).
+      if (i == 0 && layout == Layout::kBroadcast) {
+        d.strides[0] = 0;
+        break;
+      }
       d.strides[i] = stride * (i == d.ndim - 1 ? widen : 1);
       stride *= d.shape[i] * (i == d.ndim - 1 ? widen : 1);
     }
   }
   d.offset = layout == Layout::kOffset ? kOffsetElements : 0;
-  p.storage_elements = numel == 0 ? 0 : d.offset + stride;
+  // kReversed: each row's element 0 is the last of its memory, so the tensor starts last-extent - 1 elements in.
+  if (layout == Layout::kReversed && d.ndim > 0) {
+    d.strides[d.ndim - 1] = -1;
+    d.offset = d.shape[d.ndim - 1] > 0 ? d.shape[d.ndim - 1] - 1 : 0;
+  }
+  d.null_strides = layout == Layout::kNullStrides;
+  p.storage_elements = numel == 0 ? 0 : (layout == Layout::kReversed ? numel : d.offset + stride);
   return p;
+}
+
+int64_t PatternPeriod(const TensorDesc& desc) {
+  if (desc.ndim == 0 || desc.strides[0] != 0 || desc.shape[0] < 2) return 0;
+  return desc.numel() / desc.shape[0];
 }
 
 void FillPattern(const TensorDesc& desc, uint8_t* base, uint32_t seed) {
   const size_t item = ItemSize(desc.dtype);
   const int64_t n = desc.numel();
+  const int64_t period = PatternPeriod(desc);
   for (int64_t i = 0; i < n; ++i)
     StoreElement(desc.dtype, base + desc.ElementOffset(i) * static_cast<int64_t>(item),
-                 PatternValue(desc.dtype, seed, static_cast<uint64_t>(i)));
+                 PatternValue(desc.dtype, seed, PatternIndex(period, i)));
 }
 
 PyObject* ExportCapsule(Storage* storage, const TensorDesc& desc) {

@@ -66,6 +66,8 @@ struct TensorDesc {
   int64_t shape[kMaxProducerNdim] = {};
   int64_t strides[kMaxProducerNdim] = {};
   int64_t offset = 0;
+  // Exports carry DLTensor.strides == NULL (the strides above are then C order: Layout::kNullStrides).
+  bool null_strides = false;
 
   int64_t numel() const;
   bool contiguous() const;  // C order, no holes (offset allowed)
@@ -81,7 +83,16 @@ struct Placement {
 };
 StatusOr<Placement> PlaceTensor(DType dtype, const std::vector<int64_t>& shape, Layout layout);
 
-// Writes PatternValue(dtype, seed, i) at every logical element i.
+// The pattern's period of a tensor placed as `desc`: 0 when logical element i holds pattern element i, or the
+// elements of one row when axis 0 (of more than one row) has stride 0, whose rows are one memory and so hold
+// pattern elements i modulo the period (Layout::kBroadcast).
+int64_t PatternPeriod(const TensorDesc& desc);
+// The pattern element logical element `index` holds, for a period as PatternPeriod returns.
+inline uint64_t PatternIndex(int64_t period, int64_t index) {
+  return static_cast<uint64_t>(period > 0 ? index % period : index);
+}
+
+// Writes PatternValue(dtype, seed, PatternIndex(PatternPeriod(desc), i)) at every logical element i.
 void FillPattern(const TensorDesc& desc, uint8_t* base, uint32_t seed);
 
 // Exports `desc` over `storage` (retained) as a new "dltensor" capsule; nullptr with a Python

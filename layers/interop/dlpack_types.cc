@@ -8,7 +8,8 @@ namespace lifeline::interop {
 namespace {
 
 constexpr std::string_view kDTypeNames[] = {"float32", "float16", "int8", "bool", "uint8", "bfloat16", "complex64"};
-constexpr std::string_view kLayoutNames[] = {"contiguous", "transposed", "strided", "offset"};
+constexpr std::string_view kLayoutNames[] = {"contiguous", "transposed", "strided", "offset",
+                                                 "reversed",   "broadcast",  "null-strides"};
 
 }  // namespace
 

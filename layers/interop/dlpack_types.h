@@ -33,8 +33,17 @@ enum class Layout : uint8_t {
   kTransposed,  // axes reversed in memory (Fortran order): non-contiguous for ndim >= 2
   kStrided,     // every other element of the last axis (storage twice as long): non-contiguous
   kOffset,      // C order starting `kOffsetElements` into the storage (DLTensor.byte_offset != 0)
-  kMaxValue = kOffset,
+  // The layouts below are drawn only from a layout byte with bit 7 set (harness/programs/capsule/format.cc):
+  // the four above keep the bytes they always had.
+  kReversed,     // the last axis reversed (a[..., ::-1]): a negative stride; this layer's producer starts at
+                 // the storage's last element of each row (DLTensor.byte_offset != 0 for rows longer than 1)
+  kBroadcast,    // axis 0 has stride 0 (numpy.broadcast_to, torch.expand): every row is the same memory, so
+                 // the rows hold the same values (PatternPeriod)
+  kNullStrides,  // C order exported with DLTensor.strides == NULL, which DLPack 0.6 allows for compact
+                 // row-major tensors (only this layer's producer exports it; peers make their contiguous)
+  kMaxValue = kNullStrides,
 };
+inline constexpr Layout kMaxClassicLayout = Layout::kOffset;
 inline constexpr int64_t kOffsetElements = 3;
 
 DLDataType ToDLDataType(DType type);
@@ -43,7 +52,8 @@ std::optional<DType> FromDLDataType(DLDataType type);
 size_t ItemSize(DType type);
 std::string_view DTypeName(DType type);  // "float32", "float16", "int8", "bool", "uint8", "bfloat16", "complex64"
 std::optional<DType> DTypeFromName(std::string_view name);
-std::string_view LayoutName(Layout layout);  // "contiguous", "transposed", "strided", "offset"
+std::string_view LayoutName(Layout layout);  // "contiguous", "transposed", "strided", "offset", "reversed",
+                                             // "broadcast", "null-strides"
 std::optional<Layout> LayoutFromName(std::string_view name);
 
 // One element as a double (float16 and bfloat16 widened exactly; bool as 0/1; complex64: its real part)

@@ -34,6 +34,29 @@ TEST(CapsuleDecoder, ProgramIsBoundedByMaxOps) {
   }
 }
 
+// The layout byte: without bit 7, one of the four classic layouts (the byte modulo 4, as every older input
+// reads); with bit 7, any of the seven (its low seven bits modulo 7).
+TEST(CapsuleDecoderGolden, TheLayoutByteBit7DrawsEveryLayout) {
+  using interop::Layout;
+  for (int b = 0; b < 256; ++b) {
+    SCOPED_TRACE(b);
+    // create-tensor float32[2] <layout> seed=0, read from the back: kind, dtype, ndim, extent, layout, seed, flag.
+    const uint8_t bytes[] = {0x00, 0x00, static_cast<uint8_t>(b), 0x02, 0x01, 0x00, 0x00};
+    Program p = DecodeForNumpy(bytes, sizeof bytes);
+    ASSERT_EQ(p.size(), 1u);
+    const int want = (b & 0x80) != 0 ? (b & 0x7f) % 7 : b % 4;
+    EXPECT_EQ(static_cast<int>(p[0].layout), want);
+  }
+  // Encoded: a reversed tensor, a broadcast NumPy array, a NULL-strides tensor, and a classic layout after them.
+  const uint8_t widened[] = {0x00, 0x01, 0x01, 0x02, 0x01, 0x02, 0x03, 0x00, 0x00, 0x09, 0x86, 0x02, 0x01, 0x01, 0x00,
+                             0x00, 0x07, 0x85, 0x02, 0x03, 0x02, 0x02, 0x01, 0x00, 0x05, 0x84, 0x03, 0x02, 0x02, 0x00, 0x00};
+  EXPECT_EQ(Describe(DecodeForNumpy(widened, sizeof widened)),
+            "#0 create-tensor float32[2,3] reversed seed=5 -> t0\n"
+            "#1 create-array int8[3,2] broadcast seed=7 -> a0\n"
+            "#2 create-tensor float16[2] null-strides seed=9 -> t1\n"
+            "#3 create-tensor bool[1,2] transposed seed=1 -> t2\n");
+}
+
 // The peer's rules decide the predictions: the same bytes decoded for a peer that exports read-only
 // arrays and imports bool predict no refusal where NumPy's rules predict one.
 TEST(CapsuleDecoder, PredictionsFollowThePeersRules) {

@@ -27,6 +27,33 @@ TEST(TorchCapsuleDecoderGolden, FixedInputDecodesToThePinnedProgram) {
   EXPECT_EQ(Describe(Decode(kTorchProgram, sizeof(kTorchProgram), NumpyAndTorch())), kTorchProgramText);
 }
 
+// torch makes the layouts it has: a reversed or NULL-strides request (layout byte 0x84, 0x86) makes a contiguous
+// tensor, a broadcast (0x85) a broadcast; NumPy makes reversed arrays. And torch's import of a NumPy array with a
+// negative stride is handed to NumPy while the guard torch-from-dlpack-negative-strides-abort holds.
+TEST(TorchCapsuleDecoder, EachPeerMakesTheLayoutsItHas) {
+  using interop::Layout;
+  // create-array (torch) float32[2] <layout> seed=0, read from the back: kind, peer, dtype, ndim, extent, layout,
+  // seed, readonly, flavor.
+  auto made = [](uint8_t peer, uint8_t layout) {
+    const uint8_t bytes[] = {0x00, 0x00, 0x00, layout, 0x02, 0x01, 0x00, peer, 0x01};
+    Program p = Decode(bytes, sizeof bytes, NumpyAndTorch());
+    return p.empty() ? Layout::kMaxValue : p[0].layout;  // NumPy reads no flavor byte: the last starts an op
+  };
+  EXPECT_EQ(made(1, 0x03), Layout::kOffset);
+  EXPECT_EQ(made(1, 0x84), Layout::kContiguous);
+  EXPECT_EQ(made(1, 0x85), Layout::kBroadcast);
+  EXPECT_EQ(made(1, 0x86), Layout::kContiguous);
+  EXPECT_EQ(made(0, 0x84), Layout::kReversed);
+  EXPECT_EQ(made(0, 0x85), Layout::kBroadcast);
+  EXPECT_EQ(made(0, 0x86), Layout::kContiguous);
+  // The finding's reproducer: numpy float32[2] reversed, then torch.from_dlpack of it.
+  const uint8_t reproducer[] = {0x01, 0x07, 0x00, 0x00, 0x84, 0x02, 0x01, 0x00, 0x00, 0x01};
+  Program p = Decode(reproducer, sizeof reproducer, NumpyAndTorch());
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(Describe(p[0]), "create-array (numpy) float32[2] reversed seed=0 -> a0");
+  EXPECT_EQ(Describe(p[1]), "numpy-from-array a0 -> a1");  // torch asked; the guard hands it to NumPy
+}
+
 // The predictions above are torch's own rules: __dlpack__ (which import_from and from_dlpack call) refuses
 // a tensor that requires grad, to_dlpack exports it. The copy .contiguous() makes still requires grad.
 TEST(TorchCapsuleDecoder, RequiresGradIsRefusedByDunderDlpackOnly) {

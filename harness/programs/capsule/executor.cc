@@ -110,8 +110,9 @@ void Executor::CheckValues(const Ref& list, const Content& c, const std::string&
     } else {
       re = PyFloat_Check(item) ? PyFloat_AS_DOUBLE(item) : static_cast<double>(PyLong_AsLong(item));
     }
-    const double want_re = interop::PatternValue(c.dtype, c.seed, static_cast<uint64_t>(i));
-    const double want_im = interop::PatternImag(c.dtype, c.seed, static_cast<uint64_t>(i));
+    const uint64_t k = interop::PatternIndex(c.period, i);
+    const double want_re = interop::PatternValue(c.dtype, c.seed, k);
+    const double want_im = interop::PatternImag(c.dtype, c.seed, k);
     if (re == want_re && im == want_im) continue;
     // What the wrong value is, when it is a sign flip of the right one: a lazy negation or conjugation that
     // was lost on the way (PyTorch's negative and conjugate bits).

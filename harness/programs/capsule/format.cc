@@ -43,6 +43,19 @@ DType PickDType(Source& src, uint32_t set, DType want) {
     if (HasDType(set, static_cast<DType>(d)) && k-- == 0) return static_cast<DType>(d);
 }
 
+// The layout byte: without bit 7, one of the four classic layouts (its value modulo 4, as the byte always
+// read); with bit 7, any layout (its low seven bits modulo their number). Encoding writes the classic ones
+// without bit 7, so every older input keeps its layouts.
+Layout PickLayout(Source& src, Layout want) {
+  constexpr int kClassic = static_cast<int>(interop::kMaxClassicLayout) + 1;
+  constexpr int kAll = static_cast<int>(Layout::kMaxValue) + 1;
+  const uint8_t b = src.Full<uint8_t>([&] {
+    const int w = static_cast<int>(want);
+    return static_cast<uint8_t>(w < kClassic ? w : 0x80 | w);
+  });
+  return static_cast<Layout>((b & 0x80) != 0 ? (b & 0x7f) % kAll : b % kClassic);
+}
+
 // The flavor a peer's tensor can have: conjugation only means something for complex, negation for signed
 // numbers, grad for floating types; anything else is plain.
 Flavor Applicable(Flavor f, DType d) {
@@ -156,8 +169,11 @@ Program Run(Source& src, const Peers& peers, const Program* target) {
         }
         int ndim = src.Int<int>(0, interop::kMaxProducerNdim, [&] { return static_cast<int>(want.shape.size()); });
         for (int d = 0; d < ndim; ++d) op.shape.push_back(src.Int<int64_t>(0, kMaxDim, [&] { return want.shape[d]; }));
-        op.layout = static_cast<Layout>(
-            src.Int<int>(0, static_cast<int>(Layout::kMaxValue), [&] { return static_cast<int>(want.layout); }));
+        op.layout = PickLayout(src, want.layout);
+        // A peer makes the layouts it can (PyTorch has no negative strides, and no party but this layer's
+        // producer exports NULL strides); the others contiguous.
+        if (op.kind == OpKind::kCreateArray && (peers[op.peer]->layouts & LayoutBit(op.layout)) == 0)
+          op.layout = Layout::kContiguous;
         op.seed = src.Full<uint8_t>([&] { return want.seed; });
         op.readonly = src.Bool([&] { return want.readonly; });
         if (op.kind == OpKind::kCreateArray) {
@@ -221,6 +237,14 @@ Program Run(Source& src, const Peers& peers, const Program* target) {
         if (peers[op.peer]->leaks_empty_imports && c.null_data &&
             GuardHolds(Guard::kTorchFromDlpackEmptyLeaks,
                        [] { return "an export with NULL data is imported by the first peer"; })) {
+          hand_to_first_peer(op);
+        }
+        // Guard torch-from-dlpack-negative-strides-abort: torch's from_dlpack of an export with a negative
+        // stride throws from a noexcept function, so the process aborts
+        // (repro/torch-from-dlpack-negative-strides-abort). The first peer imports instead.
+        if (!peers[op.peer]->imports_negative_strides && c.negative_strides &&
+            GuardHolds(Guard::kTorchFromDlpackNegativeStridesAbort,
+                       [] { return "an export with a negative stride is imported by the first peer"; })) {
           hand_to_first_peer(op);
         }
         break;

@@ -95,6 +95,9 @@ struct Op {
 
 using Program = std::vector<Op>;
 
+// The layouts a layout byte without bit 7 names (format.cc): the four every party has made from the start.
+inline constexpr uint32_t kClassicLayouts = (1u << (static_cast<int>(interop::kMaxClassicLayout) + 1)) - 1;
+
 // What the lifetime model knows of a peer: which requests it refuses, and with which exception. Dtypes
 // are sets of interop::DType bits (DTypeBit).
 struct PeerRules {
@@ -125,9 +128,16 @@ struct PeerRules {
   bool leaks_empty_imports = false;
   // Its exports of arrays without elements carry DLTensor.data == NULL (PyTorch).
   bool exports_null_when_empty = false;
+  // The layouts its arrays are made in (LayoutBit); the decoder makes the others contiguous.
+  uint32_t layouts = kClassicLayouts;
+  // Its from_dlpack takes an export with a negative stride (Content::negative_strides). False for PyTorch
+  // 1.13: the finding torch-from-dlpack-negative-strides-abort, whose guard (format.cc) hands such an import
+  // to the first peer.
+  bool imports_negative_strides = true;
 };
 
 constexpr uint32_t DTypeBit(interop::DType d) { return 1u << static_cast<int>(d); }
+constexpr uint32_t LayoutBit(interop::Layout l) { return 1u << static_cast<int>(l); }
 constexpr bool HasDType(uint32_t set, interop::DType d) { return (set & DTypeBit(d)) != 0; }
 
 using Peers = std::vector<const PeerRules*>;

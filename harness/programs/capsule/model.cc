@@ -13,36 +13,30 @@ constexpr int kSlotCounts[] = {kTensorSlots, kArraySlots, kCapsuleSlots, kViewSl
 
 int SlotCount(SlotKind k) { return kSlotCounts[static_cast<int>(k)]; }
 
-int64_t Numel(const std::vector<int64_t>& shape) {
-  int64_t numel = 1;
-  for (int64_t d : shape) numel *= d;
-  return numel;
-}
-
 bool ProducerContiguous(DType dtype, const std::vector<int64_t>& shape, Layout layout) {
   auto placed = interop::PlaceTensor(dtype, shape, layout);
   return placed.ok() && placed->desc.contiguous() && placed->desc.offset == 0;
 }
 
-// PyTorch's is_contiguous() of `layout` (every party places its layouts as this layer's producer does):
-// from the last axis, every extent above 1 has the C-order stride; no elements is contiguous.
-bool COrder(DType dtype, const std::vector<int64_t>& shape, Layout layout) {
-  auto placed = interop::PlaceTensor(dtype, shape, layout);
+// What a tensor of `layout` holds (every party places its layouts as this layer's producer does; only this
+// layer's producer exports an offset in DLTensor.byte_offset).
+Content MadeContent(const Op& op) {
+  auto placed = interop::PlaceTensor(op.dtype, op.shape, op.layout);
   LIFELINE_PRECONDITION(placed.ok(), "the decoder made an invalid shape: " + placed.status().message());
   const interop::TensorDesc& d = placed->desc;
-  if (d.numel() == 0) return true;
+  Content c{op.dtype, op.seed, d.numel()};
+  // PyTorch's is_contiguous(): from the last axis, every extent above 1 has the C-order stride; no elements
+  // is contiguous.
   int64_t expected = 1;
-  for (int i = d.ndim - 1; i >= 0; --i) {
+  for (int i = d.ndim - 1; i >= 0 && c.numel > 0; --i) {
     if (d.shape[i] == 1) continue;
-    if (d.strides[i] != expected) return false;
+    c.c_order &= d.strides[i] == expected;
+    c.negative_strides |= d.strides[i] < 0;
     expected *= d.shape[i];
   }
-  return true;
-}
-
-Content MadeContent(const Op& op) {
-  return {op.dtype, op.seed, Numel(op.shape), COrder(op.dtype, op.shape, op.layout),
-          op.kind == OpKind::kCreateTensor && op.layout == Layout::kOffset};
+  c.byte_offset = op.kind == OpKind::kCreateTensor && d.offset != 0;
+  c.period = interop::PatternPeriod(d);
+  return c;
 }
 
 }  // namespace
@@ -242,9 +236,13 @@ void Model::Apply(const Op& op, const std::string& error) {
     case OpKind::kImportFromTensor: {
       const Node t = nodes_[src(SlotKind::kTensor)];
       int storage = t.refs[0];
-      if (op.contiguous && !t.contiguous)  // a temporary copy that only the import keeps
-        storage = AddStorage(StorageBytes(t.content.dtype, t.shape, Layout::kContiguous), t.content);
-      AddImport(Add({NodeKind::kExport, t.content, {storage}}), op.dst);
+      Content c = t.content;
+      if (op.contiguous && !t.contiguous) {  // a temporary copy that only the import keeps
+        c.c_order = true;
+        c.byte_offset = c.negative_strides = false;
+        storage = AddStorage(StorageBytes(c.dtype, t.shape, Layout::kContiguous), c);
+      }
+      AddImport(Add({NodeKind::kExport, c, {storage}}), op.dst);
       break;
     }
     case OpKind::kImportFromArray: {
@@ -253,6 +251,7 @@ void Model::Apply(const Op& op, const std::string& error) {
       int held = a;
       if (CopiedForImport(nodes_[a], op.contiguous)) {  // a temporary copy that only the import keeps
         c.c_order = true;
+        c.negative_strides = false;
         held = Add({NodeKind::kCopy, c});
       }
       AddImport(Add({NodeKind::kExport, c, {held}}), op.dst);

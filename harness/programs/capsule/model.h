@@ -17,7 +17,8 @@
 
 namespace lifeline::capsule {
 
-// What a producer wrote: element i of anything that shows these values is PatternValue(dtype, seed, i).
+// What a producer wrote: element i of anything that shows these values is PatternValue(dtype, seed,
+// interop::PatternIndex(period, i)).
 struct Content {
   interop::DType dtype = interop::DType::kFloat32;
   uint32_t seed = 0;
@@ -31,6 +32,11 @@ struct Content {
   // Its exports carry DLTensor.data == NULL: PyTorch exports every tensor without elements so
   // (its data_ptr() is NULL then).
   bool null_data = false;
+  // 0, or the elements of one row of a broadcast (its rows share one memory: interop::PatternPeriod).
+  int64_t period = 0;
+  // Its exports carry a negative stride on an axis of more than one element, and it has elements: the
+  // reversed layout, and whatever imported it without a copy.
+  bool negative_strides = false;
 };
 
 // kCopy: a peer's temporary copy made inside an import (import_from(array, contiguous)), held only by the

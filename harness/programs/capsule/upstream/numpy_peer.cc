@@ -69,6 +69,16 @@ const PeerRules& NumpyRules() {
       /*imports=*/kAll & ~DTypeBit(DType::kBool) & ~DTypeBit(DType::kBFloat16),
       /*used_capsule_refusal=*/"ValueError",
       /*device_refusal=*/"RuntimeError",  // "Unsupported device in DLTensor."
+      /*read_only_arrays=*/true,
+      /*flavors=*/false,
+      /*export_ways=*/1,
+      /*contiguous_copies=*/false,
+      /*reads_byte_offset=*/true,
+      /*leaks_refused_exports=*/false,
+      /*leaks_empty_imports=*/false,
+      /*exports_null_when_empty=*/false,
+      // a[..., ::-1] and a writable as_strided broadcast (NumPy's exports never carry NULL strides)
+      /*layouts=*/kClassicLayouts | LayoutBit(interop::Layout::kReversed) | LayoutBit(interop::Layout::kBroadcast),
   };
   return rules;
 }

@@ -1,6 +1,7 @@
 // NumPy 1.24 (Debian's python3-numpy, in the embedded interpreter) as the capsule programs' peer:
-// arrays made by NumPy in the producer's four layouts, `ndarray.__dlpack__`, and `numpy.from_dlpack`
-// (which takes objects with `__dlpack__`; a bare capsule goes through `_lifeline_interop.CapsuleHolder`).
+// arrays made by NumPy in the producer's layouts NumPy has (all but null-strides), `ndarray.__dlpack__`,
+// and `numpy.from_dlpack` (which takes objects with `__dlpack__`; a bare capsule goes through
+// `_lifeline_interop.CapsuleHolder`).
 #pragma once
 
 #include <memory>

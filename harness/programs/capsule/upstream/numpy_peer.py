@@ -1,6 +1,7 @@
 # NumPy's side of the capsule programs (harness/programs/capsule/upstream/numpy_peer.cc embeds this file
 # at build time and runs it in the embedded interpreter). `make_array` builds a NumPy-owned array whose
-# logical values are the producer pattern, in the same four layouts as this layer's producer.
+# logical values are the producer pattern, in the layouts of this layer's producer that NumPy has (all but
+# null-strides: NumPy's exports always carry strides).
 import numpy as np
 import _lifeline_interop as li
 
@@ -12,6 +13,12 @@ def make_array(dtype, shape, layout, seed, readonly):
     n = 1
     for d in shape:
         n *= d
+    if layout == "broadcast" and len(shape) >= 1 and shape[0] > 1:
+        # One row's memory seen shape[0] times (stride 0 on axis 0), as writable as asked: as_strided, not
+        # broadcast_to, whose arrays are always read-only. The rows hold the pattern's first row.
+        row = np.array(li.expected_values(dtype, n // shape[0], seed), dtype=_NP[dtype]).reshape(shape[1:])
+        a = np.lib.stride_tricks.as_strided(row, shape, (0,) + row.strides, writeable=not readonly)
+        return a
     base = np.array(li.expected_values(dtype, n, seed), dtype=_NP[dtype]).reshape(shape)
     if layout == "transposed":
         a = np.ascontiguousarray(base.T).T
@@ -21,6 +28,8 @@ def make_array(dtype, shape, layout, seed, readonly):
     elif layout == "offset":
         a = np.zeros(n + 3, dtype=_NP[dtype])[3:].reshape(shape)
         a[...] = base
+    elif layout == "reversed" and shape:
+        a = np.ascontiguousarray(base[..., ::-1])[..., ::-1]  # a negative stride on the last axis
     else:
         a = base
     if readonly:

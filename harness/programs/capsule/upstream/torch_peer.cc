@@ -65,6 +65,9 @@ const PeerRules& TorchRules() {
       /*leaks_refused_exports=*/true,  // finding torch-dlpack-refused-export-leaks (guarded)
       /*leaks_empty_imports=*/true,    // finding torch-from-dlpack-empty-leaks (guarded)
       /*exports_null_when_empty=*/true,
+      // expand(); torch has no negative strides (flip copies) and always exports strides
+      /*layouts=*/kClassicLayouts | LayoutBit(interop::Layout::kBroadcast),
+      /*imports_negative_strides=*/false,  // finding torch-from-dlpack-negative-strides-abort (guarded)
   };
   return rules;
 }

@@ -1,7 +1,7 @@
 // PyTorch (Debian's python3-torch, 1.13) as a capsule-program peer, beside NumPy: tensors made by torch in
-// the producer's four layouts and four flavors (plain, lazily conjugated, lazily negated, requiring grad),
-// exported with `Tensor.__dlpack__()` or `torch.utils.dlpack.to_dlpack`, and `torch.from_dlpack` of any
-// party's objects and of bare capsules. Target torch_capsule_lifecycle.
+// the producer's layouts that torch has (PeerRules::layouts) and four flavors (plain, lazily conjugated,
+// lazily negated, requiring grad), exported with `Tensor.__dlpack__()` or `torch.utils.dlpack.to_dlpack`,
+// and `torch.from_dlpack` of any party's objects and of bare capsules. Target torch_capsule_lifecycle.
 //
 // torch is imported once per process (2.5-3.5 s under ASan) inside the interpreter's LeakSanitizer ignore
 // scope (python_runtime.h, RunLongLived), with one CPU thread (OMP_NUM_THREADS=1, set_num_threads(1),

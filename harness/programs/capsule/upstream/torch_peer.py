@@ -1,6 +1,7 @@
 # PyTorch's side of the capsule programs (harness/programs/capsule/upstream/torch_peer.cc embeds this file at
 # build time and runs it once per process in the embedded interpreter). `make_tensor` builds a torch-owned
-# tensor whose logical values are the producer pattern, in the producer's four layouts and one of four
+# tensor whose logical values are the producer pattern, in the producer's layouts that torch has (not
+# reversed: torch has no negative strides; not null-strides: its exports always carry strides), and one of four
 # flavors: plain, a lazily conjugated view (memory holds the conjugates), a lazily negated view
 # (torch._neg_view: memory holds the negatives), or a tensor that requires grad.
 import os
@@ -33,6 +34,9 @@ def make_tensor(dtype, shape, layout, seed, flavor):
     elif flavor == "neg":
         values = [-v for v in values]
     base = torch.tensor(values, dtype=_T[dtype]).reshape(shape)
+    if layout == "broadcast" and len(shape) >= 1 and shape[0] > 1:
+        # One row seen shape[0] times (stride 0 on axis 0); the rows hold the pattern's first row.
+        base = base[:1].expand(shape)
     if layout == "transposed":
         t = _reversed_axes(_reversed_axes(base).contiguous())
     elif layout == "strided" and shape:

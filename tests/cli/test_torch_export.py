@@ -54,7 +54,11 @@ REDUCED = {
         torch_array("bool"), raises({"op": "peer-from-array", "peer": "numpy", "src": "#0"})),
     "torch-from-dlpack-empty-leaks": program(
         torch_array(shape=(0,)), {"op": "peer-from-array", "peer": "torch", "src": "#0"}),
+    "torch-from-dlpack-negative-strides-abort": program(
+        numpy_array(shape=(2,), layout="reversed"), {"op": "peer-from-array", "peer": "torch", "src": "#0"}),
 }
+# The findings whose file aborts (an exception out of a noexcept function of torch) instead of asserting.
+ABORTS = {"torch-from-dlpack-negative-strides-abort": "Storage size calculation overflowed with sizes=[2] and strides=[-1]"}
 
 
 def finding(bug_id: str) -> dict:
@@ -316,12 +320,46 @@ class Run(unittest.TestCase):
                                timeout=300)
         return p.returncode, p.stdout, p.stderr
 
+    def test_the_aborting_finding_terminates_with_its_message(self):
+        for bug_id, want in ABORTS.items():
+            with self.subTest(bug_id):
+                src = torch_py.generate(REDUCED[bug_id], finding(bug_id))
+                self.assertIn("Aborts (std::terminate) while the bug is there", src.splitlines()[2])
+                rc, out, err = self.run_source(src)
+                self.assertEqual(rc, -6, out + err)  # SIGABRT
+                self.assertIn("terminate called after throwing an instance of 'c10::Error'", err)
+                self.assertIn(want, err)
+                self.assertIn("contract:", out)
+
+    def test_every_layout_of_every_party_reads_back_its_values(self):
+        # What torch_capsule_lifecycle's programs now draw, written out: each object read where it is made and
+        # after the imports of it, through both peers. The file must exit 0 on the pinned torch and NumPy.
+        ops = [tensor("float32", (2, 3), "reversed", 5), tensor("float16", (3, 2), "broadcast", 7),
+               tensor("int8", (2, 2), "null-strides", 9), numpy_array("float32", (2, 3), "reversed", 3),
+               numpy_array("float16", (3, 2), "broadcast", 4), torch_array("complex64", (2, 3), "broadcast", 8),
+               torch_array("float32", (3, 2, 2), "broadcast", 6, "conj") | {"dtype": "complex64"}]
+        ops += [{"op": "read", "src": f"#{i}"} for i in range(len(ops))]
+        made = len(ops)
+        imports = [("numpy", 0), ("torch", 1), ("torch", 2), ("numpy", 2), ("numpy", 3), ("torch", 4),
+                   ("numpy", 5)]
+        for peer, src in imports:
+            ops.append({"op": "peer-from-tensor" if src < 3 else "peer-from-array", "peer": peer, "src": f"#{src}"})
+        ops += [{"op": "read", "src": f"#{made + i}"} for i in range(len(imports))]
+        src = torch_py.generate(program(*ops), FINDING)
+        self.assertIn("strides=None", src)  # the null-strides producer
+        self.assertIn("[..., ::-1].copy()[..., ::-1]", src)
+        self.assertIn("np.lib.stride_tricks.as_strided(", src)
+        rc, out, err = self.run_source(src)
+        self.assertEqual(rc, 0, out + err)
+        self.assertEqual(out.count(": expected "), 2 * len(imports) + 7, out)
+
     def test_the_five_findings_fail_with_their_assertion(self):
         wants = {"torch-dlpack-neg-bit-ignored": "expected -24.0, got 24.0",
                  "torch-to-dlpack-conj-bit-ignored": "expected (-24-9.75j), got (-24+9.75j)",
                  "torch-from-dlpack-byte-offset-ignored": "expected -24.0, got 0.0",
                  "torch-dlpack-refused-export-leaks": "expected freed, got alive",
                  "torch-from-dlpack-empty-leaks": "expected freed, got alive"}
+        self.assertEqual(set(wants) | set(ABORTS), set(REDUCED))
         for bug_id, want in wants.items():
             with self.subTest(bug_id):
                 rc, out, err = self.run_source(torch_py.generate(REDUCED[bug_id], finding(bug_id)))
@@ -353,7 +391,13 @@ class Run(unittest.TestCase):
                 "import torch\n_from = torch.from_dlpack\n"
                 "torch.from_dlpack = lambda o: o.clone() if isinstance(o, torch.Tensor) and o.numel() == 0 "
                 "else _from(o)\n"),
+            "torch-from-dlpack-negative-strides-abort": (  # pytorch#188062: the stride is refused, catchably
+                "import torch\n_from = torch.from_dlpack\n"
+                "def refuse(o):\n    raise RuntimeError('Storage size calculation overflowed')\n"
+                "torch.from_dlpack = lambda o: refuse(o) if min(getattr(o, 'strides', ()) or (0,)) < 0 "
+                "else _from(o)\n"),
         }
+        self.assertEqual(set(fixes), set(REDUCED))
         for bug_id, fix in fixes.items():
             with self.subTest(bug_id):
                 rc, out, err = self.run_source(fix + torch_py.generate(REDUCED[bug_id], finding(bug_id)))

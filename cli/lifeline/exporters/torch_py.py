@@ -51,7 +51,9 @@ generate(program, finding) -> Python source. `finding` (bug.json, as cli/lifelin
     "contract"   the contract the script shows broken, quoted with its source (printed first)
     "expected"   what a conforming implementation does (printed after the contract)
     "title"      optional: the header's line in upstream's words
-    "check"      "leak": add the weak-reference check at the end; anything else ("values") adds none. Absent,
+    "check"      "leak": add the weak-reference check at the end; "abort": the header says the file aborts (an
+                 exception out of a noexcept function of torch) rather than failing an assertion, as it does when
+                 a reproducer expects an `uncaught-exception`; anything else ("values") adds none. Absent,
                  it is "leak" when a reproducer of the finding ("reproducers" in bug.json, where given) expects
                  the accounting oracle's message ("still held"), or the finding's title or report title says
                  it leaks.
@@ -76,7 +78,7 @@ DTYPES = {
 # The complex dtype whose imaginary part is a `dtype` tensor: the public route to a negated view.
 NEG_VIA_COMPLEX = {"float32": ("torch.complex64", 8), "float16": ("torch.complex32", 4)}
 OFFSET_ELEMENTS = 3  # layers/interop/dlpack_types.h kOffsetElements
-LAYOUTS = ("contiguous", "transposed", "strided", "offset")
+LAYOUTS = ("contiguous", "transposed", "strided", "offset", "reversed", "broadcast", "null-strides")
 FLAVOR_SUFFIX = {"plain": "", "conj": "_conj", "neg": "_neg", "requires-grad": "_grad"}
 CONSUMER_OPS = ("import-capsule", "import-from-tensor", "import-from-array", "view-buffer", "make-cycle", "malformed")
 # peer-malformed kinds -> the keyword that breaks the producer's export.
@@ -125,10 +127,26 @@ def place(shape, layout: str):
     else:
         widen = 2 if layout == "strided" else 1
         for i in reversed(range(ndim)):
+            if i == 0 and layout == "broadcast":  # axis 0 takes no memory: one row, seen shape[0] times
+                break
             last = widen if i == ndim - 1 else 1
             strides[i], stride = stride * last, stride * shape[i] * last
     offset = OFFSET_ELEMENTS if layout == "offset" else 0
+    if layout == "reversed" and ndim:  # each row's element 0 is the last of its memory
+        strides[-1] = -1
+        return strides, max(shape[-1] - 1, 0), numel(shape)
     return strides, offset, (0 if numel(shape) == 0 else offset + stride)
+
+
+def period(shape, layout: str) -> int:
+    """PatternPeriod: the elements of one row of a broadcast (its rows are one memory, so element i holds pattern
+    element i modulo this), or 0."""
+    return numel(shape) // shape[0] if layout == "broadcast" and len(shape) >= 1 and shape[0] > 1 else 0
+
+
+def pattern_at(dtype: str, seed: int, every: int, i: int):
+    """The pattern element logical element i holds, for a period as period() gives it."""
+    return pattern(dtype, seed, i % every if every else i)
 
 
 def element_offset(shape, strides, offset: int, index: int) -> int:
@@ -180,9 +198,13 @@ class Obj:
     flavor: str = "plain"
     layout: str = "contiguous"
     consumed: bool = False                      # capsule
+    period: int = 0                             # a broadcast's row (period()); imports keep their source's
 
     def values(self):
-        return nest([pattern(self.dtype, self.seed, i) for i in range(numel(self.shape))], self.shape)
+        return nest(self.flat(), self.shape)
+
+    def flat(self) -> list:
+        return [pattern_at(self.dtype, self.seed, self.period, i) for i in range(numel(self.shape))]
 
     def describe(self) -> str:
         return f"{self.dtype}[{','.join(str(d) for d in self.shape)}]"
@@ -196,6 +218,11 @@ class Writer:
         self.report = finding.get("report") or {}
         self.peers = program.get("peers") or ["numpy"]
         self.leak = self.report.get("check", self._inferred_check()) == "leak"
+        # A finding whose reproducers end in std::terminate (an exception out of a noexcept upstream function):
+        # its file aborts rather than failing an assertion.
+        self.aborts = self.report.get("check") == "abort" or any(
+            isinstance(sig, dict) and sig.get("type") == "uncaught-exception"
+            for rep in self.finding.get("reproducers") or [] for sig in (rep.get("expect") or {}).values())
         self.objs: dict[int, Obj] = {}
         self.taken: dict[str, int] = {}
         self.body: list[str] = []
@@ -279,11 +306,12 @@ class Writer:
             raise Unexportable(f"{where(op)}: dtype {dtype} (this layer's producer makes float32, "
                                f"float16, int8 and bool)")
         strides, offset, elements = place(shape, layout)
-        storage = [False if dtype == "bool" else (0.0 if fmt in "fe" else 0)] * elements
-        for i in range(numel(shape)):
-            storage[element_offset(shape, strides, offset, i)] = pattern(dtype, seed, i)
         item = DTYPES[dtype][4]
-        o = Obj("producer", self.name("producer"), dtype, shape, seed, layout=layout, storage_bytes=elements * item)
+        o = Obj("producer", self.name("producer"), dtype, shape, seed, layout=layout, storage_bytes=elements * item,
+                period=period(shape, layout))
+        storage = [False if dtype == "bool" else (0.0 if fmt in "fe" else 0)] * elements
+        for i, v in enumerate(o.flat()):
+            storage[element_offset(shape, strides, offset, i)] = v
         o.names, o.root = [o.name], o.name
         self.objs[op["id"]] = o
         self.uses.add("producer")
@@ -293,10 +321,14 @@ class Writer:
             note += f", {offset * item} bytes into its storage (DLTensor.byte_offset)"
         elif layout != "contiguous" and len(shape) > (0 if layout == "strided" else 1):
             note += f", {layout}"
+        if layout == "null-strides":
+            note += ", exported with DLTensor.strides NULL (compact row-major, as dlpack.h 0.6 allows)"
+            self.uses.add("null-strides")
         if op.get("readonly"):
             note += "; read-only (DLPack 0.6 cannot say so)"
         self.emit(f"# {note}")
-        self.emit(f"{o.name} = Producer({packed}, dtype={code}, shape={tuple(shape)}, strides={tuple(strides)}, "
+        shown = "None" if layout == "null-strides" else str(tuple(strides))
+        self.emit(f"{o.name} = Producer({packed}, dtype={code}, shape={tuple(shape)}, strides={shown}, "
                   f"byte_offset={offset * item})")
         self.watch(o)
 
@@ -319,8 +351,13 @@ class Writer:
             return f"torch.empty_strided({shp}, {tuple(strides)}, dtype={dt})", nbytes
         return None, n * item
 
-    def torch_tensor(self, dt: str, shape, layout: str, item: int, values: str):
-        """(expression, storage bytes) of a root tensor of `shape` in `layout` holding `values` (a literal)."""
+    def torch_tensor(self, dt: str, shape, layout: str, item: int, nested):
+        """(expression, storage bytes) of a root tensor of `shape` in `layout` holding `nested` (tolist()'s form)."""
+        if period(shape, layout):  # a root over one row's storage, its axis 0 of stride 0 (as expand() makes it)
+            row_strides = tuple(place(shape, "contiguous")[0][1:])
+            return (f"torch.empty(0, dtype={dt}).set_(torch.tensor({literal(nested[0])}, dtype={dt}).storage(), 0, "
+                    f"{tuple(shape)}, {(0,) + row_strides})", period(shape, layout) * item)
+        values = literal(nested)
         container, nbytes = self.torch_container(dt, shape, layout, item)
         filled = f"torch.tensor({values}, dtype={dt})" if numel(shape) else f"torch.zeros({tuple(shape)}, dtype={dt})"
         if container is None:
@@ -331,12 +368,21 @@ class Writer:
         dt, item = DTYPES[dtype][1], DTYPES[dtype][4]
         if dt is None:
             raise Unexportable(f"{where(op)}: NumPy has no {dtype}")
-        o = Obj("numpy", self.name("a"), dtype, shape, seed, layout=layout)
+        if layout == "null-strides":
+            raise Unexportable(f"{where(op)}: NumPy's exports always carry strides (the decoder makes it contiguous)")
+        o = Obj("numpy", self.name("a"), dtype, shape, seed, layout=layout, period=period(shape, layout))
         o.names, o.root = [o.name], o.name
         self.objs[op["id"]] = o
         n, shp, values = numel(shape), tuple(shape), literal(o.values())
         if n == 0:
             self.emit(f"{o.name} = np.zeros({shp}, dtype={dt})")
+        elif o.period:  # one row seen shape[0] times (stride 0), writable unlike np.broadcast_to's
+            row = self.name("row")
+            self.emit(f"{row} = np.array({literal(o.values()[0])}, dtype={dt})")
+            self.emit(f"{o.name} = np.lib.stride_tricks.as_strided({row}, {shp}, (0,) + {row}.strides)")
+            o.storage_bytes = o.period * item
+        elif layout == "reversed" and shape:  # a view with a negative stride on its last axis, as a[..., ::-1]
+            self.emit(f"{o.name} = np.array({values}, dtype={dt})[..., ::-1].copy()[..., ::-1]")
         elif layout == "offset" or (layout == "strided" and shape):
             if layout == "offset":
                 elements = n + OFFSET_ELEMENTS
@@ -359,7 +405,10 @@ class Writer:
         if flavor not in FLAVOR_SUFFIX:
             raise Unexportable(f"{where(op)}: flavor {flavor!r}")
         dt, item = DTYPES[dtype][0], DTYPES[dtype][4]
-        o = Obj("torch", self.name("x" + FLAVOR_SUFFIX[flavor]), dtype, shape, seed, flavor=flavor, layout=layout)
+        if layout in ("reversed", "null-strides"):
+            raise Unexportable(f"{where(op)}: torch makes no {layout} tensor (the decoder makes it contiguous)")
+        o = Obj("torch", self.name("x" + FLAVOR_SUFFIX[flavor]), dtype, shape, seed, flavor=flavor, layout=layout,
+                period=period(shape, layout))
         self.objs[op["id"]] = o
         values = o.values()
         o.names, o.root = [o.name], o.name
@@ -367,12 +416,14 @@ class Writer:
             if dtype != "complex64":
                 raise Unexportable(f"{where(op)}: a conjugate view of {dtype}")
             memory = nest([pattern(dtype, seed, i).conjugate() for i in range(numel(shape))], shape)
-            expr, o.storage_bytes = self.torch_tensor(dt, shape, layout, item, literal(memory))
+            expr, o.storage_bytes = self.torch_tensor(dt, shape, layout, item, memory)
             note = (f"# {o.name}: a lazily conjugated view (is_conj()) whose memory holds {literal(memory)}, "
                     f"its values {literal(values)}")
             self.view_of_root(o, "x", expr, ".conj()", note, separate=not expr.startswith("torch.tensor("))
             self.setup(o, "is_conj", "conjugate")
         elif flavor == "neg":
+            if o.period:
+                raise Unexportable(f"{where(op)}: a negated broadcast (its memory cannot be copied into)")
             if dtype not in NEG_VIA_COMPLEX:
                 raise Unexportable(f"{where(op)}: a negated view of {dtype}: PyTorch's only public "
                                    f"route to one, Tensor.conj().imag, gives float32 and float16 (torch._neg_view is "
@@ -391,7 +442,7 @@ class Writer:
             self.view_of_root(o, "x_complex", made, ".conj().imag", note, separate=container is not None)
             self.setup(o, "is_neg", "negative")
         else:
-            expr, o.storage_bytes = self.torch_tensor(dt, shape, layout, item, literal(values))
+            expr, o.storage_bytes = self.torch_tensor(dt, shape, layout, item, values)
             if flavor == "requires-grad":
                 if dtype not in ("float32", "float16", "bfloat16", "complex64"):
                     raise Unexportable(f"{where(op)}: requires grad on {dtype}")
@@ -432,7 +483,7 @@ class Writer:
                 expr = f"torch.utils.dlpack.to_dlpack({src.name})"
             else:
                 expr = f"{src.name}.__dlpack__()"
-        o = Obj("capsule", self.name("capsule"), src.dtype, src.shape, src.seed)
+        o = Obj("capsule", self.name("capsule"), src.dtype, src.shape, src.seed, period=src.period)
         o.names = [o.name]
         self.uses.add("torch")  # a capsule's values are read with torch.from_dlpack
         self.outcome(op, o, expr, read=f"torch.from_dlpack({o.name}).tolist()", label=f"torch.from_dlpack({expr})",
@@ -463,7 +514,7 @@ class Writer:
             self.uses.add("holder")
             arg = f"Holder({arg})"  # NumPy 1.24's from_dlpack takes an object with __dlpack__, not a bare capsule
         expr = f"torch.from_dlpack({arg})" if peer == "torch" else f"np.from_dlpack({arg})"
-        o = Obj(peer, self.name("y" if peer == "torch" else "arr"), src.dtype, src.shape, src.seed)
+        o = Obj(peer, self.name("y" if peer == "torch" else "arr"), src.dtype, src.shape, src.seed, period=src.period)
         o.names = [o.name]
         self.outcome(op, o, expr, read=f"{o.name}.tolist()", label=expr, refusable=True, check=True,
                      must_refuse=must_refuse)
@@ -523,7 +574,7 @@ class Writer:
                 got = f'struct.unpack_from("<{fmt}", {o.name}.storage, {offsets[0]})[0]'
                 self.expect(f"{o.name}'s memory", literal(o.values()), got)
             else:
-                flat = [pattern(o.dtype, o.seed, i) for i in range(numel(o.shape))]
+                flat = o.flat()
                 got = f'[struct.unpack_from("<{fmt}", {o.name}.storage, b)[0] for b in {tuple(offsets)}]'
                 self.expect(f"{o.name}'s memory (C order)", literal(flat), got)
             return
@@ -561,8 +612,9 @@ class Writer:
         lines = [f"# {f.get('id', 'finding')}{' (' + f['input'] + ')' if f.get('input') else ''}, written by "
                  f"`lifeline export`: PyTorch and NumPy only, no lifeline code.",
                  f"# {title}",
-                 f"# Run: {run}. Fails with AssertionError (expected vs actual) while the bug is there; exits 0 once "
-                 f"it is fixed."]
+                 f"# Run: {run}. " + ("Aborts (std::terminate) while the bug is there" if self.aborts else
+                                       "Fails with AssertionError (expected vs actual) while the bug is there")
+                 + "; exits 0 once it is fixed."]
         stdlib = [f"import {m}" for m in ("ctypes", "gc", "struct", "sys", "weakref") if self.needs(m)]
         numpy = "numpy" in self.uses or "holder" in self.uses
         lines += stdlib + ([""] if stdlib else []) + (["import numpy as np"] if numpy else []) + ["import torch"]
@@ -635,6 +687,11 @@ class Writer:
                  else "    def __dlpack__(self, stream=None):"),
                 "        n = len(self.shape)",
                 "        shape, strides = (ctypes.c_int64 * n)(*self.shape), (ctypes.c_int64 * n)(*self.strides)"]
+        null_strides = "null-strides" in self.uses  # a producer made with strides=None exports DLTensor.strides NULL
+        if null_strides:
+            src[-1] = src[-1].replace("(*self.strides)", "(*(self.strides or ()))")
+            src.append("        pointer = ctypes.addressof(strides) if self.strides is not None else None")
+        made = len(src)
         if malformed:
             src += ["        m = DLManagedTensor(ctypes.addressof(self.storage), (device, 0), n, dtype or self.dtype, 1,",
                     "                            ctypes.addressof(shape), ctypes.addressof(strides), self.byte_offset, None,",
@@ -642,6 +699,8 @@ class Writer:
         else:
             src += ["        m = DLManagedTensor(ctypes.addressof(self.storage), (1, 0), n, self.dtype, 1, ctypes.addressof(shape),",
                     "                            ctypes.addressof(strides), self.byte_offset, None, DELETER)"]
+        if null_strides:
+            src[made:] = [line.replace("ctypes.addressof(strides)", "pointer") for line in src[made:]]
         held = "Producer.live" if not parked else "(Producer.live if deleter else Producer.parked)"
         src.append(f"        {held}[ctypes.addressof(m)] = (m, shape, strides, self, {name})")
         create = f"api.PyCapsule_New(ctypes.addressof(m), {name}, {'DESTRUCTOR' if leak else 'None'})"

@@ -5,7 +5,9 @@
   bench/tte.py BUG_ID --fixed --trials 1 --budget 600     the same job on the fixed code: expect no crash
   bench/tte.py BUG_ID --upstream                          the bug's upstream variant (repro upstream_variant;
                                                           implied for an upstream-fixed bug, which has no other)
-  bench/tte.py UPSTREAM_OPEN_ID                           an upstream-open finding, on the pinned upstream
+  bench/tte.py UPSTREAM_OPEN_ID                           an upstream-open finding, on the pinned upstream (also
+                                                          an upstream-reported one, and an upstream-fixed one
+                                                          the pin predates: a guard and no upstream_variant)
   bench/tte.py BUG_ID --seeds DIR                         from other seeds than corpus/<target>/
   bench/tte.py BUG_ID... --name NAME                      the table of several bugs as NAME.md (default tte)
   bench/tte.py BUG_ID --flag=-use_value_profile=1         libFuzzer flags after the target's own settings
@@ -233,7 +235,12 @@ def run_bug(args, bug_id: str):
         return None
     target, reproducers = bug.target, bug.reproducers
     binary = Path(args.build) / "targets" / bug.target
-    upstream = args.upstream or bug.status == "upstream-fixed"  # no stand-in: its variant is all there is
+    # A finding the pinned upstream still has, stepped around by its guard, is fuzzed there with the guard off:
+    # upstream-open and upstream-reported ones, and an upstream-fixed one without a variant (fixed after the pin).
+    pinned = not args.upstream and bug.guard is not None and (
+        bug.status in ("upstream-open", "upstream-reported") or (bug.status == "upstream-fixed" and bug.variant is None))
+    upstream = args.upstream or (bug.status == "upstream-fixed" and not pinned)  # no stand-in: its variant is all
+
     if upstream:
         if bug.variant is None:
             print(f"tte: {bug.id} has no upstream_variant in its bug.json", file=sys.stderr)
@@ -258,7 +265,7 @@ def run_bug(args, bug_id: str):
               "trial could count as found", file=sys.stderr)
         return None
     seeds = Path(args.seeds) if args.seeds else ROOT / "corpus" / target
-    if bug.status == "upstream-open":
+    if pinned or bug.status == "upstream-open":
         if bug.guard is None:
             print(f"tte: {bug.id} has no guard (bug.json 'guard'), so every input of its target would hit it",
                   file=sys.stderr)
@@ -295,7 +302,7 @@ def run_bug(args, bug_id: str):
         "rows": rows,
     }
     mode = ("fixed" if args.fixed else "upstream-variant" if upstream else
-            "pinned-upstream" if bug.status == "upstream-open" else "reintroduced")
+            "pinned-upstream" if pinned else "reintroduced")
     if args.lane != "fuzz":
         mode += "-" + args.lane
     summary["mode"] = mode

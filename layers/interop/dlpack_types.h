@@ -6,8 +6,9 @@
 // with RuntimeError("Unsupported dtype in DLTensor.").
 //
 // uint8, bfloat16 and complex64 are the further types PyTorch carries over DLPack (the torch capsule
-// programs, harness/programs/capsule/upstream/torch_peer.h). This layer's producer makes and its consumer
-// reads only the first four (kMaxStandinDType): it refuses the others like any other dtype it cannot read.
+// programs, harness/programs/capsule/upstream/torch_peer.h); int16-64, uint16-64, float64 and complex128 those
+// NumPy and PyTorch also carry. This layer's producer makes and its consumer reads only the first four
+// (kMaxStandinDType): it refuses the others like any other dtype it cannot read.
 #pragma once
 
 #include <dlpack/dlpack.h>
@@ -22,8 +23,12 @@ namespace lifeline::interop {
 enum class DType : uint8_t {
   kFloat32, kFloat16, kInt8, kBool,  // this layer's producer and consumer
   kUInt8, kBFloat16, kComplex64,     // only parties with wider DLPack support (PyTorch)
-  kMaxValue = kComplex64,
+  // The wider integer, float64 and complex128 types NumPy and PyTorch carry (PyTorch 1.13 has no uint16-64),
+  // drawn only from a dtype byte with bit 7 set (harness/programs/capsule/format.cc).
+  kInt16, kInt32, kInt64, kUInt16, kUInt32, kUInt64, kFloat64, kComplex128,
+  kMaxValue = kComplex128,
 };
+inline constexpr DType kMaxClassicDType = DType::kComplex64;
 inline constexpr DType kMaxStandinDType = DType::kBool;
 inline constexpr uint8_t kDLBoolCode = 6;  // DLPack >= 0.8 kDLBool
 
@@ -50,20 +55,23 @@ DLDataType ToDLDataType(DType type);
 // The DType a DLDataType names, or nullopt for anything this layer does not read (lanes != 1 included).
 std::optional<DType> FromDLDataType(DLDataType type);
 size_t ItemSize(DType type);
-std::string_view DTypeName(DType type);  // "float32", "float16", "int8", "bool", "uint8", "bfloat16", "complex64"
+std::string_view DTypeName(DType type);  // "float32", "float16", "int8", "bool", "uint8", "bfloat16", "complex64",
+                                         // "int16", ..., "uint64", "float64", "complex128"
 std::optional<DType> DTypeFromName(std::string_view name);
 std::string_view LayoutName(Layout layout);  // "contiguous", "transposed", "strided", "offset", "reversed",
                                              // "broadcast", "null-strides"
 std::optional<Layout> LayoutFromName(std::string_view name);
 
-// One element as a double (float16 and bfloat16 widened exactly; bool as 0/1; complex64: its real part)
-// and back (complex64: the real part, the imaginary part zero).
+// One element as a double (float16 and bfloat16 widened exactly; bool as 0/1; complex: its real part)
+// and back (complex: the real part, the imaginary part zero).
+bool IsComplex(DType type);
+bool IsInteger(DType type);  // signed or unsigned, not bool
 double LoadElement(DType type, const uint8_t* p);
 void StoreElement(DType type, uint8_t* p, double value);
 
 // The value a producer tensor filled with `seed` holds at logical (C-order) element `index`: small
 // integers and halves, exact in every dtype, so values compare exactly after any round trip.
-// For complex64 this is the real part, and PatternImag the imaginary part (0 for every other dtype).
+// For complex types this is the real part, and PatternImag the imaginary part (0 for every other dtype).
 double PatternValue(DType type, uint32_t seed, uint64_t index);
 double PatternImag(DType type, uint32_t seed, uint64_t index);
 

@@ -46,9 +46,9 @@ PyObject* ValuesList(DType dtype, int64_t n, At at) {
   PyObject* list = PyList_New(n);
   for (int64_t i = 0; list && i < n; ++i) {
     double v = at(i);
-    PyObject* item = dtype == DType::kBool                            ? PyBool_FromLong(v != 0)
-                     : dtype == DType::kInt8 || dtype == DType::kUInt8 ? PyLong_FromLong(static_cast<long>(v))
-                                                                        : PyFloat_FromDouble(v);
+    PyObject* item = dtype == DType::kBool              ? PyBool_FromLong(v != 0)
+                     : interop::IsInteger(dtype)          ? PyLong_FromLong(static_cast<long>(v))
+                                                          : PyFloat_FromDouble(v);
     PyList_SET_ITEM(list, i, item);
   }
   return list;
@@ -331,7 +331,7 @@ PyObject* ExpectedValuesFn(PyObject*, PyObject* args) {
   if (!dtype) return PyErr_Format(PyExc_ValueError, "unknown dtype '%s'", dtype_name);
   if (count < 0 || count > interop::kMaxProducerElements)
     return PyErr_Format(PyExc_ValueError, "count must be in 0..%lld", static_cast<long long>(interop::kMaxProducerElements));
-  if (*dtype == DType::kComplex64) {
+  if (interop::IsComplex(*dtype)) {
     PyObject* list = PyList_New(count);
     for (int64_t i = 0; list && i < count; ++i)
       PyList_SET_ITEM(list, i, PyComplex_FromDoubles(interop::PatternValue(*dtype, seed, i),

@@ -80,8 +80,8 @@ TEST(CapsuleCodec, ObjectsAreNamedByTheOpThatMadeThem) {
 
 TEST(CapsuleCodec, ProgramsTheFormatCannotExpressAreRefusedByOp) {
   auto refusal = [&](const Peers& peers, const std::string& text) { return testing::RefusalOf(*MakeCodec(peers), text); };
-  // NumPy makes no complex arrays; with one peer there is no torch to name.
-  EXPECT_EQ(refusal(kNumpy, R"({"format": "capsule", "ops": [{"id": 0, "op": "create-array", "dtype": "complex64", "shape": [], "layout": "contiguous", "seed": 0}]})"),
+  // NumPy makes no bfloat16 arrays; with one peer there is no torch to name.
+  EXPECT_EQ(refusal(kNumpy, R"({"format": "capsule", "ops": [{"id": 0, "op": "create-array", "dtype": "bfloat16", "shape": [], "layout": "contiguous", "seed": 0}]})"),
             "op #0: a dtype this party does not make");
   EXPECT_EQ(refusal(kNumpyTorch, R"({"format": "capsule", "ops": [{"id": 0, "op": "create-array", "peer": "jax", "dtype": "int8", "shape": [], "layout": "contiguous", "seed": 0}]})"),
             "op #0 (create-array): 'peer' is \"jax\", not a peer of this target");

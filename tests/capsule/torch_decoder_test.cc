@@ -4,6 +4,8 @@
 // repro/ now mean something else: regenerate them in the same change.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "harness/programs/capsule/format.h"
 #include "harness/programs/capsule/upstream/numpy_peer.h"
 #include "harness/programs/capsule/upstream/torch_peer.h"
@@ -11,9 +13,10 @@
 namespace lifeline::capsule {
 namespace {
 
-// FuzzedDataProvider takes integers from the back of the input.
+// FuzzedDataProvider takes integers from the back of the input. The dtype byte (third from the back) was 0xf4
+// until a dtype byte with bit 7 set drew the wider dtypes; 0x76 draws the same complex64 without it.
 constexpr uint8_t kTorchProgram[] = {0xe8, 0xdd, 0xcb, 0x81, 0x69, 0xea, 0xe3, 0x0b, 0xbb,
-                                     0xde, 0x8e, 0x69, 0xa3, 0xf7, 0xe8, 0xf4, 0xd1, 0x3d};
+                                     0xde, 0x8e, 0x69, 0xa3, 0xf7, 0xe8, 0x76, 0xd1, 0x3d};
 constexpr char kTorchProgramText[] =
     "#0 create-array (torch) complex64[2,3] transposed seed=142 requires-grad -> a0\n"
     "#1 import-from-array a0 contiguous -> v0  (raises RuntimeError)\n"
@@ -52,6 +55,29 @@ TEST(TorchCapsuleDecoder, EachPeerMakesTheLayoutsItHas) {
   ASSERT_EQ(p.size(), 2u);
   EXPECT_EQ(Describe(p[0]), "create-array (numpy) float32[2] reversed seed=0 -> a0");
   EXPECT_EQ(Describe(p[1]), "numpy-from-array a0 -> a1");  // torch asked; the guard hands it to NumPy
+}
+
+// The dtype byte of a peer's array: without bit 7, one of the dtypes the programs always drew (the byte modulo
+// their number: NumPy 4, torch 7); with bit 7, one of every dtype the peer has (NumPy 14, torch 12: no uint16-64).
+TEST(TorchCapsuleDecoder, TheDtypeByteBit7DrawsTheWiderDtypes) {
+  using interop::DType;
+  auto made = [](uint8_t peer, uint8_t dtype) {
+    const uint8_t bytes[] = {0x00, 0x00, 0x00, 0x00, 0x02, 0x01, dtype, peer, 0x01};
+    Program p = Decode(bytes, sizeof bytes, NumpyAndTorch());
+    return p.empty() ? std::string("none") : std::string(interop::DTypeName(p[0].dtype));
+  };
+  EXPECT_EQ(made(0, 0x03), "bool");
+  EXPECT_EQ(made(0, 0x07), "bool");
+  EXPECT_EQ(made(0, 0x85), "complex64");
+  EXPECT_EQ(made(0, 0x8b), "uint64");
+  EXPECT_EQ(made(0, 0x8d), "complex128");
+  EXPECT_EQ(made(0, 0x8e), "float32");
+  EXPECT_EQ(made(1, 0x06), "complex64");
+  EXPECT_EQ(made(1, 0x0d), "complex64");
+  EXPECT_EQ(made(1, 0x87), "int16");
+  EXPECT_EQ(made(1, 0x8a), "float64");
+  EXPECT_EQ(made(1, 0x8b), "complex128");
+  EXPECT_EQ(made(1, 0x8c), "float32");
 }
 
 // The predictions above are torch's own rules: __dlpack__ (which import_from and from_dlpack call) refuses

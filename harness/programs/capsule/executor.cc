@@ -100,7 +100,7 @@ void Executor::CheckValues(const Ref& list, const Content& c, const std::string&
   LIFELINE_CHECK(PyList_Check(list.get()) && PyList_GET_SIZE(list.get()) == c.numel,
                  Where() + "value oracle: " + what + " has " + std::to_string(PyList_Size(list.get())) +
                      " elements, the producer made " + std::to_string(c.numel));
-  const bool complex = c.dtype == interop::DType::kComplex64;
+  const bool complex = interop::IsComplex(c.dtype);
   for (Py_ssize_t i = 0; i < c.numel; ++i) {
     PyObject* item = PyList_GET_ITEM(list.get(), i);
     double re = 0, im = 0;

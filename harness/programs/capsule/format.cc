@@ -33,12 +33,19 @@ uint8_t PickSlot(Source& src, const std::vector<int>& from, const Slots& slots, 
       programs::PickFrom(src, from, [&] { return slots[static_cast<int>(kind)].SlotOf(maker); }));
 }
 
-// One dtype of `set` (non-empty), the k-th set bit for a k picked in [0, popcount): no allocation per op.
-DType PickDType(Source& src, uint32_t set, DType want) {
-  size_t k = programs::Pick(src, static_cast<size_t>(__builtin_popcount(set)), [&] {
-    if (!HasDType(set, want)) throw Unencodable("a dtype this party does not make");
-    return static_cast<size_t>(__builtin_popcount(set & (DTypeBit(want) - 1)));
+// One dtype a peer makes, from one byte: without bit 7, the k-th of `classic` (non-empty) for k the byte modulo
+// its size, as the byte always read; with bit 7, the k-th of `wide` (`classic` when 0) for k the low seven bits
+// modulo its size. Encoding writes a dtype of `classic` without bit 7. No allocation per op.
+DType PickDType(Source& src, uint32_t classic, uint32_t wide, DType want) {
+  if (wide == 0) wide = classic;
+  auto index_in = [](uint32_t set, DType d) { return static_cast<uint8_t>(__builtin_popcount(set & (DTypeBit(d) - 1))); };
+  const uint8_t b = src.Full<uint8_t>([&] {
+    if (HasDType(classic, want)) return index_in(classic, want);
+    if (!HasDType(wide, want)) throw Unencodable("a dtype this party does not make");
+    return static_cast<uint8_t>(0x80 | index_in(wide, want));
   });
+  const uint32_t set = (b & 0x80) != 0 ? wide : classic;
+  int k = ((b & 0x80) != 0 ? b & 0x7f : b) % __builtin_popcount(set);
   for (int d = 0;; ++d)
     if (HasDType(set, static_cast<DType>(d)) && k-- == 0) return static_cast<DType>(d);
 }
@@ -59,11 +66,13 @@ Layout PickLayout(Source& src, Layout want) {
 // The flavor a peer's tensor can have: conjugation only means something for complex, negation for signed
 // numbers, grad for floating types; anything else is plain.
 Flavor Applicable(Flavor f, DType d) {
-  const bool complex = d == DType::kComplex64;
-  const bool floating = complex || d == DType::kFloat32 || d == DType::kFloat16 || d == DType::kBFloat16;
+  const bool complex = interop::IsComplex(d);
+  const bool floating = complex || d == DType::kFloat32 || d == DType::kFloat16 || d == DType::kBFloat16 ||
+                        d == DType::kFloat64;
+  const bool signed_int = d == DType::kInt8 || d == DType::kInt16 || d == DType::kInt32 || d == DType::kInt64;
   switch (f) {
     case Flavor::kConj: return complex ? f : Flavor::kPlain;
-    case Flavor::kNeg: return floating || d == DType::kInt8 ? f : Flavor::kPlain;
+    case Flavor::kNeg: return floating || signed_int ? f : Flavor::kPlain;
     case Flavor::kRequiresGrad: return floating ? f : Flavor::kPlain;
     case Flavor::kPlain: break;
   }
@@ -165,7 +174,7 @@ Program Run(Source& src, const Peers& peers, const Program* target) {
                                                      [&] { return static_cast<int>(want.dtype); }));
         } else {
           pick_peer(op, want);
-          op.dtype = PickDType(src, peers[op.peer]->creates, want.dtype);
+          op.dtype = PickDType(src, peers[op.peer]->creates, peers[op.peer]->creates_wide, want.dtype);
         }
         int ndim = src.Int<int>(0, interop::kMaxProducerNdim, [&] { return static_cast<int>(want.shape.size()); });
         for (int d = 0; d < ndim; ++d) op.shape.push_back(src.Int<int64_t>(0, kMaxDim, [&] { return want.shape[d]; }));
@@ -182,7 +191,8 @@ Program Run(Source& src, const Peers& peers, const Program* target) {
           // Guard torch-dlpack-refused-export-leaks: a torch tensor whose export torch refuses for its
           // dtype (bool) is leaked with its storage by the refusal (repro/torch-dlpack-refused-export-leaks).
           // The first peer makes that array instead.
-          if (!HasDType(r.exports, op.dtype) && r.leaks_refused_exports && HasDType(peers[0]->creates, op.dtype) &&
+          const uint32_t first_makes = peers[0]->creates | peers[0]->creates_wide;
+          if (!HasDType(r.exports, op.dtype) && r.leaks_refused_exports && HasDType(first_makes, op.dtype) &&
               GuardHolds(Guard::kTorchDlpackRefusedExportLeaks,
                          [] { return "an array torch cannot export is made by the first peer"; })) {
             hand_to_first_peer(op);

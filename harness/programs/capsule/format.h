@@ -103,7 +103,7 @@ inline constexpr uint32_t kClassicLayouts = (1u << (static_cast<int>(interop::kM
 struct PeerRules {
   const char* name;                  // "numpy": names its ops in programs with several peers
   const char* object_name;           // how oracle messages name its objects: "NumPy array"
-  uint32_t creates;                  // the dtypes its arrays are made in (the decoder picks among them)
+  uint32_t creates;                  // the dtypes its arrays are made in from a dtype byte without bit 7
   const char* export_refusal;        // the exception __dlpack__ raises when the peer cannot export
   uint32_t exports;                  // ... the dtypes it exports
   bool exports_read_only;            // ... whether it exports a read-only array
@@ -134,11 +134,17 @@ struct PeerRules {
   // 1.13: the finding torch-from-dlpack-negative-strides-abort, whose guard (format.cc) hands such an import
   // to the first peer.
   bool imports_negative_strides = true;
+  // The dtypes its arrays are made in from a dtype byte with bit 7 set (format.cc PickDType): `creates` and the
+  // wider ones it has (0: `creates` only).
+  uint32_t creates_wide = 0;
 };
 
 constexpr uint32_t DTypeBit(interop::DType d) { return 1u << static_cast<int>(d); }
 constexpr uint32_t LayoutBit(interop::Layout l) { return 1u << static_cast<int>(l); }
 constexpr bool HasDType(uint32_t set, interop::DType d) { return (set & DTypeBit(d)) != 0; }
+// Every dtype, and the seven the programs had before the wider ones (interop::kMaxClassicDType).
+inline constexpr uint32_t kAllDTypes = (DTypeBit(interop::DType::kMaxValue) << 1) - 1;
+inline constexpr uint32_t kClassicDTypes = (DTypeBit(interop::kMaxClassicDType) << 1) - 1;
 
 using Peers = std::vector<const PeerRules*>;
 

@@ -56,17 +56,16 @@ const PeerRules& NumpyRules() {
   using interop::DType;
   constexpr uint32_t kMade = DTypeBit(DType::kFloat32) | DTypeBit(DType::kFloat16) | DTypeBit(DType::kInt8) |
                              DTypeBit(DType::kBool);
-  constexpr uint32_t kAll = (DTypeBit(DType::kMaxValue) << 1) - 1;
   static const PeerRules rules{
       /*name=*/"numpy",
       /*object_name=*/"NumPy array",
       /*creates=*/kMade,  // the subject's four dtypes (NumPy also has uint8 and complex64; PyTorch makes those)
       /*export_refusal=*/"BufferError",
-      /*exports=*/kAll & ~DTypeBit(DType::kBool),
+      /*exports=*/kAllDTypes & ~DTypeBit(DType::kBool),
       /*exports_read_only=*/false,
       /*imports_read_only=*/true,
       /*import_refusal=*/"RuntimeError",  // "Unsupported dtype in DLTensor."
-      /*imports=*/kAll & ~DTypeBit(DType::kBool) & ~DTypeBit(DType::kBFloat16),
+      /*imports=*/kAllDTypes & ~DTypeBit(DType::kBool) & ~DTypeBit(DType::kBFloat16),
       /*used_capsule_refusal=*/"ValueError",
       /*device_refusal=*/"RuntimeError",  // "Unsupported device in DLTensor."
       /*read_only_arrays=*/true,
@@ -79,6 +78,8 @@ const PeerRules& NumpyRules() {
       /*exports_null_when_empty=*/false,
       // a[..., ::-1] and a writable as_strided broadcast (NumPy's exports never carry NULL strides)
       /*layouts=*/kClassicLayouts | LayoutBit(interop::Layout::kReversed) | LayoutBit(interop::Layout::kBroadcast),
+      /*imports_negative_strides=*/true,
+      /*creates_wide=*/kAllDTypes & ~DTypeBit(DType::kBFloat16),  // every dtype NumPy has
   };
   return rules;
 }

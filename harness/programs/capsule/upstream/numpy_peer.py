@@ -5,7 +5,9 @@
 import numpy as np
 import _lifeline_interop as li
 
-_NP = {"float32": np.float32, "float16": np.float16, "int8": np.int8, "bool": np.bool_}
+_NP = {"float32": np.float32, "float16": np.float16, "int8": np.int8, "bool": np.bool_, "uint8": np.uint8,
+       "complex64": np.complex64, "int16": np.int16, "int32": np.int32, "int64": np.int64, "uint16": np.uint16,
+       "uint32": np.uint32, "uint64": np.uint64, "float64": np.float64, "complex128": np.complex128}
 
 
 def make_array(dtype, shape, layout, seed, readonly):

@@ -44,17 +44,19 @@ class TorchPeer final : public Peer {
 
 const PeerRules& TorchRules() {
   using interop::DType;
-  constexpr uint32_t kAll = (DTypeBit(DType::kMaxValue) << 1) - 1;
+  // PyTorch 1.13 has no uint16, uint32 or uint64 (at::fromDLPack: "Unsupported kUInt bits").
+  constexpr uint32_t kUnsignedWide = DTypeBit(DType::kUInt16) | DTypeBit(DType::kUInt32) | DTypeBit(DType::kUInt64);
+  constexpr uint32_t kTorch = kAllDTypes & ~kUnsignedWide;
   static const PeerRules rules{
       /*name=*/"torch",
       /*object_name=*/"torch tensor",
-      /*creates=*/kAll,
+      /*creates=*/kClassicDTypes,
       /*export_refusal=*/"RuntimeError",
-      /*exports=*/kAll & ~DTypeBit(DType::kBool),
+      /*exports=*/kTorch & ~DTypeBit(DType::kBool),
       /*exports_read_only=*/false,  // never asked: torch makes no read-only tensors
       /*imports_read_only=*/false,
       /*import_refusal=*/"RuntimeError",
-      /*imports=*/kAll & ~DTypeBit(DType::kBool),
+      /*imports=*/kTorch & ~DTypeBit(DType::kBool),
       /*used_capsule_refusal=*/"RuntimeError",
       /*device_refusal=*/"RuntimeError",
       /*read_only_arrays=*/false,
@@ -68,6 +70,7 @@ const PeerRules& TorchRules() {
       // expand(); torch has no negative strides (flip copies) and always exports strides
       /*layouts=*/kClassicLayouts | LayoutBit(interop::Layout::kBroadcast),
       /*imports_negative_strides=*/false,  // finding torch-from-dlpack-negative-strides-abort (guarded)
+      /*creates_wide=*/kTorch,
   };
   return rules;
 }

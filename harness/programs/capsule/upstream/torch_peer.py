@@ -16,7 +16,8 @@ torch.set_num_threads(1)
 torch.set_num_interop_threads(1)
 
 _T = {"float32": torch.float32, "float16": torch.float16, "int8": torch.int8, "bool": torch.bool,
-      "uint8": torch.uint8, "bfloat16": torch.bfloat16, "complex64": torch.complex64}
+      "uint8": torch.uint8, "bfloat16": torch.bfloat16, "complex64": torch.complex64, "int16": torch.int16,
+      "int32": torch.int32, "int64": torch.int64, "float64": torch.float64, "complex128": torch.complex128}
 
 
 def _reversed_axes(t):

@@ -288,7 +288,8 @@ class Refuse(unittest.TestCase):
     def test_unknown_op_operand_or_format(self):
         self.refused({"op": "teleport"}, match="'teleport'")
         self.refused(torch_array(), {"op": "read", "src": "#7"}, match="#1 read: src '#7'")
-        self.refused(torch_array(dtype="float64"), match="dtype 'float64'")
+        self.refused(torch_array(dtype="float8"), match="dtype 'float8'")
+        self.refused(torch_array(dtype="uint16"), match="PyTorch 1.13 has no uint16")
         self.refused(numpy_array(dtype="bfloat16"), match="NumPy has no bfloat16")
         with self.assertRaises(ValueError):
             torch_py.generate({"format": "graph", "ops": []}, FINDING)
@@ -352,6 +353,23 @@ class Run(unittest.TestCase):
         rc, out, err = self.run_source(src)
         self.assertEqual(rc, 0, out + err)
         self.assertEqual(out.count(": expected "), 2 * len(imports) + 7, out)
+
+    def test_every_dtype_of_every_peer_reads_back_its_values(self):
+        # The wider dtypes: each NumPy array and torch tensor read where it is made and after the other peer
+        # imported it (torch refuses NumPy's uint16-64 with RuntimeError: the file then exits 0 at that op, so
+        # those go last).
+        ops = []
+        for dtype in ("int16", "int32", "int64", "float64", "complex128"):
+            ops += [numpy_array(dtype, (2, 3), "transposed", 5), torch_array(dtype, (3, 2), "broadcast", 7)]
+            n = len(ops)
+            ops += [{"op": "peer-from-array", "peer": "torch", "src": f"#{n - 2}"},
+                    {"op": "peer-from-array", "peer": "numpy", "src": f"#{n - 1}"},
+                    {"op": "read", "src": f"#{n - 2}"}, {"op": "read", "src": f"#{n - 1}"}]
+        ops += [numpy_array("uint64", (2,), "reversed", 1), {"op": "read", "src": f"#{len(ops)}"}]
+        src = torch_py.generate(program(*ops), FINDING)
+        rc, out, err = self.run_source(src)
+        self.assertEqual(rc, 0, out + err)
+        self.assertEqual(out.count(": expected "), 4 * 5 + 1, out)
 
     def test_the_five_findings_fail_with_their_assertion(self):
         wants = {"torch-dlpack-neg-bit-ignored": "expected -24.0, got 24.0",

@@ -74,7 +74,17 @@ DTYPES = {
     "uint8": ("torch.uint8", "np.uint8", "B", (1, 8), 1),
     "bfloat16": ("torch.bfloat16", None, None, (4, 16), 2),
     "complex64": ("torch.complex64", "np.complex64", None, (5, 64), 8),
+    "int16": ("torch.int16", "np.int16", "h", (0, 16), 2),
+    "int32": ("torch.int32", "np.int32", "i", (0, 32), 4),
+    "int64": ("torch.int64", "np.int64", "q", (0, 64), 8),
+    "uint16": (None, "np.uint16", "H", (1, 16), 2),  # PyTorch 1.13 has no uint16, uint32, uint64
+    "uint32": (None, "np.uint32", "I", (1, 32), 4),
+    "uint64": (None, "np.uint64", "Q", (1, 64), 8),
+    "float64": ("torch.float64", "np.float64", "d", (2, 64), 8),
+    "complex128": ("torch.complex128", "np.complex128", None, (5, 128), 16),
 }
+COMPLEX = ("complex64", "complex128")
+FLOATING = ("float32", "float16", "bfloat16", "float64") + COMPLEX
 # The complex dtype whose imaginary part is a `dtype` tensor: the public route to a negated view.
 NEG_VIA_COMPLEX = {"float32": ("torch.complex64", 8), "float16": ("torch.complex32", 4)}
 OFFSET_ELEMENTS = 3  # layers/interop/dlpack_types.h kOffsetElements
@@ -100,15 +110,15 @@ def where(op: dict) -> str:
 def pattern(dtype: str, seed: int, i: int):
     """PatternValue (+ PatternImag for complex64): element i of what a producer filled with `seed` holds."""
     k = (seed * 31 + i * 7) % 97
-    if dtype in ("float32", "float16", "bfloat16"):
+    if dtype in ("float32", "float16", "bfloat16", "float64"):
         return (k - 48) * 0.5
-    if dtype == "complex64":
+    if dtype in COMPLEX:
         return complex((k - 48) * 0.5, ((seed * 17 + i * 11 + 5) % 89 - 44) * 0.25)
-    if dtype == "int8":
+    if dtype in ("int8", "int16", "int32", "int64"):
         return k - 48
     if dtype == "bool":
         return k % 3 == 0
-    return k  # uint8
+    return k  # uint8 to uint64
 
 
 def numel(shape) -> int:
@@ -405,6 +415,8 @@ class Writer:
         if flavor not in FLAVOR_SUFFIX:
             raise Unexportable(f"{where(op)}: flavor {flavor!r}")
         dt, item = DTYPES[dtype][0], DTYPES[dtype][4]
+        if dt is None:
+            raise Unexportable(f"{where(op)}: PyTorch 1.13 has no {dtype}")
         if layout in ("reversed", "null-strides"):
             raise Unexportable(f"{where(op)}: torch makes no {layout} tensor (the decoder makes it contiguous)")
         o = Obj("torch", self.name("x" + FLAVOR_SUFFIX[flavor]), dtype, shape, seed, flavor=flavor, layout=layout,
@@ -413,7 +425,7 @@ class Writer:
         values = o.values()
         o.names, o.root = [o.name], o.name
         if flavor == "conj":
-            if dtype != "complex64":
+            if dtype not in COMPLEX:
                 raise Unexportable(f"{where(op)}: a conjugate view of {dtype}")
             memory = nest([pattern(dtype, seed, i).conjugate() for i in range(numel(shape))], shape)
             expr, o.storage_bytes = self.torch_tensor(dt, shape, layout, item, memory)
@@ -444,7 +456,7 @@ class Writer:
         else:
             expr, o.storage_bytes = self.torch_tensor(dt, shape, layout, item, values)
             if flavor == "requires-grad":
-                if dtype not in ("float32", "float16", "bfloat16", "complex64"):
+                if dtype not in FLOATING:
                     raise Unexportable(f"{where(op)}: requires grad on {dtype}")
                 expr += ".requires_grad_()"
             self.emit(f"{o.name} = {expr}")

@@ -30,25 +30,30 @@ TEST(TorchCapsuleDecoderGolden, FixedInputDecodesToThePinnedProgram) {
   EXPECT_EQ(Describe(Decode(kTorchProgram, sizeof(kTorchProgram), NumpyAndTorch())), kTorchProgramText);
 }
 
+// The first op of a create-array by `peer` (0 NumPy, 1 torch) of a float32[2]-shaped array, with the dtype and
+// layout bytes given. Read from the back: kind, peer, dtype, ndim, extent, layout, seed, readonly, flavor (NumPy
+// reads no flavor byte: its last byte starts another op).
+Op MadeArray(uint8_t peer, uint8_t dtype, uint8_t layout) {
+  const uint8_t bytes[] = {0x00, 0x00, 0x00, layout, 0x02, 0x01, dtype, peer, 0x01};
+  Program p = Decode(bytes, sizeof bytes, NumpyAndTorch());
+  EXPECT_FALSE(p.empty());
+  return p.empty() ? Op{} : p[0];
+}
+
 // torch makes the layouts it has: a reversed or NULL-strides request (layout byte 0x84, 0x86) makes a contiguous
 // tensor, a broadcast (0x85) a broadcast; NumPy makes reversed arrays. And torch's import of a NumPy array with a
 // negative stride is handed to NumPy while the guard torch-from-dlpack-negative-strides-abort holds.
 TEST(TorchCapsuleDecoder, EachPeerMakesTheLayoutsItHas) {
-  using interop::Layout;
-  // create-array (torch) float32[2] <layout> seed=0, read from the back: kind, peer, dtype, ndim, extent, layout,
-  // seed, readonly, flavor.
-  auto made = [](uint8_t peer, uint8_t layout) {
-    const uint8_t bytes[] = {0x00, 0x00, 0x00, layout, 0x02, 0x01, 0x00, peer, 0x01};
-    Program p = Decode(bytes, sizeof bytes, NumpyAndTorch());
-    return p.empty() ? Layout::kMaxValue : p[0].layout;  // NumPy reads no flavor byte: the last starts an op
+  struct Case {
+    uint8_t peer, layout;
+    const char* made;
   };
-  EXPECT_EQ(made(1, 0x03), Layout::kOffset);
-  EXPECT_EQ(made(1, 0x84), Layout::kContiguous);
-  EXPECT_EQ(made(1, 0x85), Layout::kBroadcast);
-  EXPECT_EQ(made(1, 0x86), Layout::kContiguous);
-  EXPECT_EQ(made(0, 0x84), Layout::kReversed);
-  EXPECT_EQ(made(0, 0x85), Layout::kBroadcast);
-  EXPECT_EQ(made(0, 0x86), Layout::kContiguous);
+  for (const Case& c : {Case{1, 0x03, "offset"}, Case{1, 0x84, "contiguous"}, Case{1, 0x85, "broadcast"},
+                        Case{1, 0x86, "contiguous"}, Case{0, 0x84, "reversed"}, Case{0, 0x85, "broadcast"},
+                        Case{0, 0x86, "contiguous"}}) {
+    SCOPED_TRACE(static_cast<int>(c.layout));
+    EXPECT_EQ(interop::LayoutName(MadeArray(c.peer, 0x00, c.layout).layout), c.made) << "peer " << int{c.peer};
+  }
   // The finding's reproducer: numpy float32[2] reversed, then torch.from_dlpack of it.
   const uint8_t reproducer[] = {0x01, 0x07, 0x00, 0x00, 0x84, 0x02, 0x01, 0x00, 0x00, 0x01};
   Program p = Decode(reproducer, sizeof reproducer, NumpyAndTorch());
@@ -60,24 +65,17 @@ TEST(TorchCapsuleDecoder, EachPeerMakesTheLayoutsItHas) {
 // The dtype byte of a peer's array: without bit 7, one of the dtypes the programs always drew (the byte modulo
 // their number: NumPy 4, torch 7); with bit 7, one of every dtype the peer has (NumPy 14, torch 12: no uint16-64).
 TEST(TorchCapsuleDecoder, TheDtypeByteBit7DrawsTheWiderDtypes) {
-  using interop::DType;
-  auto made = [](uint8_t peer, uint8_t dtype) {
-    const uint8_t bytes[] = {0x00, 0x00, 0x00, 0x00, 0x02, 0x01, dtype, peer, 0x01};
-    Program p = Decode(bytes, sizeof bytes, NumpyAndTorch());
-    return p.empty() ? std::string("none") : std::string(interop::DTypeName(p[0].dtype));
+  struct Case {
+    uint8_t peer, dtype;
+    const char* made;
   };
-  EXPECT_EQ(made(0, 0x03), "bool");
-  EXPECT_EQ(made(0, 0x07), "bool");
-  EXPECT_EQ(made(0, 0x85), "complex64");
-  EXPECT_EQ(made(0, 0x8b), "uint64");
-  EXPECT_EQ(made(0, 0x8d), "complex128");
-  EXPECT_EQ(made(0, 0x8e), "float32");
-  EXPECT_EQ(made(1, 0x06), "complex64");
-  EXPECT_EQ(made(1, 0x0d), "complex64");
-  EXPECT_EQ(made(1, 0x87), "int16");
-  EXPECT_EQ(made(1, 0x8a), "float64");
-  EXPECT_EQ(made(1, 0x8b), "complex128");
-  EXPECT_EQ(made(1, 0x8c), "float32");
+  for (const Case& c : {Case{0, 0x03, "bool"}, Case{0, 0x07, "bool"}, Case{0, 0x85, "complex64"},
+                        Case{0, 0x8b, "uint64"}, Case{0, 0x8d, "complex128"}, Case{0, 0x8e, "float32"},
+                        Case{1, 0x06, "complex64"}, Case{1, 0x0d, "complex64"}, Case{1, 0x87, "int16"},
+                        Case{1, 0x8a, "float64"}, Case{1, 0x8b, "complex128"}, Case{1, 0x8c, "float32"}}) {
+    SCOPED_TRACE(static_cast<int>(c.dtype));
+    EXPECT_EQ(interop::DTypeName(MadeArray(c.peer, c.dtype, 0x00).dtype), c.made) << "peer " << int{c.peer};
+  }
 }
 
 // The predictions above are torch's own rules: __dlpack__ (which import_from and from_dlpack call) refuses

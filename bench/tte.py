@@ -238,7 +238,8 @@ def run_bug(args, bug_id: str):
     # A finding the pinned upstream still has, stepped around by its guard, is fuzzed there with the guard off:
     # upstream-open and upstream-reported ones, and an upstream-fixed one without a variant (fixed after the pin).
     pinned = not args.upstream and bug.guard is not None and (
-        bug.status in ("upstream-open", "upstream-reported") or (bug.status == "upstream-fixed" and bug.variant is None))
+        bug.status in ("upstream-open", "upstream-reported")
+        or (bug.status == "upstream-fixed" and bug.variant is None))
     upstream = args.upstream or (bug.status == "upstream-fixed" and not pinned)  # no stand-in: its variant is all
 
     if upstream:

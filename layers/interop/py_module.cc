@@ -81,7 +81,9 @@ PyObject* TensorNew(PyTypeObject*, PyObject* args, PyObject* kwargs) {
     return PyErr_Format(PyExc_ValueError, "unknown dtype '%s' (float32, float16, int8, bool)", dtype_name);
   auto layout = interop::LayoutFromName(layout_name);
   if (!layout)
-    return PyErr_Format(PyExc_ValueError, "unknown layout '%s' (contiguous, transposed, strided, offset, reversed, broadcast, null-strides)",
+    return PyErr_Format(PyExc_ValueError,
+                        "unknown layout '%s' (contiguous, transposed, strided, offset, reversed, broadcast, "
+                        "null-strides)",
                         layout_name);
   Ref seq = Ref::Steal(PySequence_Fast(shape_obj, "shape must be a sequence of ints"));
   if (!seq) return nullptr;

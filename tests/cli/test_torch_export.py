@@ -58,7 +58,9 @@ REDUCED = {
         numpy_array(shape=(2,), layout="reversed"), {"op": "peer-from-array", "peer": "torch", "src": "#0"}),
 }
 # The findings whose file aborts (an exception out of a noexcept function of torch) instead of asserting.
-ABORTS = {"torch-from-dlpack-negative-strides-abort": "Storage size calculation overflowed with sizes=[2] and strides=[-1]"}
+ABORTS = {
+    "torch-from-dlpack-negative-strides-abort": "Storage size calculation overflowed with sizes=[2] and strides=[-1]",
+}
 
 
 def finding(bug_id: str) -> dict:

@@ -38,7 +38,9 @@ uint8_t PickSlot(Source& src, const std::vector<int>& from, const Slots& slots, 
 // modulo its size. Encoding writes a dtype of `classic` without bit 7. No allocation per op.
 DType PickDType(Source& src, uint32_t classic, uint32_t wide, DType want) {
   if (wide == 0) wide = classic;
-  auto index_in = [](uint32_t set, DType d) { return static_cast<uint8_t>(__builtin_popcount(set & (DTypeBit(d) - 1))); };
+  auto index_in = [](uint32_t set, DType d) {
+    return static_cast<uint8_t>(__builtin_popcount(set & (DTypeBit(d) - 1)));
+  };
   const uint8_t b = src.Full<uint8_t>([&] {
     if (HasDType(classic, want)) return index_in(classic, want);
     if (!HasDType(wide, want)) throw Unencodable("a dtype this party does not make");

@@ -193,7 +193,7 @@ Differential::Differential(const Graph& graph, const void* allocator, const std:
     auto it = shadow.find(t);
     return it != shadow.end() ? it->second.get() : t->data;
   };
-  if (Status s = alloc::Evaluate(graph, data_of, &nonfinite_rms_norm_); !s.ok()) {
+  if (Status s = alloc::Evaluate(graph, data_of, &nonfinite_row_input_); !s.ok()) {
     error_ = Internal("differential oracle: the reference run failed: " + s.ToString());
     return;
   }

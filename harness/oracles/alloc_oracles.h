@@ -66,13 +66,13 @@ class Differential {
   Status Check(Equality eq = Equality::kBits) const;
   // Whether the reference run itself succeeded (Check() reports it too).
   const Status& error() const { return error_; }
-  // Whether the reference fed an rms_norm an element whose float square is not finite (alloc::Evaluate).
-  bool nonfinite_rms_norm() const { return nonfinite_rms_norm_; }
+  // Whether the reference fed a row op what ggml's kernel asserts against (alloc::Evaluate).
+  bool nonfinite_row_input() const { return nonfinite_row_input_; }
 
  private:
   std::vector<std::pair<const alloc::Tensor*, std::vector<uint8_t>>> expected_;
   Status error_;
-  bool nonfinite_rms_norm_ = false;
+  bool nonfinite_row_input_ = false;
 };
 
 }  // namespace lifeline::oracles

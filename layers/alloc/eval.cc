@@ -70,7 +70,7 @@ void EvaluateRows(Op op, const void* x, void* y, int64_t width, int64_t rows) {
 
 }  // namespace
 
-Status Evaluate(const Graph& graph, const DataOf& data_of, bool* nonfinite_rms_norm) {
+Status Evaluate(const Graph& graph, const DataOf& data_of, bool* nonfinite_row_input) {
   // Every tensor the run touches must have memory before anything is written.
   for (const Tensor* node : graph.nodes) {
     if (node->op == Op::kView || node->op == Op::kReshape) continue;
@@ -157,10 +157,11 @@ Status Evaluate(const Graph& graph, const DataOf& data_of, bool* nonfinite_rms_n
       }
       case Op::kRmsNorm:
       case Op::kSoftMax:
-        if (node->op == Op::kRmsNorm && nonfinite_rms_norm != nullptr) {
+        if (nonfinite_row_input != nullptr) {
           for (int64_t i = 0; i < n; ++i) {
             const float x = LoadElement(DType::kF32, src[0], i);
-            if (!std::isfinite(x * x)) *nonfinite_rms_norm = true;  // ggml squares in float: see eval.h
+            // rms_norm: ggml squares in float; soft_max: any infinity or NaN (eval.h).
+            if (!std::isfinite(node->op == Op::kRmsNorm ? x * x : x)) *nonfinite_row_input = true;
           }
         }
         EvaluateRows(node->op, src[0], dst, node->ne[0], n / node->ne[0]);

@@ -16,10 +16,12 @@ namespace lifeline::alloc {
 using DataOf = std::function<void*(const Tensor*)>;
 
 // Runs every node of `graph`. Fails (without touching memory) when a node or source has no memory.
-// `nonfinite_rms_norm`, when given, says whether an rms_norm read an element whose square is not a finite float
-// (infinite, NaN, or above 1.8e19 in magnitude): ggml's CPU kernel squares each element in float before it sums in
-// double, and asserts `scale > 0` when that sum is infinite (harness/programs/graph/graph_book.h).
-Status Evaluate(const Graph& graph, const DataOf& data_of, bool* nonfinite_rms_norm = nullptr);
+// `nonfinite_row_input`, when given, says whether a row op read what ggml's CPU kernel asserts against
+// (harness/programs/graph/graph_book.h): an rms_norm an element whose square is not a finite float (infinite, NaN,
+// or above 1.8e19 in magnitude: the kernel squares each element in float before it sums in double, and asserts
+// `scale > 0` when that sum is infinite), a soft_max an element that is not finite (the kernel asserts
+// `!isnan(wp[i])`, and `sum > 0.0`, which an infinite element makes NaN).
+Status Evaluate(const Graph& graph, const DataOf& data_of, bool* nonfinite_row_input = nullptr);
 // The identity mapping: each tensor's own `data`.
 Status Evaluate(const Graph& graph);
 

@@ -21,16 +21,16 @@ void FillLeaf(Tensor* t, int graph, int index) {
 
 bool ComputeUnderOracles(const alloc::Graph& graph, const void* owner, const std::vector<oracles::BufferExtent>& buffers,
                          const std::vector<Tensor*>& outputs, const std::function<void()>& compute,
-                         oracles::Equality eq, bool check_overlap, bool refuse_nonfinite_rms_norm) {
+                         oracles::Equality eq, bool check_overlap, bool refuse_nonfinite_row_input) {
   LIFELINE_CHECK_OK(oracles::CheckPlacedInsideBuffers(graph, owner, buffers));
   LIFELINE_CHECK_OK(oracles::CheckViewsInsideSources(graph));
   if (check_overlap) LIFELINE_CHECK_OK(oracles::CheckNoLiveOverlap(graph, owner));
   oracles::Canary canary(graph, owner);
   oracles::Differential differential(graph, owner, outputs);
-  if (refuse_nonfinite_rms_norm && differential.error().ok() && differential.nonfinite_rms_norm()) {
+  if (refuse_nonfinite_row_input && differential.error().ok() && differential.nonfinite_row_input()) {
     if (programs::TraceRequested()) {
-      std::fputs("lifeline: an rms_norm of this graph reads a value whose float square is not finite: not computed "
-                 "(ggml asserts)\n", stderr);
+      std::fputs("lifeline: a row op of this graph reads what ggml's kernel asserts against (an rms_norm a value whose "
+                 "float square is not finite, a soft_max a value that is not finite): not computed\n", stderr);
     }
     return false;
   }

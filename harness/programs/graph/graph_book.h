@@ -30,16 +30,21 @@ void FillLeaf(alloc::Tensor* t, int graph, int index);
 // unchanged and the outputs equal to the reference run on separate memory. Fails a LIFELINE_CHECK naming
 // the violation. `owner`: what the placed tensors' `owner` is (the allocator); `eq`: how outputs compare;
 // `check_overlap` false: the graph runs in an order other than `graph`'s, so liveness is not known here.
-// `refuse_nonfinite_rms_norm`: when the reference fed an rms_norm an element whose float square is not finite
-// (alloc::Evaluate), `compute` is not run, the outputs are not compared, and it returns false. ggml's CPU kernel
-// squares in float (`(ggml_float)(x[i00] * x[i00])`, ggml-cpu/ops.cpp), so such a row's sum is infinite and it
-// asserts `scale > 0` ("if you hit this, likely you got an inf somewhere earlier"): for non-finite input its
-// documented answer; for finite input above 1.8e19 an overflow the harness steps around and has not filed
-// (2026-11-26: not yet searched upstream).
+// `refuse_nonfinite_row_input`: when the reference fed a row op what ggml's CPU kernel asserts against
+// (alloc::Evaluate), `compute` is not run, the outputs are not compared, and it returns false:
+// - rms_norm: an element whose float square is not finite. The kernel squares in float
+//   (`(ggml_float)(x[i00] * x[i00])`, ggml-cpu/ops.cpp), so such a row's sum is infinite and it asserts `scale > 0`
+//   ("if you hit this, likely you got an inf somewhere earlier"): for non-finite input its documented answer; for
+//   finite input above 1.8e19 an overflow the harness steps around and has not filed (2026-11-26: not yet searched
+//   upstream);
+// - soft_max: an element that is not finite (a chain of mul_mats overflows to inf). The kernel asserts
+//   `!isnan(wp[i])`, and `sum > 0.0`, which an infinite element makes NaN (inf - inf): the softmax of a row holding
+//   an infinity has no value, and the kernel's debug asserts say it must not be asked for one. Found by a TSan
+//   campaign, 2026-11-26 (its input is in the regression corpus).
 bool ComputeUnderOracles(const alloc::Graph& graph, const void* owner, const std::vector<oracles::BufferExtent>& buffers,
                          const std::vector<alloc::Tensor*>& outputs, const std::function<void()>& compute,
                          oracles::Equality eq = oracles::Equality::kBits, bool check_overlap = true,
-                         bool refuse_nonfinite_rms_norm = false);
+                         bool refuse_nonfinite_row_input = false);
 
 class GraphBook {
  public:

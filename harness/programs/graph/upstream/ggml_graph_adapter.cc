@@ -336,7 +336,7 @@ void GgmlGraphAdapter::FillAndCompute(int k, int g, Instance& inst, const alloc:
   // Also for the CPU parts of a split graph, and the fresh-allocator oracle.
   SetCpuThreads(cpu_threads_[k], shared_pool_);
   if (ComputeUnderOracles(placed, owner, Extents(id), outputs, [&] { Compute(inst.graph, what, sched); },
-                          EqualityFor(g), /*check_overlap=*/!split, /*refuse_nonfinite_rms_norm=*/true)) {
+                          EqualityFor(g), /*check_overlap=*/!split, /*refuse_nonfinite_row_input=*/true)) {
     LIFELINE_CHECK_OK(CompareWithFreshAllocator(g, inst));
   }
 }

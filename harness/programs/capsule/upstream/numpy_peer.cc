@@ -59,7 +59,7 @@ const PeerRules& NumpyRules() {
   static const PeerRules rules{
       /*name=*/"numpy",
       /*object_name=*/"NumPy array",
-      /*creates=*/kMade,  // the subject's four dtypes (NumPy also has uint8 and complex64; PyTorch makes those)
+      /*creates=*/kMade,  // the subject's four dtypes; creates_wide, below, has every dtype NumPy has
       /*export_refusal=*/"BufferError",
       /*exports=*/kAllDTypes & ~DTypeBit(DType::kBool),
       /*exports_read_only=*/false,

@@ -1,4 +1,5 @@
-"""Turns sanitizer, valgrind, libFuzzer, LIFELINE_CHECK and upstream assert output into crash type + crash state.
+"""Turns sanitizer, valgrind, libFuzzer, LIFELINE_CHECK, upstream assert and uncaught-exception output into crash
+type + crash state.
 
 The crash state is the top 3 meaningful frames of the primary stack (ClusterFuzz's convention, matching
 dedup_token_length=3): frames of sanitizer runtimes, libc, the C++ standard library, the check handler and

@@ -68,10 +68,10 @@ Layout PickLayout(Source& src, Layout want) {
 // The flavor a peer's tensor can have: conjugation only means something for complex, negation for signed
 // numbers, grad for floating types; anything else is plain.
 Flavor Applicable(Flavor f, DType d) {
-  const bool complex = interop::IsComplex(d);
-  const bool floating = complex || d == DType::kFloat32 || d == DType::kFloat16 || d == DType::kBFloat16 ||
-                        d == DType::kFloat64;
-  const bool signed_int = d == DType::kInt8 || d == DType::kInt16 || d == DType::kInt32 || d == DType::kInt64;
+  const uint8_t code = interop::ToDLDataType(d).code;  // the dtype's kind, from the one table of dtypes
+  const bool complex = code == kDLComplex;
+  const bool floating = complex || code == kDLFloat || code == kDLBfloat;
+  const bool signed_int = code == kDLInt;
   switch (f) {
     case Flavor::kConj: return complex ? f : Flavor::kPlain;
     case Flavor::kNeg: return floating || signed_int ? f : Flavor::kPlain;

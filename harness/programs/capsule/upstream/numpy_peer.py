@@ -19,8 +19,7 @@ def make_array(dtype, shape, layout, seed, readonly):
         # One row's memory seen shape[0] times (stride 0 on axis 0), as writable as asked: as_strided, not
         # broadcast_to, whose arrays are always read-only. The rows hold the pattern's first row.
         row = np.array(li.expected_values(dtype, n // shape[0], seed), dtype=_NP[dtype]).reshape(shape[1:])
-        a = np.lib.stride_tricks.as_strided(row, shape, (0,) + row.strides, writeable=not readonly)
-        return a
+        return np.lib.stride_tricks.as_strided(row, shape, (0,) + row.strides, writeable=not readonly)
     base = np.array(li.expected_values(dtype, n, seed), dtype=_NP[dtype]).reshape(shape)
     if layout == "transposed":
         a = np.ascontiguousarray(base.T).T

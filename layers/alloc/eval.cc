@@ -68,6 +68,45 @@ void EvaluateRows(Op op, const void* x, void* y, int64_t width, int64_t rows) {
   }
 }
 
+// Rope as ggml's CPU kernel computes it (ggml-cpu/ops.cpp, ggml_rope_cache_init and rotate_pairs, without YaRN): the
+// angle of pair k of a row at position p is p * theta_scale^k, multiplied up in float from p, each pair turned in
+// float. ggml may contract the products into fused multiply-adds, so outputs compare within the tolerance of
+// Equality::kClose; an element whose two products nearly cancel (their magnitudes' rounding, kRopeRounding of them,
+// past half its tolerance) or pass float's range is ill-conditioned (tensor.h): NaN, not compared. In place is fine:
+// each pair is read before it is written.
+void EvaluateRope(const Tensor& node, DType type, const void* x, void* y) {
+  const RopeParams& r = node.rope;
+  const int64_t width = node.ne[0];
+  const int64_t rows = node.nelements() / width;
+  const float theta_scale = std::pow(kRopeFreqBase, -2.0f / static_cast<float>(r.n_dims));
+  const int64_t half = r.n_dims / 2;
+  for (int64_t row = 0; row < rows; ++row) {
+    const int64_t token = row / r.heads;
+    const int64_t base = row * width;
+    float theta = static_cast<float>(r.pos_first + token * r.pos_step);
+    for (int64_t k = 0; k < half; ++k) {
+      const float cos_theta = std::cos(theta);
+      const float sin_theta = std::sin(theta);
+      theta *= theta_scale;
+      const int64_t i = r.mode == kRopeNeox ? k : 2 * k;
+      const int64_t j = r.mode == kRopeNeox ? k + half : 2 * k + 1;
+      const float x0 = LoadElement(type, x, base + i);
+      const float x1 = LoadElement(type, x, base + j);
+      const float y0 = x0 * cos_theta - x1 * sin_theta;
+      const float y1 = x0 * sin_theta + x1 * cos_theta;
+      const double magnitude = std::fabs(static_cast<double>(x0)) + std::fabs(static_cast<double>(x1));
+      auto conditioned = [&](float v) {
+        return kRopeRounding * magnitude <= 0.005 * std::max(1.0, std::fabs(static_cast<double>(v))) &&
+               magnitude <= std::numeric_limits<float>::max();
+      };
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      StoreElement(type, y, base + i, conditioned(y0) ? y0 : nan);
+      StoreElement(type, y, base + j, conditioned(y1) ? y1 : nan);
+    }
+    for (int64_t i = r.n_dims; i < width; ++i) StoreElement(type, y, base + i, LoadElement(type, x, base + i));
+  }
+}
+
 }  // namespace
 
 Status Evaluate(const Graph& graph, const DataOf& data_of, bool* nonfinite_row_input) {
@@ -155,6 +194,9 @@ Status Evaluate(const Graph& graph, const DataOf& data_of, bool* nonfinite_row_i
         }
         break;
       }
+      case Op::kRope:
+        EvaluateRope(*node, t, src[0], dst);
+        break;
       case Op::kRmsNorm:
       case Op::kSoftMax:
         if (nonfinite_row_input != nullptr) {

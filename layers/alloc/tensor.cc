@@ -25,14 +25,16 @@ const char* OpName(Op op) {
     case Op::kMulMat: return "mul_mat";
     case Op::kTranspose: return "transpose";
     case Op::kGetRows: return "get_rows";
+    case Op::kRope: return "rope";
   }
   return "?";
 }
 
-// As ggml_op_can_inplace (ggml-alloc.c) lists them: the row ops too (each reads its whole row before writing it).
+// As ggml_op_can_inplace (ggml-alloc.c) lists them: the row ops too (each reads its whole row before writing it), and
+// rope (each pair is read before it is written).
 bool OpCanInplace(Op op) {
   return op == Op::kAdd || op == Op::kMul || op == Op::kScale || op == Op::kNeg || op == Op::kRmsNorm ||
-         op == Op::kSoftMax;
+         op == Op::kSoftMax || op == Op::kRope;
 }
 
 const Tensor* Tensor::root() const {
@@ -201,6 +203,27 @@ StatusOr<Tensor*> Context::GetRows(Tensor* a, const int32_t* rows, int n) {
   t->op = Op::kGetRows;
   t->src[0] = a;
   std::copy(rows, rows + n, t->rows);
+  return t;
+}
+
+StatusOr<Tensor*> Context::Rope(Tensor* a, const RopeParams& rope) {
+  LIFELINE_RETURN_IF_ERROR(Check(a, "rope source"));
+  const int64_t rows = a->nelements() / a->ne[0];
+  if (rope.n_dims < 2 || rope.n_dims % 2 != 0 || rope.n_dims > a->ne[0]) {
+    return InvalidArgument("rope turns an even number of elements of each row, at most its " + std::to_string(a->ne[0]) +
+                           ", not " + std::to_string(rope.n_dims));
+  }
+  if (rope.mode != kRopeNormal && rope.mode != kRopeNeox) {
+    return InvalidArgument("rope mode " + std::to_string(rope.mode) + " is not normal (0) or neox (2)");
+  }
+  if (rope.heads < 1 || rows % rope.heads != 0) {
+    return InvalidArgument("rope: " + std::to_string(rope.heads) + " heads do not divide " + std::to_string(rows) + " rows");
+  }
+  if (rope.pos_first < 0 || rope.pos_step < 0) return InvalidArgument("rope positions are not negative");
+  LIFELINE_ASSIGN_OR_RETURN(Tensor* t, NewTensor(a->type, a->ne, kMaxDims));
+  t->op = Op::kRope;
+  t->src[0] = a;
+  t->rope = rope;
   return t;
 }
 

@@ -49,8 +49,25 @@ enum class Op : uint8_t {
   // dst row j = src0 row rows[j] (ggml_get_rows: an embedding lookup, a read of a KV cache): src0 [ne0, 1, 1, ne1]
   // of any type, rows[] (at most kMaxRows, each below ne1; repeats allowed) give a float32 [ne0, 1, 1, n].
   kGetRows,
+  // Rotary position embedding (ggml_rope_ext, GGML_OP_ROPE) of src0 of either type, seen as [ne0, heads, tokens]
+  // with heads = rope.heads rows per token: each row of token j turns pairs of its first rope.n_dims elements (an even
+  // count, at most ne0) by angles position(j) * kRopeFreqBase^(-2i/n_dims), position(j) = rope.pos_first + j *
+  // rope.pos_step; the pairs are adjacent elements (GGML_ROPE_TYPE_NORMAL, llama) or i and i + n_dims/2 (NEOX);
+  // the elements past n_dims are copied. Same type and shape as the source.
+  kRope,
 };
 inline constexpr int kMaxRows = 4;
+inline constexpr float kRopeFreqBase = 10000.0f;
+// ggml's rope modes (ggml.h GGML_ROPE_TYPE_NORMAL, GGML_ROPE_TYPE_NEOX).
+inline constexpr int kRopeNormal = 0;
+inline constexpr int kRopeNeox = 2;
+struct RopeParams {
+  int n_dims = 2;
+  int mode = kRopeNormal;
+  int heads = 1;      // rows per token: a divisor of the source's rows
+  int pos_first = 0;
+  int pos_step = 0;
+};
 inline constexpr float kRmsNormEps = 1e-6f;
 // Where the reference evaluator (eval.h) finds a result ill-conditioned, so that any backend's rounding of the
 // same math may move it past the comparison's 1% (Equality::kClose), it writes NaN: not compared. A soft_max row
@@ -59,6 +76,7 @@ inline constexpr float kRmsNormEps = 1e-6f;
 // kMulMatRounding times the sum of its terms' magnitudes, exceeds half the tolerance of its value.
 inline constexpr float kSoftMaxConditioned = 64.0f;
 inline constexpr double kMulMatRounding = 1e-6;
+inline constexpr double kRopeRounding = 1e-6;  // a rope element's bound, of its two products' magnitudes (eval.cc)
 const char* OpName(Op op);
 // Ops whose result may take a source's memory (allocator in-place reuse): the elementwise ones and the row ops.
 bool OpCanInplace(Op op);
@@ -78,6 +96,7 @@ struct Tensor {
   Tensor* src[kMaxSrc] = {nullptr, nullptr};
   float param = 0.0f;          // kScale
   int32_t rows[kMaxRows] = {};  // kGetRows: the source rows, ne[3] of them
+  RopeParams rope;             // kRope
   Tensor* view_src = nullptr;  // set for views (and in-place results): the tensor whose bytes this aliases
   size_t view_offs = 0;
   bool input = false;          // ggml_set_input: allocated before anything else, filled by the caller
@@ -109,6 +128,7 @@ class Context {
   StatusOr<Tensor*> MulMat(Tensor* a, Tensor* b);  // kMulMat: float32 [K, M] and [K, N] give [M, N]
   StatusOr<Tensor*> Transpose(Tensor* a);          // kTranspose: [ne0, 1, 1, ne1] gives [ne1, 1, 1, ne0]
   StatusOr<Tensor*> GetRows(Tensor* a, const int32_t* rows, int n);  // kGetRows: [ne0, 1, 1, n], float32
+  StatusOr<Tensor*> Rope(Tensor* a, const RopeParams& rope);          // kRope: a's shape and type
   // Op kView: `ne` elements starting `offset` bytes into `a`; must lie inside a's bytes, and `offset`
   // must be a multiple of the element size.
   StatusOr<Tensor*> View(Tensor* a, const int64_t* ne, int ndims, size_t offset);

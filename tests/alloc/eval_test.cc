@@ -185,6 +185,81 @@ TEST(Evaluate, GetRowsCopiesThePickedRowsAsFloat32) {
   EXPECT_FALSE(ctx.GetRows(a, five, 5).ok());
 }
 
+// rope: pair k of a row at position p turns by p * 10000^(-2k/n_dims); NORMAL pairs adjacent elements, NEOX
+// element k with k + n_dims/2; the elements past n_dims are copied, also when a row is of odd length; rows of one
+// token share its position. Requests ggml would not take are refused.
+TEST(Evaluate, RopeTurnsPairsByTheirTokensPosition) {
+  Context ctx;
+  Hand hand;
+  Tensor* a = hand.Give(F32(ctx, {5, 1, 1, 2}, "a"));  // rows {1, 2, 3, 4, 5}, {1, 2, 3, 4, 5}
+  const float av[] = {1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f};
+  std::memcpy(a->data, av, sizeof av);
+  RopeParams normal;
+  normal.n_dims = 4;
+  normal.pos_first = 1;  // tokens at 1 and 3
+  normal.pos_step = 2;
+  Tensor* n = hand.Give(Must(ctx.Rope(a, normal)));
+  RopeParams neox = normal;
+  neox.mode = kRopeNeox;
+  neox.heads = 2;  // one token of two heads: both rows at position 1
+  Tensor* x = hand.Give(Must(ctx.Rope(a, neox)));
+  ASSERT_TRUE(IsOk(Evaluate(Must(BuildGraph({n, x})))));
+  auto turn = [](double x0, double x1, double theta) {
+    return std::pair<double, double>{x0 * std::cos(theta) - x1 * std::sin(theta), x0 * std::sin(theta) + x1 * std::cos(theta)};
+  };
+  const double f1 = std::pow(10000.0, -2.0 / 4);  // pair 1's frequency
+  for (int row = 0; row < 2; ++row) {
+    const double p = row == 0 ? 1.0 : 3.0;
+    const std::vector<float> got = Values(n);
+    auto [y0, y1] = turn(1.0, 2.0, p);
+    auto [y2, y3] = turn(3.0, 4.0, p * f1);
+    EXPECT_NEAR(got[row * 5 + 0], y0, 1e-5);
+    EXPECT_NEAR(got[row * 5 + 1], y1, 1e-5);
+    EXPECT_NEAR(got[row * 5 + 2], y2, 1e-5);
+    EXPECT_NEAR(got[row * 5 + 3], y3, 1e-5);
+    EXPECT_EQ(got[row * 5 + 4], 5.0f);  // the fifth element, past n_dims, copied
+    const std::vector<float> neo = Values(x);
+    auto [z0, z2] = turn(1.0, 3.0, 1.0);  // NEOX: element 0 with 2, 1 with 3
+    auto [z1, z3] = turn(2.0, 4.0, f1);
+    EXPECT_NEAR(neo[row * 5 + 0], z0, 1e-5);
+    EXPECT_NEAR(neo[row * 5 + 2], z2, 1e-5);
+    EXPECT_NEAR(neo[row * 5 + 1], z1, 1e-5);
+    EXPECT_NEAR(neo[row * 5 + 3], z3, 1e-5);
+    EXPECT_EQ(neo[row * 5 + 4], 5.0f);
+  }
+  RopeParams bad = normal;
+  bad.n_dims = 6;  // past ne0
+  EXPECT_FALSE(ctx.Rope(a, bad).ok());
+  bad.n_dims = 3;  // odd
+  EXPECT_FALSE(ctx.Rope(a, bad).ok());
+  bad = normal;
+  bad.heads = 3;  // does not divide the 2 rows
+  EXPECT_FALSE(ctx.Rope(a, bad).ok());
+  bad = normal;
+  bad.mode = 1;
+  EXPECT_FALSE(ctx.Rope(a, bad).ok());
+}
+
+// A rope element whose two products nearly cancel is ill-conditioned (NaN, not compared), as mul_mat's.
+TEST(Evaluate, RopeOfCancellingHugePairsIsNotCompared) {
+  Context ctx;
+  Hand hand;
+  Tensor* a = hand.Give(F32(ctx, {2}, "a"));
+  const float av[] = {1e30f, 1e30f};
+  std::memcpy(a->data, av, sizeof av);
+  RopeParams r;
+  r.pos_first = 1;  // the one pair turns by 1 radian
+  Tensor* t = hand.Give(Must(ctx.Rope(a, r)));  // y0 = 1e30 (cos 1 - sin 1): nothing cancels
+  const float cancel[] = {1e30f, 1e30f * std::cos(1.0f) / std::sin(1.0f)};  // y0 = x0 cos 1 - x1 sin 1: about 0
+  Tensor* b = hand.Give(F32(ctx, {2}, "b"));
+  std::memcpy(b->data, cancel, sizeof cancel);
+  Tensor* u = hand.Give(Must(ctx.Rope(b, r)));
+  ASSERT_TRUE(IsOk(Evaluate(Must(BuildGraph({t, u})))));
+  EXPECT_FALSE(std::isnan(Values(t)[0]));
+  EXPECT_TRUE(std::isnan(Values(u)[0]));
+  EXPECT_FALSE(std::isnan(Values(u)[1]));
+}
+
 TEST(Evaluate, RowOpsTakeFloat32Only) {
   Context ctx;
   Tensor* h = F32(ctx, {2, 2}, "h");

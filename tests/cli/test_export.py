@@ -303,8 +303,8 @@ class Export(unittest.TestCase):
 @unittest.skipUnless((BUILD / "targets" / "ggml_graph_topology").is_file(),
                      "the asan lane builds ggml_graph_topology with upstream ggml")
 class GgmlCRowOps(unittest.TestCase):
-    """The graph program's model ops (rms_norm, soft_max, mul_mat, transpose, get_rows) become ggml's calls, named
-    by role."""
+    """The graph program's model ops (rms_norm, soft_max, mul_mat, transpose, get_rows, rope) become ggml's calls,
+    named by role."""
 
     @staticmethod
     def export(leafs, ops):
@@ -353,6 +353,23 @@ class GgmlCRowOps(unittest.TestCase):
         placed = c.index("ggml_gallocr_alloc_graph(")
         self.assertGreater(c.index("ggml_backend_tensor_set(rows_of_x_idx, (const int32_t[]){2, 0, 1, 2}, 0, "
                                    "ggml_nbytes(rows_of_x_idx));"), placed)
+
+    def test_rope_turns_the_program_tensor_as_heads_and_tokens_with_positions_set_once_placed(self):
+        from lifeline.exporters import ggml_c
+        ops = [{"op": "rope", "src": "#0", "mode": "neox", "n_dims": 4, "heads": 2, "positions": [7, 3]}]
+        c = self.export([("f32", [6, 4])], ops)
+        self.assertIn("struct ggml_tensor * rope_x_pos = ggml_new_tensor_1d(ctx1, GGML_TYPE_I32, 2);\n"
+                      "    ggml_set_input(rope_x_pos);", c)
+        self.assertIn("struct ggml_tensor * rope_x_turned = ggml_rope_ext(ctx1, ggml_reshape_3d(ctx1, x, 6, 2, 2), "
+                      "rope_x_pos, NULL, 4, GGML_ROPE_TYPE_NEOX, 0, 10000.0f, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f);\n"
+                      "    ggml_set_output(rope_x_turned);", c)
+        self.assertIn("output(gf1, ggml_reshape_2d(ctx1, rope_x_turned, 6, 4))", c)
+        placed = c.index("ggml_gallocr_alloc_graph(")
+        self.assertGreater(c.index("ggml_backend_tensor_set(rope_x_pos, (const int32_t[]){7, 10}, 0, "
+                                   "ggml_nbytes(rope_x_pos));"), placed)
+        ops[0]["mode"] = "sideways"
+        with self.assertRaisesRegex(ggml_c.Unexportable, "'mode' of a rope is normal or neox"):
+            self.export([("f32", [6, 4])], ops)
 
 
 class RealExport(unittest.TestCase):

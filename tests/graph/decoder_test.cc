@@ -239,6 +239,32 @@ TEST(GraphDecoderGolden, TheOptionsByteBit4LetsTheProgramGetRows) {
   for (const Step& s : q.steps) EXPECT_NE(s.kind, StepKind::kGetRows) << Describe(s);
 }
 
+// Bit 5 of the options byte lets the program rope (n_dims, mode, heads per token and positions first + j * step);
+// without it, the same bytes draw none; ggml-vulkan draws none either (AllocatorRules::model_ops).
+TEST(GraphDecoderGolden, TheOptionsByteBit5LetsTheProgramRope) {
+  std::vector<uint8_t> b = {0x00, 0x03, 0x07, 0x00, 0x00, 0x02, 0x00, 0x02, 0x01, 0x08, 0x03, 0x07, 0x01,
+                            0x01, 0x01, 0x07, 0x01, 0x03, 0x05, 0x00, 0x05, 0x00, 0x05, 0x20, 0x80};
+  const Program p = Decode(b.data(), b.size());
+  EXPECT_TRUE(p.rope);
+  EXPECT_EQ(Describe(p),
+            "allocator 0: buffer(align 32) (the program may rope)\n"
+            "allocator 1: buffer(align 32)\n"
+            "#0 leaf g0.t0 = none f32 [6,4] input\n"
+            "#1 rope g0.t1 = rope f32 [6,4] src0=t0 neox n_dims=4 heads=2 positions 7+3j\n"
+            "#2 rope g0.t2 = rope f32 [6,4] src0=t1 normal n_dims=6 heads=4 positions 0+0j\n"
+            "#3 seal g0 (t2 becomes the output)\n"
+            "#4 alloc+compute g0 with allocator 0\n");
+  EXPECT_EQ(PositionsOf(p.steps[1].tensor), (std::vector<int32_t>{7, 10}));  // 4 rows, 2 heads: 2 tokens
+  EXPECT_EQ(PositionsOf(p.steps[2].tensor), (std::vector<int32_t>{0}));
+  AllocatorRules vulkan;
+  vulkan.model_ops = false;
+  for (const Step& s : Decode(b.data(), b.size(), vulkan).steps) EXPECT_NE(s.kind, StepKind::kRope) << Describe(s);
+  b[b.size() - 2] = 0x00;
+  const Program q = Decode(b.data(), b.size());
+  EXPECT_FALSE(q.rope);
+  for (const Step& s : q.steps) EXPECT_NE(s.kind, StepKind::kRope) << Describe(s);
+}
+
 // An in-place op computes where its source's memory is: it never carries the mark, whatever its bytes.
 TEST(GraphDecoder, NoInPlaceOpIsMarkedForTheCpu) {
   int marked = 0;

@@ -51,7 +51,7 @@ class Unexportable(ValueError):
 class Tensor:
     id: int
     kind: str                 # leaf, scale, neg, add, mul, copy, concat, view, reshape, view-external, rms_norm,
-    #                           soft_max, mul_mat, transpose, get_rows
+    #                           soft_max, mul_mat, transpose, get_rows, rope
     type: str = "f32"
     ne: tuple = (1, 1)
     src: list = field(default_factory=list)
@@ -63,7 +63,10 @@ class Tensor:
     cpu: bool = False
     permute: bool = False     # transpose: built with ggml_permute rather than ggml_transpose
     first: int = 0            # get_rows: rows first + j * step (mod the source's rows), ne[1] of them
-    step: int = 0
+    step: int = 0             # rope: positions first + j * step, one per token
+    mode: str = "normal"      # rope: normal or neox
+    n_dims: int = 0           # rope: the elements of each row it turns
+    heads: int = 1            # rope: rows per token
     offset: int = 0
     of: Optional[int] = None  # view-external: the tensor (op id) of another graph
 
@@ -96,7 +99,8 @@ class Writer:
         self.taken: set[str] = set()
         self.body: list[str] = []
         self.builds = 0
-        self.row_sets: list[tuple[str, str]] = []  # the last build's get_rows indices: (tensor, its rows), set once placed
+        # The last build's get_rows indices and rope positions: (tensor, its values), set once placed.
+        self.row_sets: list[tuple[str, str]] = []
         self.allocators_used: set[int] = set()
         self.threads_now = 1
         self.pools: dict[int, str] = {}
@@ -227,6 +231,8 @@ class Writer:
             return f"{n(t.src[0])}_T"
         if t.kind == "get_rows":
             return f"rows_of_{n(t.src[0])}"
+        if t.kind == "rope":
+            return f"rope_{n(t.src[0])}"
         return f"{n(t.src[0])}_flat"
 
     def role_of_placed(self, tid: int) -> str:
@@ -305,6 +311,20 @@ class Writer:
                 self.emit(f"ggml_set_input({idx});")
                 self.row_sets.append((idx, rows))
                 expr = f"ggml_get_rows({ctx}, {src[0]}, {idx})"
+            elif t.kind == "rope":  # [ne0, heads, tokens], one position per token from an int32 input (as get_rows)
+                tokens = ne1 // t.heads
+                pos = self.unique(f"{name}_pos")
+                self.emit(f"struct ggml_tensor * {pos} = ggml_new_tensor_1d({ctx}, GGML_TYPE_I32, {tokens});")
+                self.emit(f"ggml_set_input({pos});")
+                self.row_sets.append((pos, ", ".join(str(t.first + j * t.step) for j in range(tokens))))
+                turned = self.unique(f"{name}_turned")
+                mode = "GGML_ROPE_TYPE_NEOX" if t.mode == "neox" else "GGML_ROPE_TYPE_NORMAL"
+                self.emit(f"struct ggml_tensor * {turned} = ggml_rope_ext({ctx}, ggml_reshape_3d({ctx}, {src[0]}, {ne0}, "
+                          f"{t.heads}, {tokens}), {pos}, NULL, {t.n_dims}, {mode}, 0, 10000.0f, 1.0f, 0.0f, 1.0f, "
+                          f"0.0f, 0.0f);")
+                if t.output:  # the rope's own bytes are the output, as the adapter flags them
+                    self.emit(f"ggml_set_output({turned});")
+                expr = f"ggml_reshape_2d({ctx}, {turned}, {ne0}, {ne1})"
             else:
                 expr = f"ggml_reshape_1d({ctx}, {src[0]}, {ne0 * ne1})"
             slot = self.out_slot(t, outs)
@@ -490,7 +510,7 @@ class Writer:
                 self.emit(f"/* a {kind} the program predicts to be refused ({refused}): left out */")
                 continue
             if kind in ("leaf", "unary", "binary", "copy", "concat", "view", "view-external", "row", "mul_mat",
-                        "transpose", "get_rows"):
+                        "transpose", "get_rows", "rope"):
                 g = self.open_graph()
                 t = Tensor(op["id"], kind)
                 if kind == "leaf":
@@ -516,6 +536,11 @@ class Writer:
                     t.src, t.permute = [int(op["src"][1:])], op["via"] == "permute"
                 elif kind == "get_rows":
                     t.src, t.ne, t.first, t.step = [int(op["src"][1:])], (1, op["n"]), op["first"], op["step"]
+                elif kind == "rope":
+                    if op.get("mode") not in ("normal", "neox"):
+                        raise Unexportable(f"op #{op['id']}: 'mode' of a rope is normal or neox")
+                    t.src, t.mode, t.n_dims, t.heads = [int(op["src"][1:])], op["mode"], op["n_dims"], op["heads"]
+                    t.first, t.step = op["positions"]
                 elif kind == "view":
                     t.src = [int(op["src"][1:])]
                     if op.get("reshape"):

@@ -85,6 +85,13 @@ Json StepJson(const Step& s, size_t i) {
       j["first"] = t.rows_first;
       j["step"] = t.rows_step;
       break;
+    case StepKind::kRope:
+      j["src"] = Ref(t.src[0]);
+      j["mode"] = t.rope.mode == alloc::kRopeNeox ? "neox" : "normal";
+      j["n_dims"] = t.rope.n_dims;
+      j["heads"] = t.rope.heads;
+      j["positions"] = {t.rope.pos_first, t.rope.pos_step};
+      break;
     case StepKind::kMarkOutput:  // of the open graph, or of a sealed one (a toggle with no leaf to toggle)
       j["tensor"] = Ref(s.tensor_index);
       if (s.graph >= 0) j["graph"] = Ref(s.graph);
@@ -248,6 +255,20 @@ Step StepFrom(const Json& j, const programs::OpIds& ids, size_t at) {
       t.rows_first = Get<int>(j, "first");
       t.rows_step = Get<int>(j, "step");
       break;
+    case StepKind::kRope: {
+      const std::string mode = Get<std::string>(j, "mode");
+      if (mode != "normal" && mode != "neox") throw Unencodable("'mode' of a rope is normal or neox, not \"" + mode + "\"");
+      t.op = Op::kRope;
+      t.src[0] = ref("src");
+      t.rope.mode = mode == "neox" ? alloc::kRopeNeox : alloc::kRopeNormal;
+      t.rope.n_dims = Get<int>(j, "n_dims");
+      t.rope.heads = Get<int>(j, "heads");
+      const auto positions = Get<std::vector<int>>(j, "positions");
+      if (positions.size() != 2) throw Unencodable("'positions' of a rope is [first, step]");
+      t.rope.pos_first = positions[0];
+      t.rope.pos_step = positions[1];
+      break;
+    }
   }
   return s;
 }

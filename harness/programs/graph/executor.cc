@@ -20,6 +20,7 @@ Status Run(const Step& s, AllocatorAdapter& adapter) {
     case StepKind::kMatMul:
     case StepKind::kTranspose:
     case StepKind::kGetRows:
+    case StepKind::kRope:
       return adapter.AddTensor(s.graph, s.tensor);
     case StepKind::kGrow:
       LIFELINE_RETURN_IF_ERROR(adapter.AddTensor(s.graph, s.tensor));

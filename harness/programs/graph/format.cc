@@ -140,6 +140,28 @@ void DecodeGetRows(Source& src, Model& m, int open, Step& step, const Step& want
   m.AddTensor(open, step, mt);
 }
 
+// The rope of a tensor of the open graph with at least two elements a row (Model::Legal: there is one): how many
+// elements of each row it turns (an even count, at most ne0), the mode, the heads per token (a divisor of the rows:
+// ggml sees the tensor as [ne0, heads, tokens]) and the tokens' positions.
+void DecodeRope(Source& src, Model& m, int open, Step& step, const Step& want, const Refs& refs) {
+  const ModelGraph& og = m.g[open];
+  const alloc::RopeParams& w = want.tensor.rope;
+  const int a = PickFrom(src, og.Where([](const ModelTensor& t, int) { return t.ne0 >= 2; }),
+                         [&] { return refs.TensorIn(open, want.tensor.src[0]); });
+  ModelTensor mt = Derived(og.t[a], Op::kRope, a);
+  alloc::RopeParams& r = mt.spec.rope;
+  r.n_dims = 2 * src.Int<int>(1, static_cast<int>(og.t[a].ne0 / 2), [&] { return w.n_dims / 2; });
+  r.mode = src.Bool([&] { return w.mode == alloc::kRopeNeox; }) ? alloc::kRopeNeox : alloc::kRopeNormal;
+  std::vector<int> divisors;
+  for (int d = 1; d <= og.t[a].ne1; ++d) {
+    if (og.t[a].ne1 % d == 0) divisors.push_back(d);
+  }
+  r.heads = PickFrom(src, divisors, [&] { return w.heads; });
+  r.pos_first = src.Int<int>(0, kMaxRopePosition, [&] { return w.pos_first; });
+  r.pos_step = src.Int<int>(0, kMaxRopeStep, [&] { return w.pos_step; });
+  m.AddTensor(open, step, mt);
+}
+
 void DecodeDerived(Source& src, Model& m, int open, Step& step, const Step& want, const Refs& refs) {
   const ModelGraph& og = m.g[open];
   const TensorSpec& w = want.tensor;
@@ -329,8 +351,8 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
     // Allocator 0's bits 3, 4 and 5: whether the program may measure, use row ops and mul_mat (Program::measures,
     // row_ops, mul_mats; set when encoding one that does); bit 6: Program::weights; bit 7: an options byte follows
     // (read only then, so every input without the bit keeps its bytes' meaning): its bit 0 is Program::shared_pool,
-    // bit 1 Program::reuse, bit 2 Program::chunked, bit 3 Program::layout_ops, bit 4 Program::get_rows; bits 5 to
-    // 7 are for options and kinds to come (written 0, read and ignored).
+    // bit 1 Program::reuse, bit 2 Program::chunked, bit 3 Program::layout_ops, bit 4 Program::get_rows, bit 5
+    // Program::rope; bits 6 and 7 are for options and kinds to come (written 0, read and ignored).
     const uint8_t head = src.Full<uint8_t>([&] {
       if (want->buffers.empty() || want->buffers.size() > 2) throw Unencodable("an allocator has 1 or 2 buffers");
       if (want->cpu_threads < 1 || want->cpu_threads > kMaxCpuThreads) throw Unencodable("an allocator has 1 to 4 CPU threads");
@@ -339,12 +361,14 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
                                   (uses(StepKind::kMeasure) ? 8 : 0) | (uses(StepKind::kRowOp) ? 16 : 0) |
                                   (uses(StepKind::kMatMul) ? 32 : 0) | (k == 0 && target->weights ? 64 : 0) |
                                   (k == 0 && (target->shared_pool || target->reuse || target->chunked ||
-                                              uses(StepKind::kTranspose) || uses(StepKind::kGetRows)) ? 128 : 0));
+                                              uses(StepKind::kTranspose) || uses(StepKind::kGetRows) ||
+                                              uses(StepKind::kRope)) ? 128 : 0));
     });
     const uint8_t options = k == 0 && (head & 128) != 0 ? src.Full<uint8_t>([&] {
       auto uses = [&](StepKind kind) { return Uses(*target, kind); };
       return static_cast<uint8_t>((target->shared_pool ? 1 : 0) | (target->reuse ? 2 : 0) | (target->chunked ? 4 : 0) |
-                                  (uses(StepKind::kTranspose) ? 8 : 0) | (uses(StepKind::kGetRows) ? 16 : 0));
+                                  (uses(StepKind::kTranspose) ? 8 : 0) | (uses(StepKind::kGetRows) ? 16 : 0) |
+                                  (uses(StepKind::kRope) ? 32 : 0));
     }) : 0;
     const int n = 1 + (head & 1);
     p.allocators[k].cpu_threads = 1 + ((head >> 1) & 3);
@@ -358,6 +382,7 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
       p.chunked = (options & 4) != 0;
       p.layout_ops = m.layout_ops = (options & 8) != 0;
       p.get_rows = m.get_rows = (options & 16) != 0;
+      p.rope = m.rope = (options & 32) != 0;
     }
     for (int b = 0; b < n; ++b) {
       alloc::BufferSpec spec;
@@ -395,6 +420,7 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
       case StepKind::kMatMul: DecodeMatMul(src, m, open, step, want, refs); break;
       case StepKind::kTranspose: DecodeTranspose(src, m, open, step, want, refs); break;
       case StepKind::kGetRows: DecodeGetRows(src, m, open, step, want, refs); break;
+      case StepKind::kRope: DecodeRope(src, m, open, step, want, refs); break;
       case StepKind::kMarkOutput:
         step.graph = open;
         step.tensor_index = PickInt(src, m.g[open].t.size(), src.encoding() ? refs.TensorIn(open, want.tensor_index) : 0);
@@ -437,7 +463,7 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
 
 bool AddsTensor(StepKind k) {
   return k == StepKind::kGrow || k == StepKind::kRowOp || k == StepKind::kMatMul || k == StepKind::kTranspose ||
-         k == StepKind::kGetRows ||
+         k == StepKind::kGetRows || k == StepKind::kRope ||
          (k >= StepKind::kLeaf && k <= StepKind::kViewExternal);
 }
 
@@ -445,6 +471,14 @@ void RowsOf(const TensorSpec& spec, int64_t source_rows, int32_t* rows) {
   for (int64_t j = 0; j < spec.ne[1] && j < alloc::kMaxRows; ++j) {
     rows[j] = static_cast<int32_t>((spec.rows_first + j * spec.rows_step) % source_rows);
   }
+}
+
+std::vector<int32_t> PositionsOf(const TensorSpec& spec) {
+  std::vector<int32_t> positions(static_cast<size_t>(spec.ne[1] / spec.rope.heads));
+  for (size_t j = 0; j < positions.size(); ++j) {
+    positions[j] = spec.rope.pos_first + static_cast<int32_t>(j) * spec.rope.pos_step;
+  }
+  return positions;
 }
 
 Program Decode(const uint8_t* data, size_t size, const AllocatorRules& rules) {
@@ -531,6 +565,9 @@ bool SameStep(const Step& a, const Step& b) {
     case StepKind::kTranspose: return x.src[0] == y.src[0] && x.permute == y.permute;
     case StepKind::kGetRows:
       return x.src[0] == y.src[0] && x.ne[1] == y.ne[1] && x.rows_first == y.rows_first && x.rows_step == y.rows_step;
+    case StepKind::kRope:
+      return x.src[0] == y.src[0] && x.rope.n_dims == y.rope.n_dims && x.rope.mode == y.rope.mode &&
+             x.rope.heads == y.rope.heads && x.rope.pos_first == y.rope.pos_first && x.rope.pos_step == y.rope.pos_step;
     case StepKind::kMarkOutput:
     case StepKind::kTogglePrealloc: return a.tensor_index == b.tensor_index;
     case StepKind::kSeal: return true;
@@ -558,7 +595,7 @@ std::vector<uint8_t> Encode(const Program& target, const AllocatorRules& rules) 
 const char* const kStepNames[] = {"leaf",   "unary",         "binary",      "copy",     "concat",
                                       "view",   "view-external", "mark-output", "seal",     "reserve",
                                       "alloc+compute", "rewire", "grow",        "toggle-prealloc", "measure", "row", "mul_mat",
-                                      "transpose", "get_rows"};
+                                      "transpose", "get_rows", "rope"};
 
 namespace {
 
@@ -574,6 +611,11 @@ std::string TensorText(const TensorSpec& t) {
   if (t.cpu) s += " on-cpu";
   if (t.op == Op::kTranspose) s += t.permute ? " via-permute" : " via-transpose";
   if (t.op == Op::kGetRows) s += " rows " + std::to_string(t.rows_first) + "+" + std::to_string(t.rows_step) + "j";
+  if (t.op == Op::kRope) {
+    s += std::string(t.rope.mode == alloc::kRopeNeox ? " neox" : " normal") + " n_dims=" + std::to_string(t.rope.n_dims) +
+         " heads=" + std::to_string(t.rope.heads) + " positions " + std::to_string(t.rope.pos_first) + "+" +
+         std::to_string(t.rope.pos_step) + "j";
+  }
   if (t.input) s += " input";
   if (t.preallocated) s += " preallocated";
   if (t.external_graph >= 0) s += " view of g" + std::to_string(t.external_graph) + ".t" + std::to_string(t.external_tensor);
@@ -624,6 +666,7 @@ std::string DescribeAllocators(const Program& p) {
     if (k == 0 && p.chunked) out += " (host buffers of at most " + std::to_string(kChunkedBufferBytes) + " bytes)";
     if (k == 0 && p.layout_ops) out += " (the program may transpose)";
     if (k == 0 && p.get_rows) out += " (the program may get rows)";
+    if (k == 0 && p.rope) out += " (the program may rope)";
     out += "\n";
   }
   return out;

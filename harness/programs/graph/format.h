@@ -54,6 +54,8 @@ struct TensorSpec {
   // result (repeats when the step shares a factor with ne1, or is 0).
   int rows_first = 0;
   int rows_step = 0;
+  // kRope: its n_dims, mode, heads and positions (alloc::RopeParams; position of token j = pos_first + j * pos_step).
+  alloc::RopeParams rope;
 };
 
 enum class StepKind : uint8_t {
@@ -82,7 +84,9 @@ enum class StepKind : uint8_t {
   kTranspose,     // [ne0, ne1] -> [ne1, ne0] of a tensor of the open graph: a non-contiguous view made contiguous
   // Drawn only in programs whose options byte has bit 4 set (Program's `get_rows`).
   kGetRows,       // float32 [ne0, n]: n rows of a tensor of the open graph, picked by an int32 index tensor
-  kMaxValue = kGetRows,
+  // Drawn only in programs whose options byte has bit 5 set (Program's `rope`), where model ops are (AllocatorRules).
+  kRope,          // rope of a tensor of the open graph with ne0 >= 2, its positions from an int32 input
+  kMaxValue = kRope,
 };
 
 struct Step {
@@ -142,6 +146,8 @@ struct Program {
   bool layout_ops = false;
   // Bit 4 of the options byte: kGetRows may be drawn (encoding sets it when a step is one).
   bool get_rows = false;
+  // Bit 5 of the options byte: kRope may be drawn (the same; no checked-in input had the bit set before it meant this).
+  bool rope = false;
   std::vector<Step> steps;
 };
 
@@ -152,12 +158,15 @@ struct AllocatorRules {
   // AllocAndCompute of a graph holding a scale of a float16 tensor returns kUnimplemented, before anything
   // is placed (ggml's CPU backend claims the op but aborts computing it).
   bool refuses_f16_scale = false;
+  // The same for a graph holding a rope of a tensor with an odd ne0 (ggml's CPU backend with guard
+  // ggml-cpu-rope-odd-row-overflow on: its kernel writes one element past each row).
+  bool refuses_odd_rope = false;
   // A graph is computed by a scheduler splitting it between two backends when it holds a reachable op marked
   // `cpu`, or reads bytes of a graph whose last placement was split (they may lie in CPU memory). Such a graph
   // is placed by the scheduler of the step's allocator, not by its gallocr: it never needs a reserve first,
   // and reserving it leaves the gallocr's plan as it was (ggml_vulkan_adapter.h).
   bool splits_cpu_marks = false;
-  // Whether kRowOp and kMatMul may be drawn. kTranspose and kGetRows are, everywhere: the ggml-vulkan pipelines
+  // Whether kRowOp, kMatMul and kRope may be drawn. kTranspose and kGetRows are, everywhere: the ggml-vulkan pipelines
   // they need (copies that make a view contiguous, get_rows) compile in 1 to 2 s on lavapipe with an empty cache. Not on ggml-vulkan for now: lavapipe compiles the pipelines of a
   // row op on first use in 30 s here with an empty Mesa shader cache (2 s once cached), past any per-input
   // timeout, and a fresh clone's suite met it (fuzz-smoke.ggml_vulkan_graph_topology, 2026-11-26).
@@ -172,6 +181,10 @@ bool AddsTensor(StepKind k);
 // The source rows a kGetRows tensor reads: its ne[1] of them, into rows[] (of alloc::kMaxRows), for a source of
 // `source_rows` rows.
 void RowsOf(const TensorSpec& spec, int64_t source_rows, int32_t* rows);
+// The positions of a kRope tensor's tokens (its ne[1] / rope.heads of them).
+std::vector<int32_t> PositionsOf(const TensorSpec& spec);
+inline constexpr int kMaxRopePosition = 255;  // pos_first's range; pos_step is 0 to kMaxRopeStep
+inline constexpr int kMaxRopeStep = 3;
 
 // A program's id form, which the reducer edits (codec.h) and Encode takes: every operand that names a
 // tensor or a graph names the step that made it instead of giving its position, so deleting steps leaves

@@ -91,6 +91,9 @@ Status GraphBook::AddTensor(int g, const TensorSpec& spec) {
       t = ctx_.GetRows(src(0), rows, static_cast<int>(spec.ne[1]));
       break;
     }
+    case alloc::Op::kRope:
+      t = ctx_.Rope(src(0), spec.rope);
+      break;
   }
   if (!t.ok()) return t.status();
   Tensor* tensor = t.value();

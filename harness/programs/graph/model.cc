@@ -112,6 +112,11 @@ bool Model::Legal(StepKind k) const {
       return false;
     case StepKind::kTranspose: return room && has_tensor && layout_ops;
     case StepKind::kGetRows: return room && has_tensor && get_rows;
+    case StepKind::kRope:
+      if (!room || !rules.model_ops || !rope) return false;
+      for (const ModelTensor& t : g[o].t)
+        if (t.ne0 >= 2) return true;
+      return false;
     case StepKind::kMarkOutput: return has_tensor;
     case StepKind::kSeal:
       if (o < 0) return false;
@@ -225,6 +230,11 @@ bool Model::AllocLegal(int gi, int k, StatusCode* expect) const {
     for (size_t i = 0; i < mg.t.size(); ++i) {
       const TensorSpec& s = mg.t[i].spec;
       if (r[i] && s.op == Op::kScale && s.type == alloc::DType::kF16) *expect = StatusCode::kUnimplemented;
+    }
+  }
+  if (*expect == StatusCode::kOk && rules.refuses_odd_rope) {
+    for (size_t i = 0; i < mg.t.size(); ++i) {
+      if (r[i] && mg.t[i].spec.op == Op::kRope && mg.t[i].ne0 % 2 != 0) *expect = StatusCode::kUnimplemented;
     }
   }
   // With several buffers AllocGraph does not re-plan by itself: the program reserves first. (Whether a

@@ -60,6 +60,7 @@ struct Model {
   bool mul_mats = false;  // Program::mul_mats: kMatMul may be drawn
   bool layout_ops = false;  // Program::layout_ops: kTranspose may be drawn
   bool get_rows = false;    // Program::get_rows: kGetRows may be drawn
+  bool rope = false;        // Program::rope: kRope may be drawn (where rules.model_ops)
   std::vector<ModelGraph> g;
   uint64_t epoch[kAllocators] = {};
   int buffers[kAllocators] = {};

@@ -170,12 +170,12 @@ Status GgmlGraphAdapter::Measure(int k, int g) {
   return Status::Ok();
 }
 
-// A graph holding a row op compares its outputs within the row ops' tolerance (Equality::kClose: ggml's
+// A graph holding a row op, mul_mat or rope compares its outputs within the row ops' tolerance (Equality::kClose: ggml's
 // kernels and the reference round them differently); any other, as the backend's outputs compare.
 oracles::Equality GgmlGraphAdapter::EqualityFor(int g) const {
   for (int i = 0; i < book_.size(g); ++i) {
     const alloc::Op op = book_.spec(g, i).op;
-    if (op == alloc::Op::kRmsNorm || op == alloc::Op::kSoftMax || op == alloc::Op::kMulMat) {
+    if (op == alloc::Op::kRmsNorm || op == alloc::Op::kSoftMax || op == alloc::Op::kMulMat || op == alloc::Op::kRope) {
       return oracles::Equality::kClose;
     }
   }
@@ -341,7 +341,8 @@ void GgmlGraphAdapter::FillAndCompute(int k, int g, Instance& inst, const alloc:
   }
 }
 
-// The index tensors of the build's get_rows get their rows, in whatever memory the placement gave them.
+// The index tensors of the build's get_rows and rope get their rows and positions, in whatever memory the placement
+// gave them.
 void GgmlGraphAdapter::UploadRows(const Instance& inst) {
   for (const auto& [idx, rows] : inst.rows) {
     LIFELINE_CHECK(idx->buffer != nullptr, std::string(idx->name) + ", an input of the placed graph, has no memory");
@@ -564,6 +565,26 @@ ggml_tensor* GgmlGraphAdapter::Make(Instance& inst, int g, int i, bool detached)
       if (m->output) ggml_set_output(got);  // as for mul_mat: the rows' own bytes are the output
       break;
     }
+    case alloc::Op::kRope: {
+      // ggml_rope_ext reads the program's [ne0, 1, 1, ne1] as [ne0, heads, tokens] (head size, heads, tokens, as
+      // llama.cpp's Q and K), one position per token from an int32 input placed with the graph and set once placed
+      // (UploadRows, like get_rows' index); no YaRN (freq_scale 1, ext_factor 0, attn_factor 1), no frequency factors.
+      ggml_tensor* a = src(0);
+      const alloc::RopeParams& r = spec.rope;
+      const std::vector<int32_t> positions = PositionsOf(spec);
+      auto pos = std::make_unique<int32_t[]>(positions.size());
+      std::copy(positions.begin(), positions.end(), pos.get());
+      ggml_tensor* idx = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, static_cast<int64_t>(positions.size()));
+      ggml_set_input(idx);
+      ggml_format_name(idx, "g%d.t%d.positions", g, i);
+      inst.rows.emplace_back(idx, std::move(pos));
+      ggml_tensor* turned = ggml_rope_ext(ctx, ggml_reshape_3d(ctx, a, a->ne[0], r.heads, ggml_nrows(a) / r.heads), idx,
+                                          nullptr, r.n_dims, r.mode, 0, alloc::kRopeFreqBase, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
+      ggml_format_name(turned, "g%d.t%d.rope", g, i);
+      t = ggml_reshape_4d(ctx, turned, m->ne[0], 1, 1, m->ne[3]);
+      if (m->output) ggml_set_output(turned);  // as for mul_mat: the rope's own bytes are the output
+      break;
+    }
   }
   ggml_format_name(t, "g%d.t%d", g, i);
   if (m->output) ggml_set_output(t);
@@ -588,7 +609,7 @@ void GgmlGraphAdapter::Mirror(int g, const Instance& inst, int id, const void* o
 
 // The program's graph with its nodes in the order ggml runs them (lifetimes depend on it).
 //
-// A program tensor that Make gives the program's layout back by a reshape (mul_mat, get_rows, a 2-D transpose)
+// A program tensor that Make gives the program's layout back by a reshape (mul_mat, get_rows, a 2-D transpose, rope)
 // takes the place of the node that computes it, the reshape's source: ggml-vulkan's graph_optimize moves computing
 // nodes forward and leaves reshapes (no compute) where they were, so the reshape's place can come after a node
 // that the computed bytes were already read by (seen: a get_rows run before a mul that the reshape's place put
@@ -601,7 +622,7 @@ alloc::Graph GgmlGraphAdapter::InGgmlOrder(const Instance& inst, const alloc::Gr
     if (t == nullptr) continue;
     const alloc::Op op = book_.spec(g, i).op;
     if (t->op == GGML_OP_RESHAPE &&
-        (op == alloc::Op::kMulMat || op == alloc::Op::kGetRows || op == alloc::Op::kTranspose)) {
+        (op == alloc::Op::kMulMat || op == alloc::Op::kGetRows || op == alloc::Op::kTranspose || op == alloc::Op::kRope)) {
       t = t->src[0];
     }
     back[t] = book_.tensor(g, i);

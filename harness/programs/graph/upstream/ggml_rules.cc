@@ -7,6 +7,7 @@ namespace lifeline::graphs {
 AllocatorRules GgmlRules() {
   AllocatorRules rules;
   rules.refuses_f16_scale = GuardOn(Guard::kGgmlCpuScaleF16Unsupported);
+  rules.refuses_odd_rope = GuardOn(Guard::kGgmlCpuRopeOddRowOverflow);
   return rules;
 }
 

@@ -226,15 +226,14 @@ bool Model::AllocLegal(int gi, int k, StatusCode* expect) const {
     if (!src.t[v.external_tensor].has_memory) *expect = StatusCode::kFailedPrecondition;
   }
   // Refused up front by the allocator's rules (checked after the precondition above, as the adapter does).
-  if (*expect == StatusCode::kOk && rules.refuses_f16_scale) {
+  if (*expect == StatusCode::kOk && (rules.refuses_f16_scale || rules.refuses_odd_rope)) {
     for (size_t i = 0; i < mg.t.size(); ++i) {
       const TensorSpec& s = mg.t[i].spec;
-      if (r[i] && s.op == Op::kScale && s.type == alloc::DType::kF16) *expect = StatusCode::kUnimplemented;
-    }
-  }
-  if (*expect == StatusCode::kOk && rules.refuses_odd_rope) {
-    for (size_t i = 0; i < mg.t.size(); ++i) {
-      if (r[i] && mg.t[i].spec.op == Op::kRope && mg.t[i].ne0 % 2 != 0) *expect = StatusCode::kUnimplemented;
+      const bool f16_scale = s.op == Op::kScale && s.type == alloc::DType::kF16;
+      const bool odd_rope = s.op == Op::kRope && mg.t[i].ne0 % 2 != 0;
+      if (r[i] && ((rules.refuses_f16_scale && f16_scale) || (rules.refuses_odd_rope && odd_rope))) {
+        *expect = StatusCode::kUnimplemented;
+      }
     }
   }
   // With several buffers AllocGraph does not re-plan by itself: the program reserves first. (Whether a

@@ -346,7 +346,7 @@ void GgmlGraphAdapter::FillAndCompute(int k, int g, Instance& inst, const alloc:
 void GgmlGraphAdapter::UploadRows(const Instance& inst) {
   for (const auto& [idx, rows] : inst.rows) {
     LIFELINE_CHECK(idx->buffer != nullptr, std::string(idx->name) + ", an input of the placed graph, has no memory");
-    ggml_backend_tensor_set(idx, rows.get(), 0, ggml_nbytes(idx));
+    ggml_backend_tensor_set(idx, rows.data(), 0, ggml_nbytes(idx));
   }
 }
 
@@ -554,8 +554,8 @@ ggml_tensor* GgmlGraphAdapter::Make(Instance& inst, int g, int i, bool detached)
       // the rows come from an int32 input, placed with the graph and set once it is placed (UploadRows), as
       // llama.cpp places and sets its token and KV-cache indices.
       ggml_tensor* a = src(0);
-      auto rows = std::make_unique<int32_t[]>(alloc::kMaxRows);
-      RowsOf(spec, a->ne[3], rows.get());
+      std::vector<int32_t> rows(alloc::kMaxRows);
+      RowsOf(spec, a->ne[3], rows.data());
       ggml_tensor* idx = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, m->ne[3]);
       ggml_set_input(idx);
       ggml_format_name(idx, "g%d.t%d.rows", g, i);
@@ -571,13 +571,11 @@ ggml_tensor* GgmlGraphAdapter::Make(Instance& inst, int g, int i, bool detached)
       // (UploadRows, like get_rows' index); no YaRN (freq_scale 1, ext_factor 0, attn_factor 1), no frequency factors.
       ggml_tensor* a = src(0);
       const alloc::RopeParams& r = spec.rope;
-      const std::vector<int32_t> positions = PositionsOf(spec);
-      auto pos = std::make_unique<int32_t[]>(positions.size());
-      std::copy(positions.begin(), positions.end(), pos.get());
+      std::vector<int32_t> positions = PositionsOf(spec);
       ggml_tensor* idx = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, static_cast<int64_t>(positions.size()));
       ggml_set_input(idx);
       ggml_format_name(idx, "g%d.t%d.positions", g, i);
-      inst.rows.emplace_back(idx, std::move(pos));
+      inst.rows.emplace_back(idx, std::move(positions));
       ggml_tensor* turned = ggml_rope_ext(ctx, ggml_reshape_3d(ctx, a, a->ne[0], r.heads, ggml_nrows(a) / r.heads), idx,
                                           nullptr, r.n_dims, r.mode, 0, alloc::kRopeFreqBase, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
       ggml_format_name(turned, "g%d.t%d.rope", g, i);

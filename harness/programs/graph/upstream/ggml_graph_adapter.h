@@ -95,7 +95,7 @@ struct Instance {
   ggml_backend_buffer_t weights = nullptr;
   // The build's get_rows and rope: each index tensor (an input) and the rows or positions it is to hold once placed
   // (UploadRows).
-  std::vector<std::pair<ggml_tensor*, std::unique_ptr<int32_t[]>>> rows;
+  std::vector<std::pair<ggml_tensor*, std::vector<int32_t>>> rows;
   ~Instance();
 };
 

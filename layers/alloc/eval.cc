@@ -197,6 +197,15 @@ Status Evaluate(const Graph& graph, const DataOf& data_of, bool* nonfinite_row_i
       case Op::kRope:
         EvaluateRope(*node, t, src[0], dst);
         break;
+      case Op::kSetRows: {  // dst is src[0]'s bytes: only the rows written change
+        const int64_t width = node->ne[0];
+        for (int64_t j = 0; j < node->src[1]->ne[3]; ++j) {
+          for (int64_t i = 0; i < width; ++i) {
+            StoreElement(t, dst, node->rows[j] * width + i, LoadElement(DType::kF32, src[1], j * width + i));
+          }
+        }
+        break;
+      }
       case Op::kRmsNorm:
       case Op::kSoftMax:
         if (nonfinite_row_input != nullptr) {

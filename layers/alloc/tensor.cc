@@ -26,6 +26,7 @@ const char* OpName(Op op) {
     case Op::kTranspose: return "transpose";
     case Op::kGetRows: return "get_rows";
     case Op::kRope: return "rope";
+    case Op::kSetRows: return "set_rows";
   }
   return "?";
 }
@@ -224,6 +225,32 @@ StatusOr<Tensor*> Context::Rope(Tensor* a, const RopeParams& rope) {
   t->op = Op::kRope;
   t->src[0] = a;
   t->rope = rope;
+  return t;
+}
+
+StatusOr<Tensor*> Context::SetRows(Tensor* a, Tensor* b, const int32_t* rows) {
+  LIFELINE_RETURN_IF_ERROR(Check(a, "set_rows destination"));
+  LIFELINE_RETURN_IF_ERROR(Check(b, "set_rows source"));
+  if (a->ne[1] != 1 || a->ne[2] != 1 || b->ne[1] != 1 || b->ne[2] != 1 || a->ne[0] != b->ne[0]) {
+    return InvalidArgument("set_rows writes rows of a [ne0, 1, 1, n] tensor into a [ne0, 1, 1, ne1] one, got " +
+                           Shape(b->ne) + " into " + Shape(a->ne));
+  }
+  if (b->type != DType::kF32) return InvalidArgument("set_rows: the rows of " + b->name + " must be float32");
+  const int64_t n = b->ne[3];
+  if (n > kMaxRows || n > a->ne[3]) {
+    return InvalidArgument("set_rows: " + std::to_string(n) + " rows into a tensor of " + std::to_string(a->ne[3]) +
+                           " (at most 4)");
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    if (rows[j] < 0 || rows[j] >= a->ne[3] || std::find(rows, rows + j, rows[j]) != rows + j) {
+      return InvalidArgument("set_rows: row " + std::to_string(rows[j]) + " is not a distinct row of " + a->name);
+    }
+  }
+  if (a->root() == b->root()) return InvalidArgument("set_rows: " + b->name + " shares the bytes of " + a->name);
+  StatusOr<Tensor*> t = Unary(Op::kNeg, a, 0.0f, /*inplace=*/true);  // a view of a, as an in-place result
+  t.value()->op = Op::kSetRows;
+  t.value()->src[1] = b;
+  std::copy(rows, rows + n, t.value()->rows);
   return t;
 }
 

@@ -55,6 +55,12 @@ enum class Op : uint8_t {
   // rope.pos_step; the pairs are adjacent elements (GGML_ROPE_TYPE_NORMAL, llama) or i and i + n_dims/2 (NEOX);
   // the elements past n_dims are copied. Same type and shape as the source.
   kRope,
+  // dst = src0 with row rows[j] replaced by row j of src1 (ggml_set_rows: how llama.cpp writes a KV cache), written
+  // into src0's own bytes: the result is a view of src0 that carries the op, as an in-place result is. src0 is
+  // [ne0, 1, 1, ne1] of either type; src1 float32 [ne0, 1, 1, n] (converted to src0's type), n at most kMaxRows;
+  // rows[] n distinct rows of src0 (ggml.h: "undefined behavior if destination rows overlap"), and src1 must not
+  // share src0's bytes.
+  kSetRows,
 };
 inline constexpr int kMaxRows = 4;
 inline constexpr float kRopeFreqBase = 10000.0f;
@@ -95,7 +101,7 @@ struct Tensor {
   Op op = Op::kNone;
   Tensor* src[kMaxSrc] = {nullptr, nullptr};
   float param = 0.0f;          // kScale
-  int32_t rows[kMaxRows] = {};  // kGetRows: the source rows, ne[3] of them
+  int32_t rows[kMaxRows] = {};  // kGetRows: the source rows, ne[3] of them; kSetRows: the rows src1's rows go to
   RopeParams rope;             // kRope
   Tensor* view_src = nullptr;  // set for views (and in-place results): the tensor whose bytes this aliases
   size_t view_offs = 0;
@@ -129,6 +135,8 @@ class Context {
   StatusOr<Tensor*> Transpose(Tensor* a);          // kTranspose: [ne0, 1, 1, ne1] gives [ne1, 1, 1, ne0]
   StatusOr<Tensor*> GetRows(Tensor* a, const int32_t* rows, int n);  // kGetRows: [ne0, 1, 1, n], float32
   StatusOr<Tensor*> Rope(Tensor* a, const RopeParams& rope);          // kRope: a's shape and type
+  // kSetRows: b's ne[3] rows into rows[] of a; a view of a.
+  StatusOr<Tensor*> SetRows(Tensor* a, Tensor* b, const int32_t* rows);
   // Op kView: `ne` elements starting `offset` bytes into `a`; must lie inside a's bytes, and `offset`
   // must be a multiple of the element size.
   StatusOr<Tensor*> View(Tensor* a, const int64_t* ne, int ndims, size_t offset);

@@ -185,6 +185,48 @@ TEST(Evaluate, GetRowsCopiesThePickedRowsAsFloat32) {
   EXPECT_FALSE(ctx.GetRows(a, five, 5).ok());
 }
 
+// set_rows writes rows of its float32 source into distinct rows of its destination, in the destination's own bytes (the
+// result is a view of it), converting to the destination's type; the rows not named keep their values. Requests that
+// ggml leaves undefined (a row twice, rows that share the destination's bytes) or refuses are refused.
+TEST(Evaluate, SetRowsWritesTheNamedRowsIntoItsDestination) {
+  Context ctx;
+  Hand hand;
+  Tensor* a = hand.Give(F32(ctx, {2, 1, 1, 3}, "a"));  // rows {1, 2}, {3, 4}, {5, 6}
+  const float av[] = {1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f};
+  std::memcpy(a->data, av, sizeof av);
+  Tensor* b = hand.Give(F32(ctx, {2, 1, 1, 2}, "b"));  // rows {7, 8}, {9, 10}
+  const float bv[] = {7.0f, 8.0f, 9.0f, 10.0f};
+  std::memcpy(b->data, bv, sizeof bv);
+  const int32_t rows[] = {2, 0};
+  Tensor* s = Must(ctx.SetRows(a, b, rows));
+  EXPECT_EQ(s->view_src, a);
+  EXPECT_EQ(s->type, DType::kF32);
+  s->data = a->data;
+  Tensor* h = hand.Give(NewTensor(ctx, DType::kF16, {2, 1, 1, 2}, "h"));
+  const uint16_t hv[] = {FloatToHalf(1.0f), FloatToHalf(2.0f), FloatToHalf(3.0f), FloatToHalf(4.0f)};
+  std::memcpy(h->data, hv, sizeof hv);
+  Tensor* one = hand.Give(F32(ctx, {2, 1, 1, 1}, "one"));
+  const float ov[] = {0.1f, -3.0f};
+  std::memcpy(one->data, ov, sizeof ov);
+  const int32_t row1[] = {1};
+  Tensor* sh = Must(ctx.SetRows(h, one, row1));
+  sh->data = h->data;
+  ASSERT_TRUE(IsOk(Evaluate(Must(BuildGraph({s, sh})))));
+  EXPECT_EQ(Values(a), (std::vector<float>{9.0f, 10.0f, 3.0f, 4.0f, 7.0f, 8.0f}));
+  EXPECT_EQ(Values(h), (std::vector<float>{1.0f, 2.0f, HalfToFloat(FloatToHalf(0.1f)), -3.0f}));
+
+  const int32_t twice[] = {1, 1};
+  EXPECT_FALSE(ctx.SetRows(a, b, twice).ok());
+  const int32_t past[] = {3, 0};
+  EXPECT_FALSE(ctx.SetRows(a, b, past).ok());
+  EXPECT_FALSE(ctx.SetRows(a, Must(ctx.Copy(b, DType::kF16)), rows).ok());  // the rows are float32
+  const int64_t row_shape[] = {2, 1, 1, 2};
+  EXPECT_FALSE(ctx.SetRows(a, Must(ctx.View(a, row_shape, 4, 0)), rows).ok());  // rows in a's own bytes
+  const int32_t four[] = {0, 1, 2, 3};
+  EXPECT_FALSE(ctx.SetRows(b, Must(ctx.Copy(Must(ctx.Concat(b, b)), DType::kF32)), four).ok());  // more rows than b has
+  EXPECT_FALSE(ctx.SetRows(a, F32(ctx, {3, 1, 1, 2}, "wide"), rows).ok());
+}
+
 // rope: pair k of a row at position p turns by p * 10000^(-2k/n_dims); NORMAL pairs adjacent elements, NEOX
 // element k with k + n_dims/2; the elements past n_dims are copied, also when a row is of odd length; rows of one
 // token share its position. Requests ggml would not take are refused.

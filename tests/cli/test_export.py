@@ -303,7 +303,7 @@ class Export(unittest.TestCase):
 @unittest.skipUnless((BUILD / "targets" / "ggml_graph_topology").is_file(),
                      "the asan lane builds ggml_graph_topology with upstream ggml")
 class GgmlCRowOps(unittest.TestCase):
-    """The graph program's model ops (rms_norm, soft_max, mul_mat, transpose, get_rows, rope) become ggml's calls,
+    """The graph program's model ops (rms_norm, soft_max, mul_mat, transpose, get_rows, rope, set_rows) become ggml's calls,
     named by role."""
 
     @staticmethod
@@ -370,6 +370,16 @@ class GgmlCRowOps(unittest.TestCase):
         ops[0]["mode"] = "sideways"
         with self.assertRaisesRegex(ggml_c.Unexportable, "'mode' of a rope is normal or neox"):
             self.export([("f32", [6, 4])], ops)
+
+    def test_set_rows_writes_into_its_destination_through_an_int32_index_set_once_placed(self):
+        c = self.export([("f16", [4, 4]), ("f32", [4, 2])], [{"op": "set_rows", "src": ["#0", "#1"], "first": 3, "step": 3}])
+        self.assertIn("struct ggml_tensor * x_set_idx = ggml_new_tensor_1d(ctx1, GGML_TYPE_I32, 2);\n"
+                      "    ggml_set_input(x_set_idx);", c)
+        self.assertIn("output(gf1, ggml_set_rows(ctx1, x, x2, x_set_idx))", c)
+        # rows 3 and (3 + 3) % 4 of the destination, set once the graph is placed
+        placed = c.index("ggml_gallocr_alloc_graph(")
+        self.assertGreater(c.index("ggml_backend_tensor_set(x_set_idx, (const int32_t[]){3, 2}, 0, "
+                                   "ggml_nbytes(x_set_idx));"), placed)
 
 
 class RealExport(unittest.TestCase):

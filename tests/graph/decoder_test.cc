@@ -265,6 +265,64 @@ TEST(GraphDecoderGolden, TheOptionsByteBit5LetsTheProgramRope) {
   for (const Step& s : q.steps) EXPECT_NE(s.kind, StepKind::kRope) << Describe(s);
 }
 
+TEST(GraphDecoderGolden, TheOptionsByteBit6LetsTheProgramSetRows) {
+  std::vector<uint8_t> b = {0x00, 0x03, 0x07, 0x00, 0x00, 0x01, 0x08, 0x01, 0x03, 0x07, 0x01, 0x01,
+                            0x03, 0x00, 0x00, 0x01, 0x03, 0x03, 0x01, 0x05, 0x00, 0x05, 0x40, 0x80};
+  const Program p = Decode(b.data(), b.size());
+  EXPECT_TRUE(p.set_rows);
+  EXPECT_EQ(Describe(p),
+            "allocator 0: buffer(align 32) (the program may set rows)\n"
+            "allocator 1: buffer(align 32)\n"
+            "#0 leaf g0.t0 = none f16 [4,4] input\n"
+            "#1 leaf g0.t1 = none f32 [4,2] input\n"
+            "#2 set_rows g0.t2 = set_rows f16 [4,4] src0=t0 src1=t1 into rows 3+3j\n"
+            "#3 set_rows g0.t3 = set_rows f16 [4,4] src0=t2 src1=t1 into rows 0+1j\n"
+            "#4 seal g0 (t3 becomes the output)\n"
+            "#5 alloc+compute g0 with allocator 0\n");
+  int32_t rows[alloc::kMaxRows] = {};
+  SetRowsOf(p.steps[2].tensor, 2, 4, rows);
+  EXPECT_EQ(rows[0], 3);
+  EXPECT_EQ(rows[1], 2);  // (3 + 3) % 4: the step is coprime with the 4 rows, so no row is written twice
+  EXPECT_TRUE(p.steps[2].tensor.inplace);  // it writes into t0's bytes
+  AllocatorRules vulkan;
+  vulkan.model_ops = false;
+  for (const Step& s : Decode(b.data(), b.size(), vulkan).steps) EXPECT_NE(s.kind, StepKind::kSetRows) << Describe(s);
+  b[b.size() - 2] = 0x00;
+  const Program q = Decode(b.data(), b.size());
+  EXPECT_FALSE(q.set_rows);
+  for (const Step& s : q.steps) EXPECT_NE(s.kind, StepKind::kSetRows) << Describe(s);
+}
+
+// No destination a set_rows step picks shares its float32 rows' bytes (where none fits, the step copies the rows).
+TEST(GraphDecoder, SetRowsNeverWritesWhereItsRowsLie) {
+  int set_rows = 0;
+  for (uint32_t seed = 0; seed < 400; ++seed) {
+    std::vector<uint8_t> b(96);
+    uint32_t x = seed * 2654435761u + 1;
+    for (uint8_t& v : b) {
+      x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+      v = static_cast<uint8_t>(x);
+    }
+    b[b.size() - 1] |= 0x80;
+    b[b.size() - 2] = 0x40;
+    const Program p = Decode(b.data(), b.size());
+    ModelGraph g;  // the open graph's roots, as the model computes them
+    for (const Step& s : p.steps) {
+      if (s.kind == StepKind::kSeal) g.t.clear();
+      if (!AddsTensor(s.kind) || s.kind == StepKind::kGrow || s.tensor_index != static_cast<int>(g.t.size())) continue;
+      ModelTensor mt;
+      mt.spec = s.tensor;
+      g.t.push_back(mt);
+      if (s.kind == StepKind::kSetRows) {
+        ++set_rows;
+        EXPECT_NE(g.RootOf(s.tensor.src[0]), g.RootOf(s.tensor.src[1])) << Describe(p);
+        EXPECT_EQ(s.tensor.src[1] >= 0 ? g.t[s.tensor.src[1]].spec.type : alloc::DType::kF16, alloc::DType::kF32);
+      }
+    }
+  }
+  EXPECT_GT(set_rows, 20);
+}
+
 // An in-place op computes where its source's memory is: it never carries the mark, whatever its bytes.
 TEST(GraphDecoder, NoInPlaceOpIsMarkedForTheCpu) {
   int marked = 0;

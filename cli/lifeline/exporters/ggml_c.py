@@ -51,7 +51,7 @@ class Unexportable(ValueError):
 class Tensor:
     id: int
     kind: str                 # leaf, scale, neg, add, mul, copy, concat, view, reshape, view-external, rms_norm,
-    #                           soft_max, mul_mat, transpose, get_rows, rope
+    #                           soft_max, mul_mat, transpose, get_rows, rope, set_rows
     type: str = "f32"
     ne: tuple = (1, 1)
     src: list = field(default_factory=list)
@@ -62,7 +62,8 @@ class Tensor:
     preallocated: bool = False
     cpu: bool = False
     permute: bool = False     # transpose: built with ggml_permute rather than ggml_transpose
-    first: int = 0            # get_rows: rows first + j * step (mod the source's rows), ne[1] of them
+    first: int = 0            # get_rows: rows first + j * step (mod the source's rows), ne[1] of them; set_rows:
+    #                           row j of src[1] into row first + j * step (mod the destination src[0]'s rows)
     step: int = 0             # rope: positions first + j * step, one per token
     mode: str = "normal"      # rope: normal or neox
     n_dims: int = 0           # rope: the elements of each row it turns
@@ -233,6 +234,8 @@ class Writer:
             return f"rows_of_{n(t.src[0])}"
         if t.kind == "rope":
             return f"rope_{n(t.src[0])}"
+        if t.kind == "set_rows":
+            return f"{n(t.src[0])}_set"
         return f"{n(t.src[0])}_flat"
 
     def role_of_placed(self, tid: int) -> str:
@@ -325,6 +328,13 @@ class Writer:
                 if t.output:  # the rope's own bytes are the output, as the adapter flags them
                     self.emit(f"ggml_set_output({turned});")
                 expr = f"ggml_reshape_2d({ctx}, {turned}, {ne0}, {ne1})"
+            elif t.kind == "set_rows":  # a view of the destination src[0]; the rows' places from an int32 input
+                n_rows = self.shape(self.of_tensor[t.src[1]].tensors[t.src[1]])[1]
+                idx = self.unique(f"{name}_idx")
+                self.emit(f"struct ggml_tensor * {idx} = ggml_new_tensor_1d({ctx}, GGML_TYPE_I32, {n_rows});")
+                self.emit(f"ggml_set_input({idx});")
+                self.row_sets.append((idx, ", ".join(str((t.first + j * t.step) % ne1) for j in range(n_rows))))
+                expr = f"ggml_set_rows({ctx}, {src[0]}, {src[1]}, {idx})"
             else:
                 expr = f"ggml_reshape_1d({ctx}, {src[0]}, {ne0 * ne1})"
             slot = self.out_slot(t, outs)
@@ -510,7 +520,7 @@ class Writer:
                 self.emit(f"/* a {kind} the program predicts to be refused ({refused}): left out */")
                 continue
             if kind in ("leaf", "unary", "binary", "copy", "concat", "view", "view-external", "row", "mul_mat",
-                        "transpose", "get_rows", "rope"):
+                        "transpose", "get_rows", "rope", "set_rows"):
                 g = self.open_graph()
                 t = Tensor(op["id"], kind)
                 if kind == "leaf":
@@ -541,6 +551,8 @@ class Writer:
                         raise Unexportable(f"op #{op['id']}: 'mode' of a rope is normal or neox")
                     t.src, t.mode, t.n_dims, t.heads = [int(op["src"][1:])], op["mode"], op["n_dims"], op["heads"]
                     t.first, t.step = op["positions"]
+                elif kind == "set_rows":
+                    t.src, t.first, t.step = [int(r[1:]) for r in op["src"]], op["first"], op["step"]
                 elif kind == "view":
                     t.src = [int(op["src"][1:])]
                     if op.get("reshape"):

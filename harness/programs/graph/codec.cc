@@ -92,6 +92,11 @@ Json StepJson(const Step& s, size_t i) {
       j["heads"] = t.rope.heads;
       j["positions"] = {t.rope.pos_first, t.rope.pos_step};
       break;
+    case StepKind::kSetRows:  // "src": [destination, rows]
+      j["src"] = {Ref(t.src[0]), Ref(t.src[1])};
+      j["first"] = t.rows_first;
+      j["step"] = t.rows_step;
+      break;
     case StepKind::kMarkOutput:  // of the open graph, or of a sealed one (a toggle with no leaf to toggle)
       j["tensor"] = Ref(s.tensor_index);
       if (s.graph >= 0) j["graph"] = Ref(s.graph);
@@ -269,6 +274,13 @@ Step StepFrom(const Json& j, const programs::OpIds& ids, size_t at) {
       t.rope.pos_step = positions[1];
       break;
     }
+    case StepKind::kSetRows:
+      t.op = Op::kSetRows;
+      t.inplace = true;  // always: the result is its destination's bytes
+      std::tie(t.src[0], t.src[1]) = pair("src");
+      t.rows_first = Get<int>(j, "first");
+      t.rows_step = Get<int>(j, "step");
+      break;
   }
   return s;
 }

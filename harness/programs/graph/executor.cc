@@ -21,6 +21,7 @@ Status Run(const Step& s, AllocatorAdapter& adapter) {
     case StepKind::kTranspose:
     case StepKind::kGetRows:
     case StepKind::kRope:
+    case StepKind::kSetRows:
       return adapter.AddTensor(s.graph, s.tensor);
     case StepKind::kGrow:
       LIFELINE_RETURN_IF_ERROR(adapter.AddTensor(s.graph, s.tensor));

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <utility>
 
 #include "harness/programs/common/decode.h"
@@ -89,6 +90,39 @@ ModelTensor DecodeLeaf(Source& src, const Step& want) {
 }
 
 // A tensor of the open graph computed from earlier ones: unary, binary, copy, concat or view.
+// Rows of a float32 tensor of the open graph written into another one of the open graph (Model::Legal: there is a
+// float32 one of at most alloc::kMaxRows rows): ggml_set_rows, whose result is a view of its destination, as llama.cpp
+// writes its KV cache. The rows are picked first, then the destination among the tensors they fit (same ne0, at least
+// as many rows) whose bytes the graph owns and the rows do not share; where none fits, the step copies the rows
+// instead, so that it still adds a tensor. Row j goes to row (first + j * step) % ne1, the step coprime with ne1.
+void DecodeSetRows(Source& src, Model& m, int open, Step& step, const Step& want, const Refs& refs) {
+  const ModelGraph& og = m.g[open];
+  const TensorSpec& w = want.tensor;
+  const int b = PickFrom(src, og.Where([](const ModelTensor& t, int) {
+    return t.spec.type == DType::kF32 && t.ne1 <= alloc::kMaxRows;
+  }), [&] { return refs.TensorIn(open, w.src[1]); });
+  const int b_root = og.RootOf(b);
+  const std::vector<int> fit = og.Where([&](const ModelTensor& t, int i) {
+    return t.owned_root && t.ne0 == og.t[b].ne0 && t.ne1 >= og.t[b].ne1 && og.RootOf(i) != b_root;
+  });
+  if (fit.empty()) {
+    step.kind = StepKind::kCopy;
+    return m.AddTensor(open, step, Derived(og.t[b], Op::kCopy, b));
+  }
+  const int a = PickFrom(src, fit, [&] { return refs.TensorIn(open, w.src[0]); });
+  const int rows = static_cast<int>(og.t[a].ne1);
+  std::vector<int> steps;
+  for (int k = 0; k < rows; ++k) {
+    if (std::gcd(k, rows) == 1) steps.push_back(k);  // 0 only for a single row
+  }
+  ModelTensor mt = Derived(og.t[a], Op::kSetRows, a);
+  mt.spec.src[1] = b;
+  mt.spec.inplace = true;  // it writes into its destination's bytes: RootOf, rewires and toggles treat it so
+  mt.spec.rows_first = src.Int<int>(0, rows - 1, [&] { return w.rows_first; });
+  mt.spec.rows_step = PickFrom(src, steps, [&] { return w.rows_step; });
+  m.AddTensor(open, step, mt);
+}
+
 // A row op of a float32 tensor of the open graph (Model::Legal: there is one): rms_norm or soft_max.
 void DecodeRowOp(Source& src, Model& m, int open, Step& step, const Step& want, const Refs& refs) {
   const ModelGraph& og = m.g[open];
@@ -274,8 +308,11 @@ void DecodeRewire(Source& src, Model& m, int gi, Step& step, const Step& want, c
   ModelTensor& node = mg.t[step.tensor_index];
   step.slot = node.spec.src[1] >= 0 ? PickInt(src, 2, want.slot) : 0;
   const ModelTensor& old = mg.t[node.spec.src[step.slot]];
+  // set_rows' rows never come from its destination's bytes (its rows would be read while written).
+  const int kept_root = node.spec.op == Op::kSetRows && step.slot == 1 ? mg.RootOf(node.spec.src[0]) : -1;
   std::vector<int> same = mg.Where([&](const ModelTensor& t, int idx) {
-    return idx != step.tensor_index && t.ne0 == old.ne0 && t.ne1 == old.ne1 && t.spec.type == old.spec.type;
+    return idx != step.tensor_index && t.ne0 == old.ne0 && t.ne1 == old.ne1 && t.spec.type == old.spec.type &&
+           (kept_root < 0 || mg.RootOf(idx) != kept_root);
   });
   step.new_src = PickFrom(src, same, [&] { return refs.TensorIn(gi, want.new_src); });
   if (node.spec.inplace && step.slot == 0) {
@@ -352,7 +389,7 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
     // row_ops, mul_mats; set when encoding one that does); bit 6: Program::weights; bit 7: an options byte follows
     // (read only then, so every input without the bit keeps its bytes' meaning): its bit 0 is Program::shared_pool,
     // bit 1 Program::reuse, bit 2 Program::chunked, bit 3 Program::layout_ops, bit 4 Program::get_rows, bit 5
-    // Program::rope; bits 6 and 7 are for options and kinds to come (written 0, read and ignored).
+    // Program::rope, bit 6 Program::set_rows; bit 7 is for options and kinds to come (written 0, read and ignored).
     const uint8_t head = src.Full<uint8_t>([&] {
       if (want->buffers.empty() || want->buffers.size() > 2) throw Unencodable("an allocator has 1 or 2 buffers");
       if (want->cpu_threads < 1 || want->cpu_threads > kMaxCpuThreads) throw Unencodable("an allocator has 1 to 4 CPU threads");
@@ -362,13 +399,13 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
                                   (uses(StepKind::kMatMul) ? 32 : 0) | (k == 0 && target->weights ? 64 : 0) |
                                   (k == 0 && (target->shared_pool || target->reuse || target->chunked ||
                                               uses(StepKind::kTranspose) || uses(StepKind::kGetRows) ||
-                                              uses(StepKind::kRope)) ? 128 : 0));
+                                              uses(StepKind::kRope) || uses(StepKind::kSetRows)) ? 128 : 0));
     });
     const uint8_t options = k == 0 && (head & 128) != 0 ? src.Full<uint8_t>([&] {
       auto uses = [&](StepKind kind) { return Uses(*target, kind); };
       return static_cast<uint8_t>((target->shared_pool ? 1 : 0) | (target->reuse ? 2 : 0) | (target->chunked ? 4 : 0) |
                                   (uses(StepKind::kTranspose) ? 8 : 0) | (uses(StepKind::kGetRows) ? 16 : 0) |
-                                  (uses(StepKind::kRope) ? 32 : 0));
+                                  (uses(StepKind::kRope) ? 32 : 0) | (uses(StepKind::kSetRows) ? 64 : 0));
     }) : 0;
     const int n = 1 + (head & 1);
     p.allocators[k].cpu_threads = 1 + ((head >> 1) & 3);
@@ -383,6 +420,7 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
       p.layout_ops = m.layout_ops = (options & 8) != 0;
       p.get_rows = m.get_rows = (options & 16) != 0;
       p.rope = m.rope = (options & 32) != 0;
+      p.set_rows = m.set_rows = (options & 64) != 0;
     }
     for (int b = 0; b < n; ++b) {
       alloc::BufferSpec spec;
@@ -421,6 +459,7 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
       case StepKind::kTranspose: DecodeTranspose(src, m, open, step, want, refs); break;
       case StepKind::kGetRows: DecodeGetRows(src, m, open, step, want, refs); break;
       case StepKind::kRope: DecodeRope(src, m, open, step, want, refs); break;
+      case StepKind::kSetRows: DecodeSetRows(src, m, open, step, want, refs); break;
       case StepKind::kMarkOutput:
         step.graph = open;
         step.tensor_index = PickInt(src, m.g[open].t.size(), src.encoding() ? refs.TensorIn(open, want.tensor_index) : 0);
@@ -463,13 +502,19 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
 
 bool AddsTensor(StepKind k) {
   return k == StepKind::kGrow || k == StepKind::kRowOp || k == StepKind::kMatMul || k == StepKind::kTranspose ||
-         k == StepKind::kGetRows || k == StepKind::kRope ||
+         k == StepKind::kGetRows || k == StepKind::kRope || k == StepKind::kSetRows ||
          (k >= StepKind::kLeaf && k <= StepKind::kViewExternal);
 }
 
 void RowsOf(const TensorSpec& spec, int64_t source_rows, int32_t* rows) {
   for (int64_t j = 0; j < spec.ne[1] && j < alloc::kMaxRows; ++j) {
     rows[j] = static_cast<int32_t>((spec.rows_first + j * spec.rows_step) % source_rows);
+  }
+}
+
+void SetRowsOf(const TensorSpec& spec, int64_t source_rows, int64_t destination_rows, int32_t* rows) {
+  for (int64_t j = 0; j < source_rows && j < alloc::kMaxRows; ++j) {
+    rows[j] = static_cast<int32_t>((spec.rows_first + j * spec.rows_step) % destination_rows);
   }
 }
 
@@ -568,6 +613,8 @@ bool SameStep(const Step& a, const Step& b) {
     case StepKind::kRope:
       return x.src[0] == y.src[0] && x.rope.n_dims == y.rope.n_dims && x.rope.mode == y.rope.mode &&
              x.rope.heads == y.rope.heads && x.rope.pos_first == y.rope.pos_first && x.rope.pos_step == y.rope.pos_step;
+    case StepKind::kSetRows:
+      return x.src[0] == y.src[0] && x.src[1] == y.src[1] && x.rows_first == y.rows_first && x.rows_step == y.rows_step;
     case StepKind::kMarkOutput:
     case StepKind::kTogglePrealloc: return a.tensor_index == b.tensor_index;
     case StepKind::kSeal: return true;
@@ -595,7 +642,7 @@ std::vector<uint8_t> Encode(const Program& target, const AllocatorRules& rules) 
 const char* const kStepNames[] = {"leaf",   "unary",         "binary",      "copy",     "concat",
                                       "view",   "view-external", "mark-output", "seal",     "reserve",
                                       "alloc+compute", "rewire", "grow",        "toggle-prealloc", "measure", "row", "mul_mat",
-                                      "transpose", "get_rows", "rope"};
+                                      "transpose", "get_rows", "rope", "set_rows"};
 
 namespace {
 
@@ -607,10 +654,13 @@ std::string TensorText(const TensorSpec& t) {
   }
   if (t.op == Op::kScale) s += " x" + std::to_string(t.param).substr(0, 5);
   if (t.op == Op::kView) s += " offset=" + std::to_string(t.view_offset);
-  if (t.inplace) s += " inplace";
+  if (t.inplace && t.op != Op::kSetRows) s += " inplace";  // a set_rows always is: "into rows"
   if (t.cpu) s += " on-cpu";
   if (t.op == Op::kTranspose) s += t.permute ? " via-permute" : " via-transpose";
-  if (t.op == Op::kGetRows) s += " rows " + std::to_string(t.rows_first) + "+" + std::to_string(t.rows_step) + "j";
+  if (t.op == Op::kGetRows || t.op == Op::kSetRows) {
+    s += std::string(t.op == Op::kGetRows ? " rows " : " into rows ") + std::to_string(t.rows_first) + "+" +
+         std::to_string(t.rows_step) + "j";
+  }
   if (t.op == Op::kRope) {
     s += std::string(t.rope.mode == alloc::kRopeNeox ? " neox" : " normal") + " n_dims=" + std::to_string(t.rope.n_dims) +
          " heads=" + std::to_string(t.rope.heads) + " positions " + std::to_string(t.rope.pos_first) + "+" +
@@ -667,6 +717,7 @@ std::string DescribeAllocators(const Program& p) {
     if (k == 0 && p.layout_ops) out += " (the program may transpose)";
     if (k == 0 && p.get_rows) out += " (the program may get rows)";
     if (k == 0 && p.rope) out += " (the program may rope)";
+    if (k == 0 && p.set_rows) out += " (the program may set rows)";
     out += "\n";
   }
   return out;

@@ -51,7 +51,8 @@ struct TensorSpec {
   // kTranspose: ggml builds it with ggml_permute (true) or ggml_transpose (false) before ggml_cont.
   bool permute = false;
   // kGetRows: row j of the result is row (rows_first + j * rows_step) % ne1 of the source, for the ne[1] rows of the
-  // result (repeats when the step shares a factor with ne1, or is 0).
+  // result (repeats when the step shares a factor with ne1, or is 0). kSetRows: row j of src[1] goes to row
+  // (rows_first + j * rows_step) % ne1 of src[0], the destination (the step is coprime with ne1: no row twice).
   int rows_first = 0;
   int rows_step = 0;
   // kRope: its n_dims, mode, heads and positions (alloc::RopeParams; position of token j = pos_first + j * pos_step).
@@ -86,7 +87,9 @@ enum class StepKind : uint8_t {
   kGetRows,       // float32 [ne0, n]: n rows of a tensor of the open graph, picked by an int32 index tensor
   // Drawn only in programs whose options byte has bit 5 set (Program's `rope`), where model ops are (AllocatorRules).
   kRope,          // rope of a tensor of the open graph with ne0 >= 2, its positions from an int32 input
-  kMaxValue = kRope,
+  // Drawn only in programs whose options byte has bit 6 set (Program's `set_rows`), where model ops are.
+  kSetRows,       // rows of a float32 tensor of the open graph written into distinct rows of another one, in place
+  kMaxValue = kSetRows,
 };
 
 struct Step {
@@ -148,6 +151,9 @@ struct Program {
   bool get_rows = false;
   // Bit 5 of the options byte: kRope may be drawn (the same; no checked-in input had the bit set before it meant this).
   bool rope = false;
+  // Bit 6 of the options byte: kSetRows may be drawn (the same; the two checked-in inputs that had it set were
+  // re-encoded to their same programs first).
+  bool set_rows = false;
   std::vector<Step> steps;
 };
 
@@ -166,7 +172,7 @@ struct AllocatorRules {
   // is placed by the scheduler of the step's allocator, not by its gallocr: it never needs a reserve first,
   // and reserving it leaves the gallocr's plan as it was (ggml_vulkan_adapter.h).
   bool splits_cpu_marks = false;
-  // Whether kRowOp, kMatMul and kRope may be drawn. kTranspose and kGetRows are, everywhere: the ggml-vulkan pipelines
+  // Whether kRowOp, kMatMul, kRope and kSetRows may be drawn. kTranspose and kGetRows are, everywhere: the ggml-vulkan pipelines
   // they need (copies that make a view contiguous, get_rows) compile in 1 to 2 s on lavapipe with an empty cache. Not on ggml-vulkan for now: lavapipe compiles the pipelines of a
   // row op on first use in 30 s here with an empty Mesa shader cache (2 s once cached), past any per-input
   // timeout, and a fresh clone's suite met it (fuzz-smoke.ggml_vulkan_graph_topology, 2026-11-26).
@@ -181,6 +187,9 @@ bool AddsTensor(StepKind k);
 // The source rows a kGetRows tensor reads: its ne[1] of them, into rows[] (of alloc::kMaxRows), for a source of
 // `source_rows` rows.
 void RowsOf(const TensorSpec& spec, int64_t source_rows, int32_t* rows);
+// The destination rows of a kSetRows tensor: one per row of its src[1], `source_rows` of them, into rows[] (of
+// alloc::kMaxRows), for a destination of `destination_rows` rows.
+void SetRowsOf(const TensorSpec& spec, int64_t source_rows, int64_t destination_rows, int32_t* rows);
 // The positions of a kRope tensor's tokens (its ne[1] / rope.heads of them).
 std::vector<int32_t> PositionsOf(const TensorSpec& spec);
 inline constexpr int kMaxRopePosition = 255;  // pos_first's range; pos_step is 0 to kMaxRopeStep

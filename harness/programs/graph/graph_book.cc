@@ -94,6 +94,12 @@ Status GraphBook::AddTensor(int g, const TensorSpec& spec) {
     case alloc::Op::kRope:
       t = ctx_.Rope(src(0), spec.rope);
       break;
+    case alloc::Op::kSetRows: {
+      int32_t rows[alloc::kMaxRows] = {};
+      SetRowsOf(spec, src(1)->ne[3], src(0)->ne[3], rows);
+      t = ctx_.SetRows(src(0), src(1), rows);
+      break;
+    }
   }
   if (!t.ok()) return t.status();
   Tensor* tensor = t.value();

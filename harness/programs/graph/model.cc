@@ -117,6 +117,11 @@ bool Model::Legal(StepKind k) const {
       for (const ModelTensor& t : g[o].t)
         if (t.ne0 >= 2) return true;
       return false;
+    case StepKind::kSetRows:
+      if (!room || !rules.model_ops || !set_rows) return false;
+      for (const ModelTensor& t : g[o].t)
+        if (t.spec.type == alloc::DType::kF32 && t.ne1 <= alloc::kMaxRows) return true;
+      return false;
     case StepKind::kMarkOutput: return has_tensor;
     case StepKind::kSeal:
       if (o < 0) return false;

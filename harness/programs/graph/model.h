@@ -61,6 +61,7 @@ struct Model {
   bool layout_ops = false;  // Program::layout_ops: kTranspose may be drawn
   bool get_rows = false;    // Program::get_rows: kGetRows may be drawn
   bool rope = false;        // Program::rope: kRope may be drawn (where rules.model_ops)
+  bool set_rows = false;    // Program::set_rows: kSetRows may be drawn (where rules.model_ops)
   std::vector<ModelGraph> g;
   uint64_t epoch[kAllocators] = {};
   int buffers[kAllocators] = {};

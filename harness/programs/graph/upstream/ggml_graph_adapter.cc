@@ -341,8 +341,8 @@ void GgmlGraphAdapter::FillAndCompute(int k, int g, Instance& inst, const alloc:
   }
 }
 
-// The index tensors of the build's get_rows and rope get their rows and positions, in whatever memory the placement
-// gave them.
+// The index tensors of the build's get_rows, rope and set_rows get their rows and positions, in whatever memory the
+// placement gave them.
 void GgmlGraphAdapter::UploadRows(const Instance& inst) {
   for (const auto& [idx, rows] : inst.rows) {
     LIFELINE_CHECK(idx->buffer != nullptr, std::string(idx->name) + ", an input of the placed graph, has no memory");
@@ -583,6 +583,28 @@ ggml_tensor* GgmlGraphAdapter::Make(Instance& inst, int g, int i, bool detached)
       if (m->output) ggml_set_output(turned);  // as for mul_mat: the rope's own bytes are the output
       break;
     }
+    case alloc::Op::kSetRows: {
+      // ggml_set_rows writes rows of dimension 1, so the destination and the rows are read as their 2-D [ne0, ne1]
+      // and [ne0, n]; the destination rows come from an index input placed with the graph and set once placed
+      // (UploadRows). int32, which ggml.h allows beside llama.cpp's int64: the host buffer types align to 4 bytes
+      // (HostTypeFor), and the kernel loads an int64 index in place (UBSan misaligned-address in
+      // ggml_compute_forward_set_rows_impl at the first fuzzing of an int64 index, 2026-11-27). The result is a view of
+      // the destination, as the program's is.
+      ggml_tensor* a = src(0);
+      ggml_tensor* b = src(1);
+      std::vector<int32_t> rows(alloc::kMaxRows);
+      SetRowsOf(spec, b->ne[3], a->ne[3], rows.data());
+      rows.resize(static_cast<size_t>(b->ne[3]));
+      ggml_tensor* idx = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, b->ne[3]);
+      ggml_set_input(idx);
+      ggml_format_name(idx, "g%d.t%d.rows", g, i);
+      inst.rows.emplace_back(idx, std::move(rows));
+      ggml_tensor* set = ggml_set_rows(ctx, ggml_reshape_2d(ctx, a, a->ne[0], a->ne[3]),
+                                       ggml_reshape_2d(ctx, b, b->ne[0], b->ne[3]), idx);
+      ggml_format_name(set, "g%d.t%d.set_rows", g, i);
+      t = ggml_reshape_4d(ctx, set, m->ne[0], 1, 1, m->ne[3]);
+      break;
+    }
   }
   ggml_format_name(t, "g%d.t%d", g, i);
   if (m->output) ggml_set_output(t);
@@ -620,7 +642,8 @@ alloc::Graph GgmlGraphAdapter::InGgmlOrder(const Instance& inst, const alloc::Gr
     if (t == nullptr) continue;
     const alloc::Op op = book_.spec(g, i).op;
     if (t->op == GGML_OP_RESHAPE &&
-        (op == alloc::Op::kMulMat || op == alloc::Op::kGetRows || op == alloc::Op::kTranspose || op == alloc::Op::kRope)) {
+        (op == alloc::Op::kMulMat || op == alloc::Op::kGetRows || op == alloc::Op::kTranspose || op == alloc::Op::kRope ||
+         op == alloc::Op::kSetRows)) {
       t = t->src[0];
     }
     back[t] = book_.tensor(g, i);

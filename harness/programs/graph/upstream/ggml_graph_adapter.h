@@ -93,8 +93,8 @@ struct Instance {
   ggml_context* weights_ctx = nullptr;
   std::vector<int> weight_index;
   ggml_backend_buffer_t weights = nullptr;
-  // The build's get_rows and rope: each index tensor (an input) and the rows or positions it is to hold once placed
-  // (UploadRows).
+  // The build's get_rows, rope and set_rows: each index tensor (an int32 input) and the rows or positions it is to
+  // hold once placed (UploadRows).
   std::vector<std::pair<ggml_tensor*, std::vector<int32_t>>> rows;
   ~Instance();
 };

@@ -152,10 +152,24 @@ Status CheckPlacedInsideBuffers(const Graph& graph, const void* allocator, const
   return Status::Ok();
 }
 
+std::vector<const Tensor*> WrittenExternal(const Graph& graph, const void* allocator) {
+  std::vector<const Tensor*> out;
+  for (const Tensor* t : graph.nodes) {
+    if (!t->is_view() || t->op == alloc::Op::kView || t->op == alloc::Op::kReshape) continue;
+    const Tensor* r = t->root();
+    if (r->data != nullptr && r->owner != allocator && std::find(out.begin(), out.end(), r) == out.end()) {
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
 Canary::Canary(const Graph& graph, const void* allocator) {
+  const std::vector<const Tensor*> written = WrittenExternal(graph, allocator);
   auto save = [&](const Tensor* t) {
     const Tensor* r = t->root();
     if (r->data == nullptr || r->owner == allocator) return;
+    if (std::find(written.begin(), written.end(), r) != written.end()) return;
     const uint8_t* p = static_cast<const uint8_t*>(r->data);
     saved_.emplace_back(r, std::vector<uint8_t>(p, p + r->nbytes()));
   };
@@ -173,7 +187,8 @@ Status Canary::Check() const {
 }
 
 Differential::Differential(const Graph& graph, const void* allocator, const std::vector<Tensor*>& outputs) {
-  // Separate memory for every tensor the allocator placed; external tensors are read where they are.
+  // Separate memory for every tensor the allocator placed; external tensors are read where they are, except those the
+  // graph writes (WrittenExternal), which are copied as the leafs are.
   std::unordered_map<const Tensor*, std::unique_ptr<uint8_t[]>> shadow;
   auto own = [&](const Tensor* t) { return !t->is_view() && t->owner == allocator; };
   for (const Tensor* t : graph.leafs) {
@@ -184,6 +199,12 @@ Differential::Differential(const Graph& graph, const void* allocator, const std:
   }
   for (const Tensor* t : graph.nodes) {
     if (own(t)) shadow[t] = std::make_unique<uint8_t[]>(t->nbytes());
+  }
+  const std::vector<const Tensor*> written = WrittenExternal(graph, allocator);
+  for (const Tensor* t : written) {
+    auto copy = std::make_unique<uint8_t[]>(t->nbytes());
+    std::memcpy(copy.get(), t->data, t->nbytes());
+    shadow[t] = std::move(copy);
   }
   alloc::DataOf data_of = [&](const Tensor* t) -> void* {
     if (t->is_view()) {
@@ -201,6 +222,11 @@ Differential::Differential(const Graph& graph, const void* allocator, const std:
     const uint8_t* p = static_cast<const uint8_t*>(data_of(out));
     expected_.emplace_back(out, std::vector<uint8_t>(p, p + out->nbytes()));
   }
+  outputs_ = expected_.size();
+  for (const Tensor* t : written) {
+    const uint8_t* p = shadow[t].get();
+    expected_.emplace_back(t, std::vector<uint8_t>(p, p + t->nbytes()));
+  }
 }
 
 bool SameElement(float got, float want, Equality eq) {
@@ -215,18 +241,20 @@ bool SameElement(float got, float want, Equality eq) {
 
 Status Differential::Check(Equality eq) const {
   if (!error_.ok()) return error_;
-  for (const auto& [t, bytes] : expected_) {
+  for (size_t k = 0; k < expected_.size(); ++k) {
+    const auto& [t, bytes] = expected_[k];
     if (std::memcmp(t->data, bytes.data(), bytes.size()) == 0) continue;
+    const std::string what = (k < outputs_ ? "output " : "written external tensor ") + t->name;
     size_t n = t->nelements();
     for (size_t i = 0; i < n; ++i) {
       float got = alloc::LoadElement(t->type, t->data, static_cast<int64_t>(i));
       float want = alloc::LoadElement(t->type, bytes.data(), static_cast<int64_t>(i));
       if (!SameElement(got, want, eq)) {
-        return Internal("differential oracle: output " + t->name + " element " + std::to_string(i) + " is " +
+        return Internal("differential oracle: " + what + " element " + std::to_string(i) + " is " +
                std::to_string(got) + " on placed memory but " + std::to_string(want) + " on separate memory");
       }
     }
-    if (eq == Equality::kBits) return Internal("differential oracle: output " + t->name + " differs in its bytes");
+    if (eq == Equality::kBits) return Internal("differential oracle: " + what + " differs in its bytes");
   }
   return Status::Ok();
 }

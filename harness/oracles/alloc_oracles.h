@@ -33,8 +33,14 @@ struct BufferExtent {
 Status CheckPlacedInsideBuffers(const alloc::Graph& graph, const void* allocator,
                                      const std::vector<BufferExtent>& buffers);
 
+// The external tensors (memory `allocator` did not place) that a node of `graph` writes: the roots of the view chains
+// of its writing views (in-place results and set_rows, which write into their first source's bytes), each once. A
+// set_rows into a pre-allocated leaf is how a KV cache is written (harness/programs/graph/format.cc).
+std::vector<const alloc::Tensor*> WrittenExternal(const alloc::Graph& graph, const void* allocator);
+
 // Canary: the bytes of tensors the graph must not write (external memory: pre-allocated tensors and
-// views into other graphs), snapshot before and compared after.
+// views into other graphs, less those WrittenExternal names, which the differential compares whole),
+// snapshot before and compared after.
 class Canary {
  public:
   Canary(const alloc::Graph& graph, const void* allocator);
@@ -45,7 +51,8 @@ class Canary {
 };
 
 // Differential execution: runs `graph` once on separately allocated memory (leafs copied from their
-// current bytes) and keeps the outputs, so they can be compared with a run on the placed memory.
+// current bytes) and keeps the outputs, so they can be compared with a run on the placed memory. The external
+// tensors the graph writes (WrittenExternal) are copied too, and compared whole after the placed run, as outputs are.
 // How an output element is compared with the reference. kBits: the same float bits, NaN payloads and the
 // sign of zero included. kZeroSignFree: the same, except that +0.0 and -0.0 are equal; for a backend that
 // computes scale(x, s) as x * s + 0 (ggml-vulkan's scale shader), which turns -0.0 into +0.0 where ggml's
@@ -70,7 +77,8 @@ class Differential {
   bool nonfinite_row_input() const { return nonfinite_row_input_; }
 
  private:
-  std::vector<std::pair<const alloc::Tensor*, std::vector<uint8_t>>> expected_;
+  std::vector<std::pair<const alloc::Tensor*, std::vector<uint8_t>>> expected_;  // the outputs, then WrittenExternal
+  size_t outputs_ = 0;
   Status error_;
   bool nonfinite_row_input_ = false;
 };

@@ -475,6 +475,58 @@ TEST(CanaryOracle, DoesNotGuardTheAllocatorsOwnLeafs) {
   EXPECT_TRUE(IsOk(canary.Check()));
 }
 
+// A KV cache: a leaf in memory the test owns (rows {1, 2}, {3, 4}, {5, 6}) that the allocator's graph writes with
+// set_rows (row 1 from the input rows) and reads back through get_rows (row 0 only: no output depends on what was
+// written).
+struct Cache {
+  Context ctx;
+  Tensor *cache, *rows, *set, *read;
+  Graph g;
+  std::unique_ptr<GraphAllocator> alloc = Must(GraphAllocator::Create({BufferSpec{}}));
+  std::vector<float> cache_mem = {1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f};
+  Cache() {
+    cache = F32(ctx, {2, 1, 1, 3}, "cache");
+    cache->data = cache_mem.data();
+    rows = F32(ctx, {2, 1, 1, 1}, "rows");
+    rows->input = true;
+    const int32_t at[] = {1};
+    set = Named(Must(ctx.SetRows(cache, rows, at)), "set");
+    const int32_t first[] = {0};
+    read = Named(Must(ctx.GetRows(set, first, 1)), "read");
+    read->output = true;
+    g = Must(BuildGraph({read}));
+  }
+  void Allocate() {
+    ASSERT_TRUE(IsOk(alloc->Reserve(g)));
+    ASSERT_TRUE(IsOk(alloc->AllocGraph(g)));
+    ASSERT_EQ(set->data, cache_mem.data());
+    Fill(rows, 7.0f, 1.0f);
+  }
+};
+
+TEST(CanaryOracle, LeavesTheExternalTensorsTheGraphWritesToTheDifferential) {
+  Cache c;
+  c.Allocate();
+  EXPECT_EQ(WrittenExternal(c.g, c.alloc.get()), (std::vector<const Tensor*>{c.cache}));
+  Canary canary(c.g, c.alloc.get());
+  Differential diff(c.g, c.alloc.get(), {c.read});
+  // The reference wrote its own copy of the cache, not the cache: the placed run is still to write row 1.
+  EXPECT_EQ(c.cache_mem, (std::vector<float>{1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}));
+  ASSERT_TRUE(IsOk(alloc::Evaluate(c.g)));
+  EXPECT_EQ(c.cache_mem, (std::vector<float>{1.0f, 2.0f, 7.0f, 8.0f, 5.0f, 6.0f}));
+  EXPECT_TRUE(IsOk(canary.Check()));
+  EXPECT_TRUE(IsOk(diff.Check()));
+}
+
+TEST(DifferentialOracle, ComparesTheWholeOfAWrittenExternalTensor) {
+  Cache c;
+  c.Allocate();
+  Differential diff(c.g, c.alloc.get(), {c.read});
+  ASSERT_TRUE(IsOk(alloc::Evaluate(c.g)));
+  c.cache_mem[4] = -1.0f;  // row 2, which no set_rows wrote and no output reads
+  EXPECT_TRUE(FailsNaming(diff.Check(), {"differential oracle: written external tensor cache element 4 is -1"}));
+}
+
 // =====================================================================================================
 // Differential
 // =====================================================================================================

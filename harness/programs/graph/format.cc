@@ -93,17 +93,20 @@ ModelTensor DecodeLeaf(Source& src, const Step& want) {
 // Rows of a float32 tensor of the open graph written into another one of the open graph (Model::Legal: there is a
 // float32 one of at most alloc::kMaxRows rows): ggml_set_rows, whose result is a view of its destination, as llama.cpp
 // writes its KV cache. The rows are picked first, then the destination among the tensors they fit (same ne0, at least
-// as many rows) whose bytes the graph owns and the rows do not share; where none fits, the step copies the rows
-// instead, so that it still adds a tensor. Row j goes to row (first + j * step) % ne1, the step coprime with ne1.
+// as many rows) whose bytes the rows do not share and are the graph's own or a pre-allocated leaf's, in this graph or,
+// through a leaf view, an earlier one's (a KV cache that every graph writes: Model::FromOutside); where none fits, the
+// step copies the rows instead, so that it still adds a tensor. Row j goes to row (first + j * step) % ne1, the step
+// coprime with ne1.
 void DecodeSetRows(Source& src, Model& m, int open, Step& step, const Step& want, const Refs& refs) {
   const ModelGraph& og = m.g[open];
   const TensorSpec& w = want.tensor;
   const int b = PickFrom(src, og.Where([](const ModelTensor& t, int) {
     return t.spec.type == DType::kF32 && t.ne1 <= alloc::kMaxRows;
   }), [&] { return refs.TensorIn(open, w.src[1]); });
-  const int b_root = og.RootOf(b);
+  const std::pair<int, int> b_memory = m.MemoryOf(open, b);
   const std::vector<int> fit = og.Where([&](const ModelTensor& t, int i) {
-    return t.owned_root && t.ne0 == og.t[b].ne0 && t.ne1 >= og.t[b].ne1 && og.RootOf(i) != b_root;
+    return (t.owned_root || m.FromOutside(open, i)) && t.ne0 == og.t[b].ne0 && t.ne1 >= og.t[b].ne1 &&
+           m.MemoryOf(open, i) != b_memory;
   });
   if (fit.empty()) {
     step.kind = StepKind::kCopy;
@@ -118,6 +121,7 @@ void DecodeSetRows(Source& src, Model& m, int open, Step& step, const Step& want
   ModelTensor mt = Derived(og.t[a], Op::kSetRows, a);
   mt.spec.src[1] = b;
   mt.spec.inplace = true;  // it writes into its destination's bytes: RootOf, rewires and toggles treat it so
+  mt.owned_root = og.t[a].owned_root;
   mt.spec.rows_first = src.Int<int>(0, rows - 1, [&] { return w.rows_first; });
   mt.spec.rows_step = PickFrom(src, steps, [&] { return w.rows_step; });
   m.AddTensor(open, step, mt);
@@ -309,10 +313,11 @@ void DecodeRewire(Source& src, Model& m, int gi, Step& step, const Step& want, c
   step.slot = node.spec.src[1] >= 0 ? PickInt(src, 2, want.slot) : 0;
   const ModelTensor& old = mg.t[node.spec.src[step.slot]];
   // set_rows' rows never come from its destination's bytes (its rows would be read while written).
-  const int kept_root = node.spec.op == Op::kSetRows && step.slot == 1 ? mg.RootOf(node.spec.src[0]) : -1;
+  const bool rows_of_set = node.spec.op == Op::kSetRows && step.slot == 1;
+  const std::pair<int, int> written = rows_of_set ? m.MemoryOf(gi, node.spec.src[0]) : std::pair<int, int>(-1, -1);
   std::vector<int> same = mg.Where([&](const ModelTensor& t, int idx) {
     return idx != step.tensor_index && t.ne0 == old.ne0 && t.ne1 == old.ne1 && t.spec.type == old.spec.type &&
-           (kept_root < 0 || mg.RootOf(idx) != kept_root);
+           (!rows_of_set || m.MemoryOf(gi, idx) != written);
   });
   step.new_src = PickFrom(src, same, [&] { return refs.TensorIn(gi, want.new_src); });
   if (node.spec.inplace && step.slot == 0) {

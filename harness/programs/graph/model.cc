@@ -75,6 +75,21 @@ ModelTensor Derived(const ModelTensor& a, Op op, int src0) {
   return mt;
 }
 
+std::pair<int, int> Model::MemoryOf(int gi, int idx) const {
+  for (;;) {
+    idx = g[gi].RootOf(idx);
+    const TensorSpec& s = g[gi].t[idx].spec;
+    if (s.external_graph < 0) return {gi, idx};
+    gi = s.external_graph;  // always an earlier graph: no cycle
+    idx = s.external_tensor;
+  }
+}
+
+bool Model::FromOutside(int gi, int idx) const {
+  const auto [h, r] = MemoryOf(gi, idx);
+  return g[h].t[r].spec.op == Op::kNone && g[h].t[r].spec.preallocated;
+}
+
 std::vector<int> Model::sealed() const {
   std::vector<int> out;
   for (size_t i = 0; i < g.size(); ++i) {

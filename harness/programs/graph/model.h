@@ -96,6 +96,12 @@ struct Model {
   std::vector<int> ViewedGraphs(int gi) const;
   // Whether graph gi goes to a scheduler that splits it between backends (AllocatorRules::splits_cpu_marks).
   bool Split(int gi) const;
+  // The tensor whose bytes tensor `idx` of graph gi uses, across graphs: RootOf, then through leaf views of other
+  // graphs' tensors to theirs. Two tensors share bytes when theirs are the same (graph, tensor).
+  std::pair<int, int> MemoryOf(int gi, int idx) const;
+  // Whether those bytes are a pre-allocated leaf's: memory from outside every allocator, which a set_rows may write as
+  // llama.cpp writes its KV cache (a buffer of its own, persistent across graphs).
+  bool FromOutside(int gi, int idx) const;
   // The state graph gi is in, as `lifeline coverage --states` counts them (states.txt beside this file):
   //   open        not sealed yet (every building step acts on it)
   //   unbound     sealed, never reserved, measured or placed

@@ -335,9 +335,35 @@ void GgmlGraphAdapter::FillAndCompute(int k, int g, Instance& inst, const alloc:
   UploadRows(inst);
   // Also for the CPU parts of a split graph, and the fresh-allocator oracle.
   SetCpuThreads(cpu_threads_[k], shared_pool_);
+  // Memory from outside that the graph writes (a set_rows into a pre-allocated leaf: a KV cache) holds what this
+  // compute wrote once it is done; the fresh-allocator run starts from the bytes this one started from, and then
+  // the cache is given back what this compute left in it (what the program's later steps read).
+  std::vector<std::pair<Tensor*, std::vector<uint8_t>>> before;
+  for (const Tensor* r : oracles::WrittenExternal(placed, owner)) {
+    const auto* p = static_cast<const uint8_t*>(r->data);
+    before.emplace_back(const_cast<Tensor*>(r), std::vector<uint8_t>(p, p + r->nbytes()));
+  }
   if (ComputeUnderOracles(placed, owner, Extents(id), outputs, [&] { Compute(inst.graph, what, sched); },
                           EqualityFor(g), /*check_overlap=*/!split, /*refuse_nonfinite_row_input=*/true)) {
+    std::vector<std::vector<uint8_t>> after;
+    for (auto& [r, bytes] : before) {
+      const auto* p = static_cast<const uint8_t*>(r->data);
+      after.emplace_back(p, p + bytes.size());
+      std::memcpy(r->data, bytes.data(), bytes.size());
+    }
     LIFELINE_CHECK_OK(CompareWithFreshAllocator(g, inst));
+    for (size_t j = 0; j < before.size(); ++j) {
+      Tensor* r = before[j].first;
+      for (int64_t e = 0; e < r->nelements(); ++e) {
+        const float fresh_value = alloc::LoadElement(r->type, r->data, e);
+        const float placed_value = alloc::LoadElement(r->type, after[j].data(), e);
+        LIFELINE_CHECK(oracles::SameElement(placed_value, fresh_value, EqualityFor(g)),
+                       "fresh-allocator oracle: element " + std::to_string(e) + " of " + r->name + ", memory from " +
+                           "outside that " + what + " writes, is " + std::to_string(placed_value) + " after the " +
+                           "program's compute but " + std::to_string(fresh_value) + " after a fresh gallocr's");
+      }
+      std::memcpy(r->data, after[j].data(), after[j].size());
+    }
   }
 }
 

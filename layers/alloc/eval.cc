@@ -159,12 +159,17 @@ Status Evaluate(const Graph& graph, const DataOf& data_of, bool* nonfinite_row_i
       case Op::kMulMat: {
         const int64_t k = node->src[0]->ne[0];
         const int64_t rows_a = node->src[0]->nelements() / k;
+        const DType ta = node->src[0]->type;
+        // A float16 src0 takes src1 rounded to float16 (tensor.h).
+        auto b_at = [&](int64_t e) {
+          const float v = LoadElement(DType::kF32, src[1], e);
+          return ta == DType::kF16 ? HalfToFloat(FloatToHalf(v)) : v;
+        };
         for (int64_t i = 0; i < n; ++i) {  // element i = (row n of b) * rows_a + (row m of a)
           const int64_t m = i % rows_a, nb = i / rows_a;
           double sum = 0.0, magnitude = 0.0;
           for (int64_t j = 0; j < k; ++j) {
-            const double term = static_cast<double>(LoadElement(DType::kF32, src[0], m * k + j)) *
-                                LoadElement(DType::kF32, src[1], nb * k + j);
+            const double term = static_cast<double>(LoadElement(ta, src[0], m * k + j)) * b_at(nb * k + j);
             sum += term;
             magnitude += std::fabs(term);
           }

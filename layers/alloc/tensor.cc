@@ -162,9 +162,9 @@ StatusOr<Tensor*> Context::Concat(Tensor* a, Tensor* b) {
 StatusOr<Tensor*> Context::MulMat(Tensor* a, Tensor* b) {
   LIFELINE_RETURN_IF_ERROR(Check(a, "first source"));
   LIFELINE_RETURN_IF_ERROR(Check(b, "second source"));
-  if (a->type != DType::kF32 || b->type != DType::kF32 || a->ne[0] != b->ne[0]) {
-    return InvalidArgument("mul_mat needs two float32 sources with the same rows, got " + Shape(a->ne) + " and " +
-                           Shape(b->ne));
+  if (b->type != DType::kF32 || a->ne[0] != b->ne[0]) {
+    return InvalidArgument("mul_mat needs a float32 second source with the first's rows, got " + Shape(a->ne) +
+                           " and " + Shape(b->ne));
   }
   const int64_t k = a->ne[0];
   int64_t ne[kMaxDims] = {a->nelements() / k, 1, 1, b->nelements() / k};

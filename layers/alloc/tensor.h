@@ -40,7 +40,9 @@ enum class Op : uint8_t {
   kRmsNorm,  // dst = src0 / sqrt(mean(src0^2) + kRmsNormEps)
   kSoftMax,  // dst = exp(src0 - max) / sum(exp(src0 - max))
   // dst[n][m] = sum over k of src0[m][k] * src1[n][k] (ggml_mul_mat of the two as 2-D [K, M] and [K, N]
-  // matrices): src0 [K, M], src1 [K, N], both float32, give a float32 [M, N]. Shapes here are [ne0, 1, 1, ne1].
+  // matrices): src0 [K, M] float32 or float16 (a model's weights), src1 [K, N] float32, give a float32 [M, N]. Shapes
+  // here are [ne0, 1, 1, ne1]. With a float16 src0, src1's elements are rounded to float16 first, as ggml's CPU
+  // backend converts src1 to the type src0's dot product takes (its vec_dot_type).
   kMulMat,
   // dst = src0 with its outermost and innermost dimensions swapped, contiguous: [ne0, 1, 1, ne1] gives
   // [ne1, 1, 1, ne0], element (i, j) of the result element (j, i) of the source. Any type, kept. ggml builds it as
@@ -131,7 +133,7 @@ class Context {
   StatusOr<Tensor*> Copy(Tensor* a, DType type);
   StatusOr<Tensor*> Concat(Tensor* a, Tensor* b);
   StatusOr<Tensor*> RowOp(Op op, Tensor* a);  // kRmsNorm, kSoftMax: float32 only, same shape, never in place
-  StatusOr<Tensor*> MulMat(Tensor* a, Tensor* b);  // kMulMat: float32 [K, M] and [K, N] give [M, N]
+  StatusOr<Tensor*> MulMat(Tensor* a, Tensor* b);  // kMulMat: [K, M] (float32 or 16) and float32 [K, N] give [M, N]
   StatusOr<Tensor*> Transpose(Tensor* a);          // kTranspose: [ne0, 1, 1, ne1] gives [ne1, 1, 1, ne0]
   StatusOr<Tensor*> GetRows(Tensor* a, const int32_t* rows, int n);  // kGetRows: [ne0, 1, 1, n], float32
   StatusOr<Tensor*> Rope(Tensor* a, const RopeParams& rope);          // kRope: a's shape and type

@@ -139,6 +139,24 @@ TEST(Evaluate, MulMatTakesDotProductsOfRows) {
   EXPECT_FALSE(ctx.MulMat(a, F32(ctx, {3, 1, 1, 2}, "c")).ok());  // rows of another length
 }
 
+// A float16 first source (weights) takes its float32 second source rounded to float16, as ggml's CPU backend converts
+// it to the dot product's type: 1024 * (1 + 2^-12) - 1024 is 0 there, not 0.25 (past the comparison's tolerance).
+TEST(Evaluate, MulMatOfFloat16WeightsRoundsTheActivationsToFloat16) {
+  Context ctx;
+  Hand hand;
+  Tensor* w = hand.Give(NewTensor(ctx, DType::kF16, {2, 1, 1, 2}, "w"));  // K = 2, M = 2
+  const uint16_t wv[] = {FloatToHalf(1024.0f), FloatToHalf(1024.0f), FloatToHalf(0.5f), FloatToHalf(-2.0f)};
+  std::memcpy(w->data, wv, sizeof wv);
+  Tensor* x = hand.Give(F32(ctx, {2, 1, 1, 1}, "x"));  // N = 1
+  const float xv[] = {1.0f + 1.0f / 4096.0f, -1.0f};
+  std::memcpy(x->data, xv, sizeof xv);
+  Tensor* p = hand.Give(Must(ctx.MulMat(w, x)));
+  EXPECT_EQ(p->type, DType::kF32);
+  ASSERT_TRUE(IsOk(Evaluate(Must(BuildGraph({p})))));
+  EXPECT_EQ(Values(p), (std::vector<float>{0.0f, 2.5f}));
+  EXPECT_FALSE(ctx.MulMat(x, Must(ctx.Copy(x, DType::kF16))).ok());  // the second source stays float32
+}
+
 // transpose: [ne0, 1, 1, ne1] -> [ne1, 1, 1, ne0], element (i, j) of the result element (j, i) of the source, in
 // either type (float16 values pass exactly).
 TEST(Evaluate, TransposeSwapsRowsAndColumns) {

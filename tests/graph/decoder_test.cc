@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -291,6 +292,38 @@ TEST(GraphDecoderGolden, TheOptionsByteBit6LetsTheProgramSetRows) {
   const Program q = Decode(b.data(), b.size());
   EXPECT_FALSE(q.set_rows);
   for (const Step& s : q.steps) EXPECT_NE(s.kind, StepKind::kSetRows) << Describe(s);
+}
+
+// Bit 7 of the options byte reads a second options byte; its bit 0 lets a mul_mat's first source be float16.
+TEST(GraphDecoderGolden, TheSecondOptionsByteLetsMulMatTakeFloat16Weights) {
+  std::vector<uint8_t> b = {0x00, 0x03, 0x07, 0x02, 0x00, 0x08, 0x01, 0x01, 0x03, 0x00, 0x07, 0x01, 0x02,
+                            0x07, 0x00, 0x00, 0x01, 0x03, 0x07, 0x01, 0x05, 0x00, 0x05, 0x01, 0x80, 0xa4};
+  const Program p = Decode(b.data(), b.size());
+  EXPECT_TRUE(p.f16_mul_mat);
+  EXPECT_EQ(Describe(p),
+            "allocator 0: buffer(align 32), 3 cpu threads (the program may use mul_mat) (mul_mat may take float16 "
+            "weights)\n"
+            "allocator 1: buffer(align 32)\n"
+            "#0 leaf g0.t0 = none f16 [8,4] input\n"
+            "#1 leaf g0.t1 = none f32 [8,3] input\n"
+            "#2 mul_mat g0.t2 = mul_mat f32 [4,3] src0=t0 src1=t1\n"
+            "#3 copy g0.t3 = copy f16 [8,3] src0=t1\n"
+            "#4 mul_mat g0.t4 = mul_mat f32 [3,3] src0=t3 src1=t1\n"
+            "#5 seal g0 (t4 becomes the output)\n"
+            "#6 alloc+compute g0 with allocator 0\n");
+  b[b.size() - 3] = 0x00;  // the second options byte: float32 first sources only
+  const Program q = Decode(b.data(), b.size());
+  EXPECT_FALSE(q.f16_mul_mat);
+  std::map<std::pair<int, int>, alloc::DType> type;  // (graph, tensor) -> its type
+  int mul_mats = 0;
+  for (const Step& s : q.steps) {
+    if (!AddsTensor(s.kind)) continue;
+    type[{s.graph, s.tensor_index}] = s.tensor.type;
+    if (s.kind != StepKind::kMatMul) continue;
+    ++mul_mats;
+    EXPECT_EQ(type.at({s.graph, s.tensor.src[0]}), alloc::DType::kF32) << Describe(s);
+  }
+  EXPECT_GT(mul_mats, 0);
 }
 
 // No destination a set_rows step picks shares its float32 rows' bytes (where none fits, the step copies the rows).

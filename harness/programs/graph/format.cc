@@ -136,16 +136,19 @@ void DecodeRowOp(Source& src, Model& m, int open, Step& step, const Step& want, 
   m.AddTensor(open, step, Derived(og.t[a], norm ? Op::kRmsNorm : Op::kSoftMax, a));
 }
 
-// mul_mat of two float32 tensors of the open graph with the same ne0 (Model::Legal: there is a float32 one, which
-// may be both): the second picked first, then the first among those its rows fit.
+// mul_mat of tensors of the open graph with the same ne0, the second float32 (Model::Legal: there is a float32 one,
+// which may be both): the second picked first, then the first among those its rows fit, float32 or, where the program
+// allows it (Program::f16_mul_mat), float16.
 void DecodeMatMul(Source& src, Model& m, int open, Step& step, const Step& want, const Refs& refs) {
   const ModelGraph& og = m.g[open];
   auto f32 = [](const ModelTensor& t, int) { return t.spec.type == DType::kF32; };
   const int b = PickFrom(src, og.Where(f32), [&] { return refs.TensorIn(open, want.tensor.src[1]); });
   const int64_t k = og.t[b].ne0;
-  const int a = PickFrom(src, og.Where([&](const ModelTensor& t, int i) { return f32(t, i) && t.ne0 == k; }),
-                         [&] { return refs.TensorIn(open, want.tensor.src[0]); });
+  const int a = PickFrom(src, og.Where([&](const ModelTensor& t, int i) {
+    return (f32(t, i) || m.f16_mul_mat) && t.ne0 == k;
+  }), [&] { return refs.TensorIn(open, want.tensor.src[0]); });
   ModelTensor mt = Derived(og.t[a], Op::kMulMat, a);
+  mt.spec.type = DType::kF32;
   mt.spec.src[1] = b;
   mt.ne0 = mt.spec.ne[0] = og.t[a].ne1;
   mt.ne1 = mt.spec.ne[1] = og.t[b].ne1;
@@ -380,6 +383,28 @@ bool Uses(const Program& p, StepKind kind) {
   return std::any_of(p.steps.begin(), p.steps.end(), [&](const Step& s) { return s.kind == kind; });
 }
 
+// Whether a program to encode multiplies a float16 first source (Program::f16_mul_mat). Its steps in id form name
+// their sources by the steps that made them; a tensor's type is its maker's, or its source's for the ops that keep
+// their source's type.
+bool F16MulMat(const Program& p) {
+  auto type_of = [&](auto&& self, int id) -> DType {
+    if (id < 0 || static_cast<size_t>(id) >= p.steps.size()) return DType::kF32;
+    const Step& s = p.steps[id];
+    switch (s.kind) {
+      case StepKind::kLeaf:
+      case StepKind::kCopy: return s.tensor.type;
+      case StepKind::kViewExternal: return self(self, s.tensor.external_tensor);
+      case StepKind::kRowOp:
+      case StepKind::kMatMul:
+      case StepKind::kGetRows: return DType::kF32;
+      default: return self(self, s.tensor.src[0]);
+    }
+  };
+  return std::any_of(p.steps.begin(), p.steps.end(), [&](const Step& s) {
+    return s.kind == StepKind::kMatMul && type_of(type_of, s.tensor.src[0]) == DType::kF16;
+  });
+}
+
 // Both directions: decoding when `target` is null, else encoding it (its id form) into `src`.
 Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
   Program p;
@@ -394,7 +419,7 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
     // row_ops, mul_mats; set when encoding one that does); bit 6: Program::weights; bit 7: an options byte follows
     // (read only then, so every input without the bit keeps its bytes' meaning): its bit 0 is Program::shared_pool,
     // bit 1 Program::reuse, bit 2 Program::chunked, bit 3 Program::layout_ops, bit 4 Program::get_rows, bit 5
-    // Program::rope, bit 6 Program::set_rows; bit 7 is for options and kinds to come (written 0, read and ignored).
+    // Program::rope, bit 6 Program::set_rows, bit 7 a second options byte follows (its bit 0 Program::f16_mul_mat).
     const uint8_t head = src.Full<uint8_t>([&] {
       if (want->buffers.empty() || want->buffers.size() > 2) throw Unencodable("an allocator has 1 or 2 buffers");
       if (want->cpu_threads < 1 || want->cpu_threads > kMaxCpuThreads) throw Unencodable("an allocator has 1 to 4 CPU threads");
@@ -404,13 +429,18 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
                                   (uses(StepKind::kMatMul) ? 32 : 0) | (k == 0 && target->weights ? 64 : 0) |
                                   (k == 0 && (target->shared_pool || target->reuse || target->chunked ||
                                               uses(StepKind::kTranspose) || uses(StepKind::kGetRows) ||
-                                              uses(StepKind::kRope) || uses(StepKind::kSetRows)) ? 128 : 0));
+                                              uses(StepKind::kRope) || uses(StepKind::kSetRows) ||
+                                              F16MulMat(*target)) ? 128 : 0));
     });
     const uint8_t options = k == 0 && (head & 128) != 0 ? src.Full<uint8_t>([&] {
       auto uses = [&](StepKind kind) { return Uses(*target, kind); };
       return static_cast<uint8_t>((target->shared_pool ? 1 : 0) | (target->reuse ? 2 : 0) | (target->chunked ? 4 : 0) |
                                   (uses(StepKind::kTranspose) ? 8 : 0) | (uses(StepKind::kGetRows) ? 16 : 0) |
-                                  (uses(StepKind::kRope) ? 32 : 0) | (uses(StepKind::kSetRows) ? 64 : 0));
+                                  (uses(StepKind::kRope) ? 32 : 0) | (uses(StepKind::kSetRows) ? 64 : 0) |
+                                  (F16MulMat(*target) ? 128 : 0));
+    }) : 0;
+    const uint8_t options2 = (options & 128) != 0 ? src.Full<uint8_t>([&] {
+      return static_cast<uint8_t>(F16MulMat(*target) ? 1 : 0);
     }) : 0;
     const int n = 1 + (head & 1);
     p.allocators[k].cpu_threads = 1 + ((head >> 1) & 3);
@@ -426,6 +456,7 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
       p.get_rows = m.get_rows = (options & 16) != 0;
       p.rope = m.rope = (options & 32) != 0;
       p.set_rows = m.set_rows = (options & 64) != 0;
+      p.f16_mul_mat = m.f16_mul_mat = (options2 & 1) != 0;
     }
     for (int b = 0; b < n; ++b) {
       alloc::BufferSpec spec;
@@ -723,6 +754,7 @@ std::string DescribeAllocators(const Program& p) {
     if (k == 0 && p.get_rows) out += " (the program may get rows)";
     if (k == 0 && p.rope) out += " (the program may rope)";
     if (k == 0 && p.set_rows) out += " (the program may set rows)";
+    if (k == 0 && p.f16_mul_mat) out += " (mul_mat may take float16 weights)";
     out += "\n";
   }
   return out;

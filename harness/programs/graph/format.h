@@ -154,6 +154,10 @@ struct Program {
   // Bit 6 of the options byte: kSetRows may be drawn (the same; the two checked-in inputs that had it set were
   // re-encoded to their same programs first).
   bool set_rows = false;
+  // Bit 7 of the options byte: a second options byte follows (read only then). Its bit 0: a kMatMul's first source may
+  // be float16 (a model's float16 weights times float32 activations); without it, float32 only, as before (encoding
+  // sets it when a mul_mat's first source is float16). Its other bits are for options to come (written 0, ignored).
+  bool f16_mul_mat = false;
   std::vector<Step> steps;
 };
 

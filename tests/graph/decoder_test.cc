@@ -326,6 +326,25 @@ TEST(GraphDecoderGolden, TheSecondOptionsByteLetsMulMatTakeFloat16Weights) {
   EXPECT_GT(mul_mats, 0);
 }
 
+// Bit 1 of the second options byte keeps an alloc+compute by an allocator of several buffers that has planned nothing:
+// predicted FAILED_PRECONDITION (without it, the step is a reserve, as before).
+TEST(GraphDecoderGolden, TheSecondOptionsByteAsksAnUnplannedAllocatorToPlace) {
+  std::vector<uint8_t> b = {0x01, 0x01, 0x03, 0x08, 0x00, 0x00, 0x00, 0x01, 0x01, 0x00, 0x07, 0x01,
+                            0x00, 0x03, 0x02, 0x00, 0x03, 0x07, 0x00, 0x00, 0x00, 0x01, 0x01, 0x01,
+                            0x03, 0x00, 0x05, 0x00, 0x04, 0x05, 0x02, 0x80, 0x81};
+  const Program p = Decode(b.data(), b.size());
+  EXPECT_TRUE(p.unplanned_allocs);
+  ASSERT_GE(p.steps.size(), 6u);
+  EXPECT_EQ(Describe(p.steps[3]), "alloc+compute g0 with allocator 0 -> FAILED_PRECONDITION");
+  EXPECT_EQ(Describe(p.steps[4]), "reserve g0 with allocator 0");
+  EXPECT_EQ(Describe(p.steps[5]), "alloc+compute g0 with allocator 0");  // planned now
+  b[b.size() - 3] = 0x00;
+  const Program q = Decode(b.data(), b.size());
+  EXPECT_FALSE(q.unplanned_allocs);
+  ASSERT_GE(q.steps.size(), 4u);
+  EXPECT_EQ(Describe(q.steps[3]), "reserve g0 with allocator 0");
+}
+
 // No destination a set_rows step picks shares its float32 rows' bytes (where none fits, the step copies the rows).
 TEST(GraphDecoder, SetRowsNeverWritesWhereItsRowsLie) {
   int set_rows = 0;

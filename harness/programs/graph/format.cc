@@ -430,17 +430,17 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
                                   (k == 0 && (target->shared_pool || target->reuse || target->chunked ||
                                               uses(StepKind::kTranspose) || uses(StepKind::kGetRows) ||
                                               uses(StepKind::kRope) || uses(StepKind::kSetRows) ||
-                                              F16MulMat(*target)) ? 128 : 0));
+                                              F16MulMat(*target) || target->unplanned_allocs) ? 128 : 0));
     });
     const uint8_t options = k == 0 && (head & 128) != 0 ? src.Full<uint8_t>([&] {
       auto uses = [&](StepKind kind) { return Uses(*target, kind); };
       return static_cast<uint8_t>((target->shared_pool ? 1 : 0) | (target->reuse ? 2 : 0) | (target->chunked ? 4 : 0) |
                                   (uses(StepKind::kTranspose) ? 8 : 0) | (uses(StepKind::kGetRows) ? 16 : 0) |
                                   (uses(StepKind::kRope) ? 32 : 0) | (uses(StepKind::kSetRows) ? 64 : 0) |
-                                  (F16MulMat(*target) ? 128 : 0));
+                                  (F16MulMat(*target) || target->unplanned_allocs ? 128 : 0));
     }) : 0;
     const uint8_t options2 = (options & 128) != 0 ? src.Full<uint8_t>([&] {
-      return static_cast<uint8_t>(F16MulMat(*target) ? 1 : 0);
+      return static_cast<uint8_t>((F16MulMat(*target) ? 1 : 0) | (target->unplanned_allocs ? 2 : 0));
     }) : 0;
     const int n = 1 + (head & 1);
     p.allocators[k].cpu_threads = 1 + ((head >> 1) & 3);
@@ -457,6 +457,7 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
       p.rope = m.rope = (options & 32) != 0;
       p.set_rows = m.set_rows = (options & 64) != 0;
       p.f16_mul_mat = m.f16_mul_mat = (options2 & 1) != 0;
+      p.unplanned_allocs = m.unplanned_allocs = (options2 & 2) != 0;
     }
     for (int b = 0; b < n; ++b) {
       alloc::BufferSpec spec;
@@ -571,7 +572,7 @@ namespace {
 
 bool SameAllocators(const Program& a, const Program& b) {
   if (a.weights != b.weights || a.shared_pool != b.shared_pool || a.reuse != b.reuse ||
-      a.chunked != b.chunked)
+      a.chunked != b.chunked || a.unplanned_allocs != b.unplanned_allocs)
     return false;
   for (int k = 0; k < kAllocators; ++k) {
     const AllocatorSpec& x = a.allocators[k];
@@ -755,6 +756,7 @@ std::string DescribeAllocators(const Program& p) {
     if (k == 0 && p.rope) out += " (the program may rope)";
     if (k == 0 && p.set_rows) out += " (the program may set rows)";
     if (k == 0 && p.f16_mul_mat) out += " (mul_mat may take float16 weights)";
+    if (k == 0 && p.unplanned_allocs) out += " (an unplanned allocator of several buffers is asked to place)";
     out += "\n";
   }
   return out;

@@ -156,8 +156,14 @@ struct Program {
   bool set_rows = false;
   // Bit 7 of the options byte: a second options byte follows (read only then). Its bit 0: a kMatMul's first source may
   // be float16 (a model's float16 weights times float32 activations); without it, float32 only, as before (encoding
-  // sets it when a mul_mat's first source is float16). Its other bits are for options to come (written 0, ignored).
+  // sets it when a mul_mat's first source is float16). Its bit 1: Program::unplanned_allocs. Its other bits are for
+  // options to come (written 0, ignored).
   bool f16_mul_mat = false;
+  // Bit 1 of the second options byte: an alloc+compute by an allocator of several buffers that has planned nothing yet
+  // stays an alloc+compute, predicted FAILED_PRECONDITION (ggml_gallocr_alloc_graph cannot re-plan several buffers by
+  // itself and returns false; the stand-in refuses alike), instead of becoming a reserve. Draws no step
+  // ("unplanned_allocs": true).
+  bool unplanned_allocs = false;
   std::vector<Step> steps;
 };
 

@@ -261,7 +261,14 @@ bool Model::AllocLegal(int gi, int k, StatusCode* expect) const {
   // model does not copy; tests/alloc/ covers that refusal.)
   // A scheduler plans whatever it is given.
   bool plan_matches = reserved_graph[k] == gi && reserved_version[k] == mg.version;
-  return plan_matches || buffers[k] == 1 || Split(gi);
+  if (plan_matches || buffers[k] == 1 || Split(gi)) return true;
+  // Program::unplanned_allocs: an allocator that has planned nothing refuses whatever it is given (ggml_gallocr's
+  // needs_realloc holds for any graph against no plan), after what the adapters check before placing (above).
+  if (unplanned_allocs && reserved_graph[k] < 0) {
+    if (*expect == StatusCode::kOk) *expect = StatusCode::kFailedPrecondition;
+    return true;
+  }
+  return false;
 }
 
 void Model::ReserveOrAlloc(int gi, int k, Step& step) {

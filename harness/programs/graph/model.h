@@ -63,6 +63,7 @@ struct Model {
   bool rope = false;        // Program::rope: kRope may be drawn (where rules.model_ops)
   bool set_rows = false;    // Program::set_rows: kSetRows may be drawn (where rules.model_ops)
   bool f16_mul_mat = false;  // Program::f16_mul_mat: a kMatMul's first source may be float16
+  bool unplanned_allocs = false;  // Program::unplanned_allocs
   std::vector<ModelGraph> g;
   uint64_t epoch[kAllocators] = {};
   int buffers[kAllocators] = {};

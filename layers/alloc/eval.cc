@@ -174,6 +174,12 @@ Status Evaluate(const Graph& graph, const DataOf& data_of, bool* nonfinite_row_i
             magnitude += std::fabs(term);
           }
           const float v = static_cast<float>(sum);
+          // ggml's float16 dot product (ggml_vec_dot_f16) sums in float and asserts the sum finite: an element whose
+          // terms' magnitudes reach half of float's range (or are not finite) may overflow in some summation order.
+          if (ta == DType::kF16 && nonfinite_row_input != nullptr &&
+              !(magnitude < 0.5 * std::numeric_limits<float>::max())) {
+            *nonfinite_row_input = true;
+          }
           // Ill-conditioned (tensor.h), or past float's range in some summation order: not compared.
           const bool conditioned = kMulMatRounding * magnitude <= 0.005 * std::max(1.0, std::fabs(sum)) &&
                                    magnitude <= std::numeric_limits<float>::max();

@@ -20,7 +20,9 @@ using DataOf = std::function<void*(const Tensor*)>;
 // (harness/programs/graph/graph_book.h): an rms_norm an element whose square is not a finite float (infinite, NaN,
 // or above 1.8e19 in magnitude: the kernel squares each element in float before it sums in double, and asserts
 // `scale > 0` when that sum is infinite), a soft_max an element that is not finite (the kernel asserts
-// `!isnan(wp[i])`, and `sum > 0.0`, which an infinite element makes NaN).
+// `!isnan(wp[i])`, and `sum > 0.0`, which an infinite element makes NaN); a mul_mat of a float16 first source an
+// element whose terms are not finite or whose magnitudes sum to half of float's range or more (ggml_vec_dot_f16
+// sums in float and asserts `!isnan(sumf) && !isinf(sumf)`).
 Status Evaluate(const Graph& graph, const DataOf& data_of, bool* nonfinite_row_input = nullptr);
 // The identity mapping: each tensor's own `data`.
 Status Evaluate(const Graph& graph);

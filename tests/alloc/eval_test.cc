@@ -155,6 +155,24 @@ TEST(Evaluate, MulMatOfFloat16WeightsRoundsTheActivationsToFloat16) {
   ASSERT_TRUE(IsOk(Evaluate(Must(BuildGraph({p})))));
   EXPECT_EQ(Values(p), (std::vector<float>{0.0f, 2.5f}));
   EXPECT_FALSE(ctx.MulMat(x, Must(ctx.Copy(x, DType::kF16))).ok());  // the second source stays float32
+
+  // ggml_vec_dot_f16 asserts its float sum finite: a term past float's range is reported, as the row ops' are; the
+  // same values in a float32 product (no such assert) are not.
+  const DataOf own = [](const Tensor* t) { return t->data; };
+  bool nonfinite = false;
+  ASSERT_TRUE(IsOk(Evaluate(Must(BuildGraph({p})), own, &nonfinite)));
+  EXPECT_FALSE(nonfinite);
+  const uint16_t inf = FloatToHalf(std::numeric_limits<float>::infinity());
+  std::memcpy(w->data, &inf, sizeof inf);
+  ASSERT_TRUE(IsOk(Evaluate(Must(BuildGraph({p})), own, &nonfinite)));
+  EXPECT_TRUE(nonfinite);
+  Tensor* w32 = hand.Give(F32(ctx, {2, 1, 1, 2}, "w32"));
+  const float w32v[] = {std::numeric_limits<float>::infinity(), 1.0f, 1.0f, 1.0f};
+  std::memcpy(w32->data, w32v, sizeof w32v);
+  Tensor* p32 = hand.Give(Must(ctx.MulMat(w32, x)));
+  nonfinite = false;
+  ASSERT_TRUE(IsOk(Evaluate(Must(BuildGraph({p32})), own, &nonfinite)));
+  EXPECT_FALSE(nonfinite);
 }
 
 // transpose: [ne0, 1, 1, ne1] -> [ne1, 1, 1, ne0], element (i, j) of the result element (j, i) of the source, in

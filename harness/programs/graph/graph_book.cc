@@ -29,8 +29,9 @@ bool ComputeUnderOracles(const alloc::Graph& graph, const void* owner, const std
   oracles::Differential differential(graph, owner, outputs);
   if (refuse_nonfinite_row_input && differential.error().ok() && differential.nonfinite_row_input()) {
     if (programs::TraceRequested()) {
-      std::fputs("lifeline: a row op of this graph reads what ggml's kernel asserts against (an rms_norm a value whose "
-                 "float square is not finite, a soft_max a value that is not finite): not computed\n", stderr);
+      std::fputs("lifeline: an op of this graph reads what ggml's kernel asserts against (an rms_norm a value whose "
+                 "float square is not finite, a soft_max a value that is not finite, a float16 mul_mat a dot product "
+                 "that may overflow float): not computed\n", stderr);
     }
     return false;
   }

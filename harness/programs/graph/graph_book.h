@@ -40,7 +40,11 @@ void FillLeaf(alloc::Tensor* t, int graph, int index);
 // - soft_max: an element that is not finite (a chain of mul_mats overflows to inf). The kernel asserts
 //   `!isnan(wp[i])`, and `sum > 0.0`, which an infinite element makes NaN (inf - inf): the softmax of a row holding
 //   an infinity has no value, and the kernel's debug asserts say it must not be asked for one. Found by a TSan
-//   campaign, 2026-11-26 (its input is in the regression corpus).
+//   campaign, 2026-11-26 (its input is in the regression corpus);
+// - mul_mat of float16 weights: a dot product whose terms are not finite or whose magnitudes sum to half of float's
+//   range (ggml_vec_dot_f16 asserts its float sum finite: "if you hit this, you are likely running outside the FP
+//   range", ggml-cpu/vec.cpp). Found by the 30-minute ASan campaign of 2026-11-27: a KV-cache loop squaring a
+//   float16 cache at each compute until it overflowed (its input is in the regression corpus).
 bool ComputeUnderOracles(const alloc::Graph& graph, const void* owner, const std::vector<oracles::BufferExtent>& buffers,
                          const std::vector<alloc::Tensor*>& outputs, const std::function<void()>& compute,
                          oracles::Equality eq = oracles::Equality::kBits, bool check_overlap = true,

@@ -155,7 +155,7 @@ Status CheckPlacedInsideBuffers(const Graph& graph, const void* allocator, const
 std::vector<const Tensor*> WrittenExternal(const Graph& graph, const void* allocator) {
   std::vector<const Tensor*> out;
   for (const Tensor* t : graph.nodes) {
-    if (!t->is_view() || t->op == alloc::Op::kView || t->op == alloc::Op::kReshape) continue;
+    if (t->op != alloc::Op::kSetRows) continue;  // in-place ops never write external memory: the canary says so
     const Tensor* r = t->root();
     if (r->data != nullptr && r->owner != allocator && std::find(out.begin(), out.end(), r) == out.end()) {
       out.push_back(r);

@@ -33,9 +33,10 @@ struct BufferExtent {
 Status CheckPlacedInsideBuffers(const alloc::Graph& graph, const void* allocator,
                                      const std::vector<BufferExtent>& buffers);
 
-// The external tensors (memory `allocator` did not place) that a node of `graph` writes: the roots of the view chains
-// of its writing views (in-place results and set_rows, which write into their first source's bytes), each once. A
-// set_rows into a pre-allocated leaf is how a KV cache is written (harness/programs/graph/format.cc).
+// The external tensors (memory `allocator` did not place) that a node of `graph` may write: the roots of its set_rows'
+// destinations, each once. A set_rows into a pre-allocated leaf is how a KV cache is written
+// (harness/programs/graph/format.cc). An in-place result is not one: it never writes external memory (the model
+// forbids it, and the canary fails where it happens).
 std::vector<const alloc::Tensor*> WrittenExternal(const alloc::Graph& graph, const void* allocator);
 
 // Canary: the bytes of tensors the graph must not write (external memory: pre-allocated tensors and

@@ -89,7 +89,6 @@ ModelTensor DecodeLeaf(Source& src, const Step& want) {
   return mt;
 }
 
-// A tensor of the open graph computed from earlier ones: unary, binary, copy, concat or view.
 // Rows of a float32 tensor of the open graph written into another one of the open graph (Model::Legal: there is a
 // float32 one of at most alloc::kMaxRows rows): ggml_set_rows, whose result is a view of its destination, as llama.cpp
 // writes its KV cache. The rows are picked first, then the destination among the tensors they fit (same ne0, at least
@@ -203,6 +202,7 @@ void DecodeRope(Source& src, Model& m, int open, Step& step, const Step& want, c
   m.AddTensor(open, step, mt);
 }
 
+// A tensor of the open graph computed from earlier ones: unary, binary, copy, concat or view.
 void DecodeDerived(Source& src, Model& m, int open, Step& step, const Step& want, const Refs& refs) {
   const ModelGraph& og = m.g[open];
   const TensorSpec& w = want.tensor;
@@ -419,7 +419,8 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
     // row_ops, mul_mats; set when encoding one that does); bit 6: Program::weights; bit 7: an options byte follows
     // (read only then, so every input without the bit keeps its bytes' meaning): its bit 0 is Program::shared_pool,
     // bit 1 Program::reuse, bit 2 Program::chunked, bit 3 Program::layout_ops, bit 4 Program::get_rows, bit 5
-    // Program::rope, bit 6 Program::set_rows, bit 7 a second options byte follows (its bit 0 Program::f16_mul_mat).
+    // Program::rope, bit 6 Program::set_rows, bit 7 a second options byte follows (its bit 0 Program::f16_mul_mat, bit 1
+    // Program::unplanned_allocs; the others for options to come, written 0, read and ignored).
     const uint8_t head = src.Full<uint8_t>([&] {
       if (want->buffers.empty() || want->buffers.size() > 2) throw Unencodable("an allocator has 1 or 2 buffers");
       if (want->cpu_threads < 1 || want->cpu_threads > kMaxCpuThreads) throw Unencodable("an allocator has 1 to 4 CPU threads");

@@ -18,7 +18,7 @@ constexpr size_t kMaxReleasedRecords = 1 << 14;  // reclaimed oldest-first beyon
 
 constexpr std::string_view kMalformedNames[] = {
     "wrong-name", "used-name", "null-data", "negative-ndim", "too-many-dims", "null-shape",
-    "negative-dim", "overflow", "device", "dtype", "null-deleter"};
+    "negative-dim", "overflow", "device", "dtype", "null-deleter", "lanes"};
 
 // One export. `managed` comes first so a DLManagedTensor* is the record's address.
 struct ExportRecord {
@@ -233,6 +233,11 @@ StatusOr<Placement> PlaceTensor(DType dtype, const std::vector<int64_t>& shape, 
         d.strides[0] = 0;
         break;
       }
+      // kUnitStrides: an axis of extent 1 steps by nothing, so its stride is free; the others are C order.
+      if (layout == Layout::kUnitStrides && d.shape[i] == 1) {
+        d.strides[i] = i % 2 == 0 ? 0 : kUnitStride;
+        continue;
+      }
       d.strides[i] = stride * (i == d.ndim - 1 ? widen : 1);
       stride *= d.shape[i] * (i == d.ndim - 1 ? widen : 1);
     }
@@ -243,8 +248,14 @@ StatusOr<Placement> PlaceTensor(DType dtype, const std::vector<int64_t>& shape, 
     d.strides[d.ndim - 1] = -1;
     d.offset = d.shape[d.ndim - 1] > 0 ? d.shape[d.ndim - 1] - 1 : 0;
   }
+  // kReversedAll: the C-order strides negated, so logical element 0 is the storage's last.
+  if (layout == Layout::kReversedAll) {
+    for (int i = 0; i < d.ndim; ++i) d.strides[i] = -d.strides[i];
+    d.offset = numel > 0 ? numel - 1 : 0;
+  }
   d.null_strides = layout == Layout::kNullStrides;
-  p.storage_elements = numel == 0 ? 0 : (layout == Layout::kReversed ? numel : d.offset + stride);
+  const bool reversed = layout == Layout::kReversed || layout == Layout::kReversedAll;
+  p.storage_elements = numel == 0 ? 0 : (reversed ? numel : d.offset + stride);
   return p;
 }
 
@@ -296,6 +307,10 @@ PyObject* MalformedCapsule(Malformed kind, Storage* storage, const TensorDesc& d
       break;
     case Malformed::kDevice: t.device = {kDLCUDA, 0}; break;
     case Malformed::kDType: t.dtype = {kDLOpaqueHandle, 7, 1}; break;
+    case Malformed::kLanes:
+      t.dtype.bits = static_cast<uint8_t>(t.dtype.bits / 2);
+      t.dtype.lanes = 2;
+      break;
     case Malformed::kNullDeleter:
       r->managed.deleter = nullptr;
       r->parked = true;

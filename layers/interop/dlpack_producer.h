@@ -113,11 +113,14 @@ enum class Malformed : uint8_t {
   kDevice,        // device kDLCUDA
   kDType,         // an opaque-handle dtype with 7 bits
   kNullDeleter,   // valid per the spec: deleter NULL, memory kept alive by the producer until reset
-  kMaxValue = kNullDeleter,
+  kLanes,         // valid per the spec, refused by every party here: the same bytes as a vector type, lanes 2
+                  // of half the bits (float32 as float16x2, an 8-bit type as 4-bit x2)
+  kMaxValue = kLanes,
 };
 std::string_view MalformedName(Malformed kind);
 std::optional<Malformed> MalformedFromName(std::string_view name);
-// True for the kinds a conforming consumer must refuse (all but kNullDeleter).
+// True for the kinds a conforming consumer must refuse: all but kNullDeleter, and kLanes for a consumer without
+// vector types (every party here).
 bool MustBeRefused(Malformed kind);
 PyObject* MalformedCapsule(Malformed kind, Storage* storage, const TensorDesc& desc);
 

@@ -24,8 +24,8 @@ template <typename T>
 void Store(uint8_t* p, T v) {
   std::memcpy(p, &v, sizeof v);
 }
-constexpr std::string_view kLayoutNames[] = {"contiguous", "transposed", "strided", "offset",
-                                                 "reversed",   "broadcast",  "null-strides"};
+constexpr std::string_view kLayoutNames[] = {"contiguous", "transposed",   "strided",     "offset",     "reversed",
+                                             "broadcast",  "null-strides", "reversed-all", "unit-strides"};
 
 }  // namespace
 

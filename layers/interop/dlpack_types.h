@@ -46,10 +46,16 @@ enum class Layout : uint8_t {
                  // the rows hold the same values (PatternPeriod)
   kNullStrides,  // C order exported with DLTensor.strides == NULL, which DLPack 0.6 allows for compact
                  // row-major tensors (only this layer's producer exports it; peers make their contiguous)
-  kMaxValue = kNullStrides,
+  kReversedAll,  // every axis reversed (a[::-1, ::-1, ...], numpy.flip): a negative stride on every axis; logical
+                 // element 0 is the storage's last (DLTensor.byte_offset != 0 in this layer's producer)
+  kUnitStrides,  // C order over the axes of extent above 1; an axis of extent 1 has stride 0 (even axes) or
+                 // kUnitStride (odd axes), which no element steps by: DLPack gives such strides no meaning, and
+                 // NumPy and PyTorch make them (np.newaxis, expand, as_strided)
+  kMaxValue = kUnitStrides,
 };
 inline constexpr Layout kMaxClassicLayout = Layout::kOffset;
 inline constexpr int64_t kOffsetElements = 3;
+inline constexpr int64_t kUnitStride = 4099;  // kUnitStrides: beyond any storage the producer makes
 
 DLDataType ToDLDataType(DType type);
 // The DType a DLDataType names, or nullopt for anything this layer does not read (lanes != 1 included).
@@ -59,7 +65,7 @@ std::string_view DTypeName(DType type);  // "float32", "float16", "int8", "bool"
                                          // "int16", ..., "uint64", "float64", "complex128"
 std::optional<DType> DTypeFromName(std::string_view name);
 std::string_view LayoutName(Layout layout);  // "contiguous", "transposed", "strided", "offset", "reversed",
-                                             // "broadcast", "null-strides"
+                                             // "broadcast", "null-strides", "reversed-all", "unit-strides"
 std::optional<Layout> LayoutFromName(std::string_view name);
 
 // One element as a double (float16 and bfloat16 widened exactly; bool as 0/1; complex: its real part)

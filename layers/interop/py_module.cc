@@ -3,6 +3,7 @@
 #include <structmember.h>
 
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,30 @@ PyObject* ValuesList(DType dtype, int64_t n, At at) {
   return list;
 }
 
+// A layout by name, or nullopt with ValueError set.
+std::optional<Layout> ParseLayout(const char* name) {
+  auto layout = interop::LayoutFromName(name);
+  if (!layout) {
+    std::string names;
+    for (int i = 0; i <= static_cast<int>(Layout::kMaxValue); ++i)
+      names += (i ? ", " : "") + std::string(interop::LayoutName(static_cast<Layout>(i)));
+    PyErr_Format(PyExc_ValueError, "unknown layout '%s' (%s)", name, names.c_str());
+  }
+  return layout;
+}
+
+// A shape from a sequence of ints; false with the exception set.
+bool ParseShape(PyObject* obj, std::vector<int64_t>* shape) {
+  Ref seq = Ref::Steal(PySequence_Fast(obj, "shape must be a sequence of ints"));
+  if (!seq) return false;
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq.get()); ++i) {
+    long long d = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq.get(), i));
+    if (d == -1 && PyErr_Occurred()) return false;
+    shape->push_back(d);
+  }
+  return true;
+}
+
 PyObject* NewTensorObject(Storage* storage, const TensorDesc& desc, Layout layout) {
   auto* self = PyObject_New(TensorObject, g_tensor_type);
   if (!self) {
@@ -79,20 +104,10 @@ PyObject* TensorNew(PyTypeObject*, PyObject* args, PyObject* kwargs) {
   auto dtype = interop::DTypeFromName(dtype_name);
   if (!dtype || *dtype > interop::kMaxStandinDType)
     return PyErr_Format(PyExc_ValueError, "unknown dtype '%s' (float32, float16, int8, bool)", dtype_name);
-  auto layout = interop::LayoutFromName(layout_name);
-  if (!layout)
-    return PyErr_Format(PyExc_ValueError,
-                        "unknown layout '%s' (contiguous, transposed, strided, offset, reversed, broadcast, "
-                        "null-strides)",
-                        layout_name);
-  Ref seq = Ref::Steal(PySequence_Fast(shape_obj, "shape must be a sequence of ints"));
-  if (!seq) return nullptr;
+  auto layout = ParseLayout(layout_name);
+  if (!layout) return nullptr;
   std::vector<int64_t> shape;
-  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq.get()); ++i) {
-    long long d = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq.get(), i));
-    if (d == -1 && PyErr_Occurred()) return nullptr;
-    shape.push_back(d);
-  }
+  if (!ParseShape(shape_obj, &shape)) return nullptr;
   auto placed = interop::PlaceTensor(*dtype, shape, *layout);
   if (!placed.ok()) return PyErr_Format(PyExc_ValueError, "Tensor: %s", placed.status().message().c_str());
   Storage* storage = Storage::Create(static_cast<size_t>(placed->storage_elements) * interop::ItemSize(*dtype),
@@ -343,6 +358,22 @@ PyObject* ExpectedValuesFn(PyObject*, PyObject* args) {
   return ValuesList(*dtype, count, [&](int64_t i) { return interop::PatternValue(*dtype, seed, i); });
 }
 
+// strides(shape, layout): the element strides the producer places `layout` with, for peers that make the same
+// layout (harness/programs/capsule/upstream/*.py).
+PyObject* StridesFn(PyObject*, PyObject* args) {
+  PyObject* shape_obj;
+  const char* layout_name;
+  if (!PyArg_ParseTuple(args, "Os", &shape_obj, &layout_name)) return nullptr;
+  auto layout = ParseLayout(layout_name);
+  std::vector<int64_t> shape;
+  if (!layout || !ParseShape(shape_obj, &shape)) return nullptr;
+  auto placed = interop::PlaceTensor(DType::kFloat32, shape, *layout);
+  if (!placed.ok()) return PyErr_Format(PyExc_ValueError, "strides: %s", placed.status().message().c_str());
+  PyObject* t = PyTuple_New(placed->desc.ndim);
+  for (int i = 0; t && i < placed->desc.ndim; ++i) PyTuple_SET_ITEM(t, i, PyLong_FromLongLong(placed->desc.strides[i]));
+  return t;
+}
+
 PyMethodDef kModuleMethods[] = {
     {"import_capsule", &ImportCapsuleFn, METH_O, "Import a \"dltensor\" capsule -> View."},
     {"import_from", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&ImportFromFn)),
@@ -352,6 +383,7 @@ PyMethodDef kModuleMethods[] = {
     {"consumer_stats", &ConsumerStatsFn, METH_NOARGS, "The consumer's counters."},
     {"live_storages", &LiveStoragesFn, METH_NOARGS, "The live producer storages, described."},
     {"reset_ledger", &ResetFn, METH_NOARGS, "End an iteration: release parked exports, reset counters."},
+    {"strides", &StridesFn, METH_VARARGS, "The element strides the producer places a layout with."},
     {"expected_values", &ExpectedValuesFn, METH_VARARGS, "PatternValue(dtype, seed, i) for i < count (complex for complex64)."},
     {nullptr, nullptr, 0, nullptr}};
 

@@ -35,17 +35,18 @@ TEST(CapsuleDecoder, ProgramIsBoundedByMaxOps) {
 }
 
 // The layout byte: without bit 7, one of the four classic layouts (the byte modulo 4, as every older input
-// reads); with bit 7, any of the seven (its low seven bits modulo 7).
-TEST(CapsuleDecoderGolden, TheLayoutByteBit7DrawsEveryLayout) {
-  using interop::Layout;
+// reads) and exports without arguments; with bit 7, any of the nine layouts (its low four bits modulo 9) and the
+// export arguments its bits 4-6 name.
+TEST(CapsuleDecoderGolden, TheLayoutByteBit7DrawsEveryLayoutAndExportArguments) {
   for (int b = 0; b < 256; ++b) {
     SCOPED_TRACE(b);
     // create-tensor float32[2] <layout> seed=0, read from the back: kind, dtype, ndim, extent, layout, seed, flag.
     const uint8_t bytes[] = {0x00, 0x00, static_cast<uint8_t>(b), 0x02, 0x01, 0x00, 0x00};
     Program p = DecodeForNumpy(bytes, sizeof bytes);
     ASSERT_EQ(p.size(), 1u);
-    const int want = (b & 0x80) != 0 ? (b & 0x7f) % 7 : b % 4;
-    EXPECT_EQ(static_cast<int>(p[0].layout), want);
+    const bool wide = (b & 0x80) != 0;
+    EXPECT_EQ(static_cast<int>(p[0].layout), wide ? (b & 0x0f) % 9 : b % 4);
+    EXPECT_EQ(static_cast<int>(p[0].export_args), wide ? (b >> 4) & 7 : 0);
   }
   // Encoded: a reversed tensor, a broadcast NumPy array, a NULL-strides tensor, and a classic layout after them.
   const uint8_t widened[] = {0x00, 0x01, 0x01, 0x02, 0x01, 0x02, 0x03, 0x00, 0x00, 0x09, 0x86,
@@ -56,6 +57,19 @@ TEST(CapsuleDecoderGolden, TheLayoutByteBit7DrawsEveryLayout) {
             "#1 create-array int8[3,2] broadcast seed=7 -> a0\n"
             "#2 create-tensor float16[2] null-strides seed=9 -> t1\n"
             "#3 create-tensor bool[1,2] transposed seed=1 -> t2\n");
+  // Encoded: every axis reversed, the strides of extent-1 axes, exports asked with a stream and with max_version
+  // (NumPy 1.24 and this layer's producer take neither), and a vector dtype (lanes 2).
+  const uint8_t versioned[] = {0x0b, 0x00, 0x0a, 0x01, 0x03, 0x00, 0x01, 0xd0, 0x02, 0x01, 0x00, 0x01, 0x01,
+                               0x02, 0x00, 0x09, 0xb0, 0x02, 0x01, 0x01, 0x00, 0x00, 0x07, 0x88, 0x03, 0x01,
+                               0x02, 0x02, 0x01, 0x00, 0x05, 0x87, 0x03, 0x02, 0x02, 0x00, 0x00};
+  EXPECT_EQ(Describe(DecodeForNumpy(versioned, sizeof versioned)),
+            "#0 create-tensor float32[2,3] reversed-all seed=5 -> t0\n"
+            "#1 create-array int8[1,3] unit-strides seed=7 -> a0\n"
+            "#2 create-tensor float16[2] contiguous seed=9 exports __dlpack__(stream=1) -> t1\n"
+            "#3 export-tensor t1 __dlpack__(stream=1) -> c0  (raises BufferError)\n"
+            "#4 create-array float32[2] contiguous seed=1 exports __dlpack__(max_version=(1, 0)) -> a1\n"
+            "#5 export-array a1 __dlpack__(max_version=(1, 0)) -> c0  (raises TypeError)\n"
+            "#6 malformed lanes of t0 -> v0  (raises BufferError)\n");
 }
 
 // The peer's rules decide the predictions: the same bytes decoded for a peer that exports read-only

@@ -216,6 +216,7 @@ TEST_F(DlpackTest, EveryMalformedCapsuleIsRefusedWithItsProblemNamed) {
       {"overflow", "overflows int64"},
       {"device", "unsupported device kDLCUDA"},
       {"dtype", "unsupported dtype"},
+      {"lanes", "lanes 2"},
   };
   ASSERT_TRUE(Run("t = li.Tensor('float32', (2, 3), seed=1)"));
   for (const Row& row : rows) {

@@ -88,12 +88,14 @@ FLOATING = ("float32", "float16", "bfloat16", "float64") + COMPLEX
 # The complex dtype whose imaginary part is a `dtype` tensor: the public route to a negated view.
 NEG_VIA_COMPLEX = {"float32": ("torch.complex64", 8), "float16": ("torch.complex32", 4)}
 OFFSET_ELEMENTS = 3  # layers/interop/dlpack_types.h kOffsetElements
-LAYOUTS = ("contiguous", "transposed", "strided", "offset", "reversed", "broadcast", "null-strides")
+UNIT_STRIDE = 4099  # layers/interop/dlpack_types.h kUnitStride
+LAYOUTS = ("contiguous", "transposed", "strided", "offset", "reversed", "broadcast", "null-strides", "reversed-all",
+           "unit-strides")
 FLAVOR_SUFFIX = {"plain": "", "conj": "_conj", "neg": "_neg", "requires-grad": "_grad"}
 CONSUMER_OPS = ("import-capsule", "import-from-tensor", "import-from-array", "view-buffer", "make-cycle", "malformed")
 # peer-malformed kinds -> the keyword that breaks the producer's export.
 MALFORMED = {"wrong-name": 'name=b"not_dltensor"', "used-name": 'name=b"used_dltensor"', "device": "device=2",
-             "dtype": "dtype=(3, 7)", "null-deleter": "deleter=False"}
+             "dtype": "dtype=(3, 7)", "null-deleter": "deleter=False", "lanes": "lanes=2"}
 REFUSALS = ("BufferError", "RuntimeError")  # what the DLPack protocol lets a producer or consumer raise
 
 
@@ -139,12 +141,17 @@ def place(shape, layout: str):
         for i in reversed(range(ndim)):
             if i == 0 and layout == "broadcast":  # axis 0 takes no memory: one row, seen shape[0] times
                 break
+            if layout == "unit-strides" and shape[i] == 1:  # an axis of extent 1: its stride steps by nothing
+                strides[i] = 0 if i % 2 == 0 else UNIT_STRIDE
+                continue
             last = widen if i == ndim - 1 else 1
             strides[i], stride = stride * last, stride * shape[i] * last
     offset = OFFSET_ELEMENTS if layout == "offset" else 0
     if layout == "reversed" and ndim:  # each row's element 0 is the last of its memory
         strides[-1] = -1
         return strides, max(shape[-1] - 1, 0), numel(shape)
+    if layout == "reversed-all":  # the C-order strides negated: logical element 0 is the storage's last
+        return [-st for st in strides], max(numel(shape) - 1, 0), numel(shape)
     return strides, offset, (0 if numel(shape) == 0 else offset + stride)
 
 
@@ -193,6 +200,11 @@ def torch_storage_elements(shape, strides) -> int:
     return 0 if numel(shape) == 0 else 1 + sum((s - 1) * st for s, st in zip(shape, strides))
 
 
+def export_call(obj: str, export_args: str) -> str:
+    """obj.__dlpack__(...) with the keyword arguments the decoder gave the exported object (its create op's)."""
+    return f"{obj}.__dlpack__({export_args})"
+
+
 # ---- the program's objects --------------------------------------------------------------------------------
 
 @dataclass
@@ -209,6 +221,7 @@ class Obj:
     layout: str = "contiguous"
     consumed: bool = False                      # capsule
     period: int = 0                             # a broadcast's row (period()); imports keep their source's
+    export_args: str = ""                       # what its exports through __dlpack__ pass (the create op's)
 
     def values(self):
         return nest(self.flat(), self.shape)
@@ -324,6 +337,7 @@ class Writer:
             storage[element_offset(shape, strides, offset, i)] = v
         o.names, o.root = [o.name], o.name
         self.objs[op["id"]] = o
+        o.export_args = op.get("export_args", "")
         self.uses.add("producer")
         packed = f'struct.pack("<{elements}{fmt}", {", ".join(literal(v) for v in storage)})' if elements else 'b""'
         note = f"{o.describe()} {literal(o.values())}"
@@ -383,6 +397,7 @@ class Writer:
         o = Obj("numpy", self.name("a"), dtype, shape, seed, layout=layout, period=period(shape, layout))
         o.names, o.root = [o.name], o.name
         self.objs[op["id"]] = o
+        o.export_args = op.get("export_args", "")
         n, shp, values = numel(shape), tuple(shape), literal(o.values())
         if n == 0:
             self.emit(f"{o.name} = np.zeros({shp}, dtype={dt})")
@@ -393,6 +408,11 @@ class Writer:
             o.storage_bytes = o.period * item
         elif layout == "reversed" and shape:  # a view with a negative stride on its last axis, as a[..., ::-1]
             self.emit(f"{o.name} = np.array({values}, dtype={dt})[..., ::-1].copy()[..., ::-1]")
+        elif layout == "reversed-all" and shape:  # a view with a negative stride on every axis, as np.flip(a)
+            self.emit(f"{o.name} = np.flip(np.flip(np.array({values}, dtype={dt})).copy())")
+        elif layout == "unit-strides" and place(shape, layout)[0] != place(shape, "contiguous")[0]:
+            strides = tuple(st * item for st in place(shape, layout)[0])  # extent-1 axes: strides no element uses
+            self.emit(f"{o.name} = np.lib.stride_tricks.as_strided(np.array({values}, dtype={dt}), {shp}, {strides})")
         elif layout == "offset" or (layout == "strided" and shape):
             if layout == "offset":
                 elements = n + OFFSET_ELEMENTS
@@ -417,11 +437,12 @@ class Writer:
         dt, item = DTYPES[dtype][0], DTYPES[dtype][4]
         if dt is None:
             raise Unexportable(f"{where(op)}: PyTorch 1.13 has no {dtype}")
-        if layout in ("reversed", "null-strides"):
+        if layout in ("reversed", "null-strides", "reversed-all"):
             raise Unexportable(f"{where(op)}: torch makes no {layout} tensor (the decoder makes it contiguous)")
         o = Obj("torch", self.name("x" + FLAVOR_SUFFIX[flavor]), dtype, shape, seed, flavor=flavor, layout=layout,
                 period=period(shape, layout))
         self.objs[op["id"]] = o
+        o.export_args = op.get("export_args", "")
         values = o.values()
         o.names, o.root = [o.name], o.name
         if flavor == "conj":
@@ -484,7 +505,10 @@ class Writer:
         if op["op"] == "export-tensor":
             if src.kind != "producer":
                 raise Unexportable(f"{where(op)}: {op.get('src')} is not this layer's tensor")
-            expr = f"{src.name}.__dlpack__()"
+            # This layer's producer refuses a stream other than None (BufferError); the script's takes any.
+            if src.export_args.startswith("stream=") and src.export_args != "stream=None":
+                raise Unexportable(f"{where(op)}: an export of this layer's tensor with {src.export_args}")
+            expr = export_call(src.name, src.export_args)
         else:
             if src.kind not in ("torch", "numpy"):
                 raise Unexportable(f"{where(op)}: {op.get('src')} is not an array")
@@ -494,7 +518,7 @@ class Writer:
                 self.uses.add("torch.utils.dlpack")
                 expr = f"torch.utils.dlpack.to_dlpack({src.name})"
             else:
-                expr = f"{src.name}.__dlpack__()"
+                expr = export_call(src.name, src.export_args)
         o = Obj("capsule", self.name("capsule"), src.dtype, src.shape, src.seed, period=src.period)
         o.names = [o.name]
         self.uses.add("torch")  # a capsule's values are read with torch.from_dlpack
@@ -695,7 +719,8 @@ class Writer:
                 "    def __dlpack_device__(self):",
                 "        return (1, 0)  # kDLCPU",
                 "",
-                ('    def __dlpack__(self, stream=None, name=b"dltensor", device=1, dtype=None, deleter=True):' if malformed
+                ('    def __dlpack__(self, stream=None, name=b"dltensor", device=1, dtype=None, deleter=True, '
+                 'lanes=1):' if malformed
                  else "    def __dlpack__(self, stream=None):"),
                 "        n = len(self.shape)",
                 "        shape, strides = (ctypes.c_int64 * n)(*self.shape), (ctypes.c_int64 * n)(*self.strides)"]
@@ -705,7 +730,8 @@ class Writer:
             src.append("        pointer = ctypes.addressof(strides) if self.strides is not None else None")
         made = len(src)
         if malformed:
-            src += ["        m = DLManagedTensor(ctypes.addressof(self.storage), (device, 0), n, dtype or self.dtype, 1,",
+            src += ["        dtype = dtype or (self.dtype[0], self.dtype[1] // lanes)  # lanes 2: the same bytes",
+                    "        m = DLManagedTensor(ctypes.addressof(self.storage), (device, 0), n, dtype, lanes,",
                     "                            ctypes.addressof(shape), ctypes.addressof(strides), self.byte_offset, None,",
                     "                            DELETER if deleter else None)"]
         else:

@@ -54,6 +54,7 @@ class CapsuleCodec : public programs::Codec {
           o["seed"] = op.seed;
           o["readonly"] = op.readonly;
           if (op.kind == OpKind::kCreateArray && peers_[op.peer]->flavors) o["flavor"] = std::string(FlavorName(op.flavor));
+          if (op.export_args != ExportArgs::kNone) o["export_args"] = std::string(ExportArgsName(op.export_args));
           break;
         case OpKind::kExportArray: o["via"] = kVia[op.via]; break;
         case OpKind::kImportFromTensor:
@@ -107,6 +108,11 @@ class CapsuleCodec : public programs::Codec {
           if (o.contains("flavor")) {
             op.flavor = programs::GetNamedBy<Flavor>(o, "flavor", static_cast<int>(Flavor::kMaxValue) + 1,
                                                      [](Flavor f) { return std::string(FlavorName(f)); });
+          }
+          if (o.contains("export_args")) {
+            auto args = ExportArgsFromName(Get<std::string>(o, "export_args"));
+            if (!args) throw Unencodable("'export_args' names no export arguments of this format");
+            op.export_args = *args;
           }
           break;
         }

@@ -176,8 +176,9 @@ Ref Executor::Call(const Op& op) {
     case OpKind::kCreateTensor: return subject_.Create(op.dtype, op.shape, op.layout, op.seed, op.readonly, op.flavor);
     case OpKind::kCreateArray:
       return peers_[op.peer]->Create(op.dtype, op.shape, op.layout, op.seed, op.readonly, op.flavor);
-    case OpKind::kExportTensor: return subject_.Export(src(SlotKind::kTensor), 0);
-    case OpKind::kExportArray: return OwnerOf(SlotKind::kArray, op.src).Export(src(SlotKind::kArray), op.via);
+    case OpKind::kExportTensor: return subject_.Export(src(SlotKind::kTensor), 0, op.export_args);
+    case OpKind::kExportArray:
+      return OwnerOf(SlotKind::kArray, op.src).Export(src(SlotKind::kArray), op.via, op.export_args);
     case OpKind::kImportCapsule: return subject_.ImportCapsule(src(SlotKind::kCapsule));
     case OpKind::kImportFromTensor:
     case OpKind::kImportFromArray: return subject_.ImportFrom(src(SourceKind(op.kind)), op.contiguous);

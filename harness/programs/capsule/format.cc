@@ -24,6 +24,9 @@ using interop::Malformed;
 
 constexpr const char* kSlotPrefix = "tacvb";  // tensor, array, capsule, view, buffer
 constexpr std::string_view kFlavorNames[] = {"plain", "conj", "neg", "requires-grad"};
+constexpr std::string_view kExportArgsNames[] = {"",          "stream=None",        "stream=-1",
+                                                 "stream=1",  "stream='1'",         "max_version=(1, 0)",
+                                                 "dl_device=(1, 0)", "copy=False"};
 
 // Encoding: which slot of each kind holds the object that op i made (the id form names objects by maker).
 using Slots = programs::SlotBook[static_cast<int>(SlotKind::kMaxValue) + 1];
@@ -53,16 +56,24 @@ DType PickDType(Source& src, uint32_t classic, uint32_t wide, DType want) {
 }
 
 // The layout byte: without bit 7, one of the four classic layouts (its value modulo 4, as the byte always
-// read); with bit 7, any layout (its low seven bits modulo their number). Encoding writes the classic ones
-// without bit 7, so every older input keeps its layouts.
-Layout PickLayout(Source& src, Layout want) {
+// read) and exports without arguments; with bit 7, any layout (its low four bits modulo their number) and the
+// export arguments its bits 4-6 name (ExportArgs). Encoding writes the classic layouts without arguments
+// without bit 7, so every older input whose layout bytes lack bit 7 keeps its layouts.
+Layout PickLayout(Source& src, const Op& want, ExportArgs* args) {
   constexpr int kClassic = static_cast<int>(interop::kMaxClassicLayout) + 1;
   constexpr int kAll = static_cast<int>(Layout::kMaxValue) + 1;
+  static_assert(kAll <= 16 && static_cast<int>(ExportArgs::kMaxValue) < 8, "the layout byte's fields");
   const uint8_t b = src.Full<uint8_t>([&] {
-    const int w = static_cast<int>(want);
-    return static_cast<uint8_t>(w < kClassic ? w : 0x80 | w);
+    const int w = static_cast<int>(want.layout);
+    const int a = static_cast<int>(want.export_args);
+    return static_cast<uint8_t>(w < kClassic && a == 0 ? w : 0x80 | a << 4 | w);
   });
-  return static_cast<Layout>((b & 0x80) != 0 ? (b & 0x7f) % kAll : b % kClassic);
+  if ((b & 0x80) == 0) {
+    *args = ExportArgs::kNone;
+    return static_cast<Layout>(b % kClassic);
+  }
+  *args = static_cast<ExportArgs>((b >> 4) & 7);
+  return static_cast<Layout>((b & 0x0f) % kAll);
 }
 
 // The flavor a peer's tensor can have: conjugation only means something for complex, negation for signed
@@ -91,7 +102,8 @@ bool ActsAsPeer(OpKind k) {
 // shape, negative extents and an overflowing size break the producer's side of the ABI, which a consumer
 // cannot be asked to survive; this layer's consumer refuses them anyway (kMalformed).
 const std::vector<Malformed> kPeerMalformedKinds = {Malformed::kWrongName, Malformed::kUsedName, Malformed::kDevice,
-                                                    Malformed::kDType, Malformed::kNullDeleter};
+                                                    Malformed::kDType, Malformed::kNullDeleter,
+                                                    Malformed::kLanes};
 
 }  // namespace
 
@@ -180,7 +192,7 @@ Program Run(Source& src, const Peers& peers, const Program* target) {
         }
         int ndim = src.Int<int>(0, interop::kMaxProducerNdim, [&] { return static_cast<int>(want.shape.size()); });
         for (int d = 0; d < ndim; ++d) op.shape.push_back(src.Int<int64_t>(0, kMaxDim, [&] { return want.shape[d]; }));
-        op.layout = PickLayout(src, want.layout);
+        op.layout = PickLayout(src, want, &op.export_args);
         // A peer makes the layouts it can (PyTorch has no negative strides, and no party but this layer's
         // producer exports NULL strides); the others contiguous.
         if (op.kind == OpKind::kCreateArray && (peers[op.peer]->layouts & LayoutBit(op.layout)) == 0)
@@ -221,8 +233,13 @@ Program Run(Source& src, const Peers& peers, const Program* target) {
         if (op.via != 0 && m.node(m.Slot(SlotKind::kArray, op.src)).flavor == Flavor::kConj &&
             GuardHolds(Guard::kTorchToDlpackConjBitIgnored, [] { return "a conjugate view exports via __dlpack__"; }))
           op.via = 0;
+        if (op.via == 0) op.export_args = m.node(m.Slot(SlotKind::kArray, op.src)).export_args;
         break;
       }
+      case OpKind::kExportTensor:
+        op.src = pick_source(SlotKind::kTensor, want);
+        op.export_args = m.node(m.Slot(SlotKind::kTensor, op.src)).export_args;
+        break;
       case OpKind::kImportFromArray:
         op.src = pick_source(SlotKind::kArray, want);
         if (owner(op).contiguous_copies) op.contiguous = src.Bool([&] { return want.contiguous; });
@@ -326,7 +343,7 @@ bool SameOp(const Op& a, const Op& b) {
     case OpKind::kCreateTensor:
     case OpKind::kCreateArray:
       return a.dtype == b.dtype && a.shape == b.shape && a.layout == b.layout && a.seed == b.seed &&
-             a.readonly == b.readonly && a.flavor == b.flavor;
+             a.readonly == b.readonly && a.flavor == b.flavor && a.export_args == b.export_args;
     case OpKind::kExportArray: return a.via == b.via;
     case OpKind::kImportFromArray:
     case OpKind::kImportFromTensor: return a.contiguous == b.contiguous;
@@ -347,6 +364,14 @@ std::vector<uint8_t> Encode(const Program& target, const Peers& peers) {
 
 std::string_view FlavorName(Flavor f) { return kFlavorNames[static_cast<int>(f)]; }
 
+std::string_view ExportArgsName(ExportArgs a) { return kExportArgsNames[static_cast<int>(a)]; }
+
+std::optional<ExportArgs> ExportArgsFromName(std::string_view name) {
+  for (int i = 0; i <= static_cast<int>(ExportArgs::kMaxValue); ++i)
+    if (kExportArgsNames[i] == name) return static_cast<ExportArgs>(i);
+  return std::nullopt;
+}
+
 std::string Describe(const Op& op) {
   auto slot = [](SlotKind k, int i) { return std::string(1, kSlotPrefix[static_cast<int>(k)]) + std::to_string(i); };
   std::string s = programs::NameOf(kOpNames, op.kind);
@@ -364,6 +389,8 @@ std::string Describe(const Op& op) {
       s += "] " + std::string(interop::LayoutName(op.layout)) + " seed=" + std::to_string(op.seed);
       if (op.readonly) s += " readonly";
       if (op.flavor != Flavor::kPlain) s += " " + std::string(FlavorName(op.flavor));
+      if (op.export_args != ExportArgs::kNone)
+        s += " exports __dlpack__(" + std::string(ExportArgsName(op.export_args)) + ")";
       break;
     }
     case OpKind::kRead:
@@ -377,6 +404,7 @@ std::string Describe(const Op& op) {
       s += " " + slot(SourceKind(op.kind), op.src);
       if (op.contiguous) s += " contiguous";
       if (op.via != 0) s += " via to_dlpack";
+      if (op.export_args != ExportArgs::kNone) s += " __dlpack__(" + std::string(ExportArgsName(op.export_args)) + ")";
       break;
   }
   if (HasDest(op.kind)) s += " -> " + slot(DestKind(op.kind), op.dst);

@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,6 +69,22 @@ enum class Flavor : uint8_t {
   kMaxValue = kRequiresGrad,
 };
 
+// The keyword arguments an object's exports through __dlpack__ pass (the array API's
+// `__dlpack__(*, stream, max_version, dl_device, copy)`): how the consumer that asks for them calls. NumPy 1.24,
+// PyTorch 1.13 and this layer's producer take `stream` only, and each answers a stream other than None on a CPU
+// array its own way (PeerRules::stream_refusal, int_streams_only).
+enum class ExportArgs : uint8_t {
+  kNone,           // __dlpack__()
+  kStreamNone,     // stream=None
+  kStreamNoSync,   // stream=-1: "no synchronization" (the specification's value for any device)
+  kStreamOne,      // stream=1: CUDA's legacy default stream
+  kStreamNotInt,   // stream="1": not an integer
+  kMaxVersion,     // max_version=(1, 0): a consumer that takes DLManagedTensorVersioned
+  kDlDevice,       // dl_device=(1, 0): the export asked for on kDLCPU device 0
+  kCopy,           // copy=False
+  kMaxValue = kCopy,
+};
+
 enum class SlotKind : uint8_t { kTensor, kArray, kCapsule, kView, kBuffer, kMaxValue = kBuffer };
 
 struct Op {
@@ -86,6 +103,9 @@ struct Op {
   uint8_t peer = 0;                 // kCreateArray, kPeerFrom*: the peer that acts (index into the peers)
   Flavor flavor = Flavor::kPlain;   // kCreateArray by a peer with flavors
   uint8_t via = 0;                  // kExportArray: 0 obj.__dlpack__(), 1 the peer's module function
+  // kCreate*: the keyword arguments the object's exports through __dlpack__ pass (from the layout byte);
+  // kExport*: the exported object's, which an export through the module function (via 1) does not pass.
+  ExportArgs export_args = ExportArgs::kNone;
   const char* party = nullptr;      // the acting peer's name, set only in programs with several peers
   // The model's prediction: the Python exception type the op raises, or "" for success.
   std::string expect_error;
@@ -137,6 +157,14 @@ struct PeerRules {
   // The dtypes its arrays are made in from a dtype byte with bit 7 set (format.cc PickDType): `creates` and the
   // wider ones it has (0: `creates` only).
   uint32_t creates_wide = 0;
+  // What its __dlpack__ raises for a stream other than None on a CPU array, before any other refusal
+  // (NumPy 1.24: RuntimeError); nullptr when it takes an integer stream there (PyTorch 1.13 ignores it).
+  const char* stream_refusal = nullptr;
+  // Its __dlpack__ raises TypeError for a stream that is not an integer, after refusing its flavors and
+  // before its dtypes (PyTorch 1.13).
+  bool int_streams_only = false;
+  // What its from_dlpack raises for a dtype with lanes other than 1 (Malformed::kLanes).
+  const char* lanes_refusal = nullptr;
 };
 
 constexpr uint32_t DTypeBit(interop::DType d) { return 1u << static_cast<int>(d); }
@@ -174,6 +202,9 @@ extern const char* const kOpNames[static_cast<int>(OpKind::kMaxValue) + 1];
 
 // One line per op, e.g. `import-from-tensor t1 contiguous -> v0`.
 std::string_view FlavorName(Flavor f);
+// "", "stream=None", "stream=-1", "stream=1", "stream='1'", "max_version=(1, 0)", "dl_device=(1, 0)", "copy=False".
+std::string_view ExportArgsName(ExportArgs a);
+std::optional<ExportArgs> ExportArgsFromName(std::string_view name);
 std::string Describe(const Op& op);
 // "#i <op>" per op.
 std::string Describe(const Program& program);

@@ -99,9 +99,24 @@ int Model::Consume(int capsule) {
   return target;
 }
 
-std::string Model::ExportRefusal(const Node& a, int via) const {
+namespace {
+
+bool PassesKeyword(ExportArgs a) {
+  return a == ExportArgs::kMaxVersion || a == ExportArgs::kDlDevice || a == ExportArgs::kCopy;
+}
+bool PassesStream(ExportArgs a) {
+  return a == ExportArgs::kStreamNoSync || a == ExportArgs::kStreamOne || a == ExportArgs::kStreamNotInt;
+}
+
+}  // namespace
+
+std::string Model::ExportRefusal(const Node& a, int via, ExportArgs args) const {
   const PeerRules& r = *peers_[a.peer];
-  if (!HasDType(r.exports, a.content.dtype) || (a.readonly && !r.exports_read_only)) return r.export_refusal;
+  if (via == 0) {
+    // Every party here predates max_version, dl_device and copy: Python refuses the keyword.
+    if (PassesKeyword(args)) return "TypeError";
+    if (PassesStream(args) && r.stream_refusal) return r.stream_refusal;
+  }
   // A conjugate view's memory holds the conjugates: exported as it is, a consumer reads wrong values. The
   // DLPack protocol has no conjugate bit, so a producer must resolve it or refuse (PyTorch's __dlpack__
   // refuses). Every way of exporting is held to that: a way that exports the raw memory is a finding.
@@ -109,6 +124,8 @@ std::string Model::ExportRefusal(const Node& a, int via) const {
   // The array API's __dlpack__ may refuse a tensor that requires grad (PyTorch's does); to_dlpack exports
   // its data, which is valid.
   if (a.flavor == Flavor::kRequiresGrad && via == 0) return r.export_refusal;
+  if (via == 0 && args == ExportArgs::kStreamNotInt && r.int_streams_only) return "TypeError";
+  if (!HasDType(r.exports, a.content.dtype) || (a.readonly && !r.exports_read_only)) return r.export_refusal;
   return "";
 }
 
@@ -158,12 +175,15 @@ std::string Model::Predict(const Op& op) const {
   const PeerRules& peer = *peers_[op.peer];
   auto peer_refusal = [&](const Content& c) { return HasDType(peer.imports, c.dtype) ? "" : peer.import_refusal; };
   switch (op.kind) {
-    case OpKind::kExportArray: return ExportRefusal(src(SlotKind::kArray), op.via);
+    case OpKind::kExportArray: return ExportRefusal(src(SlotKind::kArray), op.via, op.export_args);
+    case OpKind::kExportTensor:  // this layer's producer: __dlpack__(*, stream) wants stream None on kDLCPU
+      if (PassesKeyword(op.export_args)) return "TypeError";
+      return PassesStream(op.export_args) ? "BufferError" : "";
     case OpKind::kImportFromArray: {  // import_from asks the array (or its contiguous copy) for __dlpack__ first
       Node exported = src(SlotKind::kArray);
       if (CopiedForImport(exported, op.contiguous) && exported.flavor != Flavor::kRequiresGrad)
         exported.flavor = Flavor::kPlain;  // the copy has the logical values in memory
-      std::string refusal = ExportRefusal(exported, 0);
+      std::string refusal = ExportRefusal(exported, 0, ExportArgs::kNone);
       return refusal.empty() ? subject_refusal(exported.content) : refusal;
     }
     case OpKind::kImportCapsule: {
@@ -182,11 +202,12 @@ std::string Model::Predict(const Op& op) const {
         case Malformed::kDevice: return peer.device_refusal;
         case Malformed::kDType: return peer.import_refusal;
         case Malformed::kNullDeleter: return peer_refusal(src(SlotKind::kTensor).content);
+        case Malformed::kLanes: return peer.lanes_refusal;
         default: return "?";  // the decoder hands peers no other kind
       }
     case OpKind::kPeerFromArray: {  // from_dlpack asks the array for __dlpack__ first
       const Node& a = src(SlotKind::kArray);
-      std::string refusal = ExportRefusal(a, 0);
+      std::string refusal = ExportRefusal(a, 0, ExportArgs::kNone);
       return refusal.empty() ? peer_refusal(a.content) : refusal;
     }
     case OpKind::kMalformed: {
@@ -217,11 +238,13 @@ void Model::Apply(const Op& op, const std::string& error) {
       Node t{NodeKind::kTensor, c, {storage}};
       t.contiguous = ProducerContiguous(op.dtype, op.shape, op.layout);
       t.shape = op.shape;
+      t.export_args = op.export_args;
       MutableSlot(SlotKind::kTensor, op.dst) = Add(std::move(t));
       break;
     }
     case OpKind::kCreateArray:
       MutableSlot(SlotKind::kArray, op.dst) = AddArray(op.peer, MadeContent(op), {}, op.readonly, op.flavor);
+      nodes_.back().export_args = op.export_args;
       break;
     case OpKind::kExportTensor:
     case OpKind::kExportArray: {

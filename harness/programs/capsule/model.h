@@ -56,6 +56,7 @@ struct Node {
   bool readonly = false;      // kArray
   Flavor flavor = Flavor::kPlain;  // kArray
   bool consumed = false;      // kCapsule
+  ExportArgs export_args = ExportArgs::kNone;  // kTensor, kArray: what its exports through __dlpack__ pass
 };
 
 class Model {
@@ -113,8 +114,9 @@ class Model {
     c.null_data = false;    // ... and its own rules say when they are NULL (ExportedContent)
     return AddArray(peer, c, {held}, readonly, Flavor::kPlain);
   }
-  // The exception array node `a`'s own peer raises when asked to export it (`via` as in Op), or "".
-  std::string ExportRefusal(const Node& a, int via) const;
+  // The exception array node `a`'s own peer raises when asked to export it (`via` as in Op; through __dlpack__
+  // with `args`), or "".
+  std::string ExportRefusal(const Node& a, int via, ExportArgs args) const;
   // What import_from(array, contiguous) exports: the array itself, or the peer's contiguous copy of it.
   bool CopiedForImport(const Node& a, bool contiguous) const;
   // A consumer takes over capsule node `capsule`: it is consumed and holds nothing; returns the export

@@ -33,9 +33,9 @@ class Producer {
   // are only asked for kPlain).
   virtual py::Ref Create(interop::DType dtype, const std::vector<int64_t>& shape, interop::Layout layout,
                          uint8_t seed, bool readonly, Flavor flavor) const = 0;
-  // A "dltensor" capsule: obj.__dlpack__() for `via` 0, the party's module function for 1 (only parties
+  // A "dltensor" capsule: obj.__dlpack__(<args>) for `via` 0, the party's module function for 1 (only parties
   // whose rules have export_ways 2 are asked for it).
-  virtual py::Ref Export(PyObject* obj, int via) const = 0;
+  virtual py::Ref Export(PyObject* obj, int via, ExportArgs args) const = 0;
   // The logical elements of one of its objects (or of what it imported), in C order, as a list.
   virtual py::Ref Values(PyObject* obj) const = 0;
 };

@@ -25,6 +25,31 @@ Ref ShapeTuple(const std::vector<int64_t>& shape) {
   return t;
 }
 
+Ref CallDlpack(PyObject* obj, ExportArgs args) {
+  Ref method = Ref::Steal(PyObject_GetAttrString(obj, "__dlpack__"));
+  if (!method) return method;
+  Ref kwargs = Ref::Steal(PyDict_New());
+  auto set = [&](const char* key, PyObject* value) {
+    Ref v = Ref::Steal(value);
+    return v && PyDict_SetItemString(kwargs.get(), key, v.get()) == 0;
+  };
+  auto pair = [](long a, long b) { return Py_BuildValue("(ll)", a, b); };
+  bool ok = true;
+  switch (args) {
+    case ExportArgs::kNone: break;
+    case ExportArgs::kStreamNone: ok = set("stream", Py_NewRef(Py_None)); break;
+    case ExportArgs::kStreamNoSync: ok = set("stream", PyLong_FromLong(-1)); break;
+    case ExportArgs::kStreamOne: ok = set("stream", PyLong_FromLong(1)); break;
+    case ExportArgs::kStreamNotInt: ok = set("stream", PyUnicode_FromString("1")); break;
+    case ExportArgs::kMaxVersion: ok = set("max_version", pair(1, 0)); break;
+    case ExportArgs::kDlDevice: ok = set("dl_device", pair(kDLCPU, 0)); break;
+    case ExportArgs::kCopy: ok = set("copy", Py_NewRef(Py_False)); break;
+  }
+  if (!ok) return Ref();
+  Ref empty = Ref::Steal(PyTuple_New(0));
+  return Ref::Steal(PyObject_Call(method.get(), empty.get(), kwargs.get()));
+}
+
 Ref Bool(bool b) { return Ref::Borrow(b ? Py_True : Py_False); }
 
 Ref CallCreate(const Ref& fn, interop::DType dtype, const std::vector<int64_t>& shape, interop::Layout layout,

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "harness/programs/capsule/format.h"
 #include "layers/interop/dlpack_types.h"
 #include "layers/interop/python_runtime.h"
 
@@ -20,6 +21,8 @@ py::Ref CallMethod(PyObject* obj, const char* name);
 py::Ref Str(std::string_view s);
 py::Ref ShapeTuple(const std::vector<int64_t>& shape);
 py::Ref Bool(bool b);
+// obj.__dlpack__(<args>): the keyword arguments ExportArgs names.
+py::Ref CallDlpack(PyObject* obj, ExportArgs args);
 // fn(dtype name, shape tuple, layout name, seed, readonly): how both parties' producers are called.
 py::Ref CallCreate(const py::Ref& fn, interop::DType dtype, const std::vector<int64_t>& shape,
                    interop::Layout layout, uint8_t seed, bool readonly);

@@ -22,7 +22,7 @@ class LifelineSubject final : public Subject {
              bool readonly, Flavor) const override {
     return CallCreate(tensor_type_, dtype, shape, layout, seed, readonly);
   }
-  Ref Export(PyObject* obj, int) const override { return CallMethod(obj, "__dlpack__"); }
+  Ref Export(PyObject* obj, int, ExportArgs args) const override { return CallDlpack(obj, args); }
   Ref Values(PyObject* obj) const override { return CallMethod(obj, "values"); }
 
   Ref ImportCapsule(PyObject* capsule) const override { return Call(import_capsule_, {capsule}); }

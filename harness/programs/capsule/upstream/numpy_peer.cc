@@ -33,7 +33,7 @@ class NumpyPeer final : public Peer {
              bool readonly, Flavor) const override {
     return CallCreate(make_array_, dtype, shape, layout, seed, readonly);
   }
-  Ref Export(PyObject* obj, int) const override { return CallMethod(obj, "__dlpack__"); }
+  Ref Export(PyObject* obj, int, ExportArgs args) const override { return CallDlpack(obj, args); }
   Ref Values(PyObject* obj) const override { return Call(values_, {obj}); }
   Ref Import(PyObject* producer) const override { return Call(from_dlpack_, {producer}); }
   Ref ImportCapsule(PyObject* capsule) const override {
@@ -77,9 +77,14 @@ const PeerRules& NumpyRules() {
       /*leaks_empty_imports=*/false,
       /*exports_null_when_empty=*/false,
       // a[..., ::-1] and a writable as_strided broadcast (NumPy's exports never carry NULL strides)
-      /*layouts=*/kClassicLayouts | LayoutBit(interop::Layout::kReversed) | LayoutBit(interop::Layout::kBroadcast),
+      // numpy.flip (every axis), and as_strided for the strides of extent-1 axes
+      /*layouts=*/kClassicLayouts | LayoutBit(interop::Layout::kReversed) | LayoutBit(interop::Layout::kBroadcast) |
+          LayoutBit(interop::Layout::kReversedAll) | LayoutBit(interop::Layout::kUnitStrides),
       /*imports_negative_strides=*/true,
       /*creates_wide=*/kAllDTypes & ~DTypeBit(DType::kBFloat16),  // every dtype NumPy has
+      /*stream_refusal=*/"RuntimeError",  // "NumPy only supports stream=None."
+      /*int_streams_only=*/false,
+      /*lanes_refusal=*/"RuntimeError",  // "Unsupported lanes in DLTensor dtype."
   };
   return rules;
 }

@@ -31,6 +31,12 @@ def make_array(dtype, shape, layout, seed, readonly):
         a[...] = base
     elif layout == "reversed" and shape:
         a = np.ascontiguousarray(base[..., ::-1])[..., ::-1]  # a negative stride on the last axis
+    elif layout == "reversed-all" and shape:
+        a = np.flip(np.ascontiguousarray(np.flip(base)))  # a negative stride on every axis
+    elif layout == "unit-strides":
+        # C order, and the producer's strides for the axes of extent 1, which no element steps by.
+        strides = tuple(s * base.itemsize for s in li.strides(shape, layout))
+        a = np.lib.stride_tricks.as_strided(base, shape, strides, writeable=True)
     else:
         a = base
     if readonly:

@@ -25,9 +25,9 @@ class TorchPeer final : public Peer {
     Ref sd = Ref::Steal(PyLong_FromLong(seed)), f = Str(FlavorName(flavor));
     return Call(make_tensor_, {d.get(), s.get(), l.get(), sd.get(), f.get()});
   }
-  Ref Export(PyObject* obj, int via) const override {
-    Ref v = Ref::Steal(PyLong_FromLong(via));
-    return Call(export_, {obj, v.get()});
+  Ref Export(PyObject* obj, int via, ExportArgs args) const override {
+    if (via == 0) return CallDlpack(obj, args);
+    return Call(to_dlpack_, {obj});
   }
   Ref Values(PyObject* obj) const override { return Call(values_, {obj}); }
   Ref Import(PyObject* producer) const override { return Call(from_dlpack_, {producer}); }
@@ -35,7 +35,7 @@ class TorchPeer final : public Peer {
 
  private:
   const Ref make_tensor_ = Helper("make_tensor");
-  const Ref export_ = Helper("export");
+  const Ref to_dlpack_ = Helper("to_dlpack");
   const Ref values_ = Helper("values");
   const Ref from_dlpack_ = Helper("from_dlpack");
 };
@@ -68,9 +68,12 @@ const PeerRules& TorchRules() {
       /*leaks_empty_imports=*/true,    // finding torch-from-dlpack-empty-leaks (guarded)
       /*exports_null_when_empty=*/true,
       // expand(); torch has no negative strides (flip copies) and always exports strides
-      /*layouts=*/kClassicLayouts | LayoutBit(interop::Layout::kBroadcast),
+      /*layouts=*/kClassicLayouts | LayoutBit(interop::Layout::kBroadcast) | LayoutBit(interop::Layout::kUnitStrides),
       /*imports_negative_strides=*/false,  // finding torch-from-dlpack-negative-strides-abort (guarded)
       /*creates_wide=*/kTorch,
+      /*stream_refusal=*/nullptr,  // Tensor.__dlpack__ synchronizes an integer stream on CUDA only
+      /*int_streams_only=*/true,   // "stream must be ``int`` or ``none``"
+      /*lanes_refusal=*/"RuntimeError",  // "ATen does not support lanes != 1"
   };
   return rules;
 }

@@ -1,8 +1,8 @@
 # PyTorch's side of the capsule programs (harness/programs/capsule/upstream/torch_peer.cc embeds this file at
 # build time and runs it once per process in the embedded interpreter). `make_tensor` builds a torch-owned
 # tensor whose logical values are the producer pattern, in the producer's layouts that torch has (not
-# reversed: torch has no negative strides; not null-strides: its exports always carry strides), and one of four
-# flavors: plain, a lazily conjugated view (memory holds the conjugates), a lazily negated view
+# reversed or reversed-all: torch has no negative strides; not null-strides: its exports always carry strides),
+# and one of four flavors: plain, a lazily conjugated view (memory holds the conjugates), a lazily negated view
 # (torch._neg_view: memory holds the negatives), or a tensor that requires grad.
 import os
 
@@ -46,6 +46,10 @@ def make_tensor(dtype, shape, layout, seed, flavor):
     elif layout == "offset":
         t = torch.zeros(n + 3, dtype=_T[dtype])[3:].reshape(shape)
         t.copy_(base)
+    elif layout == "unit-strides":
+        # C order, and the producer's strides for the axes of extent 1, which no element steps by.
+        t = torch.empty_strided(shape, li.strides(shape, layout), dtype=_T[dtype])
+        t.copy_(base)
     else:
         t = base
     # A root tensor (no autograd base) over the same storage, offset and strides: an export's view of it
@@ -65,9 +69,7 @@ def values(t):
     return t.detach().reshape(-1).tolist()
 
 
-def export(t, via):
-    return t.__dlpack__() if via == 0 else torch.utils.dlpack.to_dlpack(t)
-
+to_dlpack = torch.utils.dlpack.to_dlpack
 
 # torch.from_dlpack is torch.utils.dlpack.from_dlpack in 1.13: it takes an object with __dlpack__ or a
 # bare capsule.

@@ -40,8 +40,9 @@ Op MadeArray(uint8_t peer, uint8_t dtype, uint8_t layout) {
   return p.empty() ? Op{} : p[0];
 }
 
-// torch makes the layouts it has: a reversed or NULL-strides request (layout byte 0x84, 0x86) makes a contiguous
-// tensor, a broadcast (0x85) a broadcast; NumPy makes reversed arrays. And torch's import of a NumPy array with a
+// torch makes the layouts it has: a reversed, NULL-strides or reversed-all request (layout byte 0x84, 0x86, 0x87)
+// makes a contiguous tensor, a broadcast or unit-strides one (0x85, 0x88) what was asked; NumPy makes reversed,
+// reversed-all and unit-strides arrays. And torch's import of a NumPy array with a
 // negative stride is handed to NumPy while the guard torch-from-dlpack-negative-strides-abort holds.
 TEST(TorchCapsuleDecoder, EachPeerMakesTheLayoutsItHas) {
   struct Case {
@@ -50,7 +51,8 @@ TEST(TorchCapsuleDecoder, EachPeerMakesTheLayoutsItHas) {
   };
   for (const Case& c : {Case{1, 0x03, "offset"}, Case{1, 0x84, "contiguous"}, Case{1, 0x85, "broadcast"},
                         Case{1, 0x86, "contiguous"}, Case{0, 0x84, "reversed"}, Case{0, 0x85, "broadcast"},
-                        Case{0, 0x86, "contiguous"}}) {
+                        Case{0, 0x86, "contiguous"}, Case{1, 0x87, "contiguous"}, Case{1, 0x88, "unit-strides"},
+                        Case{0, 0x87, "reversed-all"}, Case{0, 0x88, "unit-strides"}}) {
     SCOPED_TRACE(static_cast<int>(c.layout));
     EXPECT_EQ(interop::LayoutName(MadeArray(c.peer, 0x00, c.layout).layout), c.made) << "peer " << int{c.peer};
   }

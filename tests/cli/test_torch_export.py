@@ -356,6 +356,35 @@ class Run(unittest.TestCase):
         self.assertEqual(rc, 0, out + err)
         self.assertEqual(out.count(": expected "), 2 * len(imports) + 7, out)
 
+    def test_reversed_all_unit_strides_and_export_arguments_run_as_predicted(self):
+        # The layouts and __dlpack__ keyword arguments of 2026-11-27, written out and run on the pinned parties:
+        # values read back after every import, and each party's answer to the arguments (torch takes an integer
+        # stream on the CPU, NumPy refuses any stream with RuntimeError, both refuse max_version with TypeError).
+        ops = [tensor("float32", (2, 3), "reversed-all", 5), tensor("int8", (3, 1), "unit-strides", 9),
+               numpy_array("float16", (2, 3), "reversed-all", 3), numpy_array("float32", (1, 3, 1), "unit-strides", 4),
+               torch_array("float32", (2, 1, 3, 1), "unit-strides", 6) | {"export_args": "stream=1"},
+               numpy_array("int8", (2,), "contiguous", 2) | {"export_args": "stream=-1"},
+               torch_array("float32", (2,), "contiguous", 1) | {"export_args": "max_version=(1, 0)"}]
+        ops += [{"op": "read", "src": f"#{i}"} for i in range(5)]
+        imports = [("numpy", 0), ("torch", 1), ("numpy", 2), ("torch", 3), ("numpy", 4)]
+        made = len(ops)
+        for peer, src in imports:
+            ops.append({"op": "peer-from-tensor" if src < 2 else "peer-from-array", "peer": peer, "src": f"#{src}"})
+        ops += [{"op": "read", "src": f"#{made + i}"} for i in range(len(imports))]
+        ops += [{"op": "export-array", "src": "#4", "via": "__dlpack__"},
+                raises({"op": "export-array", "src": "#5", "via": "__dlpack__"}),
+                raises({"op": "export-array", "src": "#6", "via": "__dlpack__"}, "TypeError")]
+        src = torch_py.generate(program(*ops), FINDING)
+        self.assertIn("x.__dlpack__(stream=1)", src)
+        self.assertIn("np.flip(np.flip(", src)
+        self.assertIn("torch.empty_strided((2, 1, 3, 1), (3, 4099, 1, 4099)", src)
+        rc, out, err = self.run_source(src)
+        self.assertEqual(rc, 0, out + err)
+        self.assertEqual(out.count(": expected "), 5 + 2 * len(imports), out)
+        self.assertNotIn("stream=1) refused", out)  # torch exported with stream=1
+        self.assertIn("stream=-1) refused: RuntimeError('NumPy only supports stream=None.')", out)
+        self.assertIn("max_version=(1, 0)) refused: TypeError(", out)
+
     def test_every_dtype_of_every_peer_reads_back_its_values(self):
         # The wider dtypes: each NumPy array and torch tensor read where it is made and after the other peer
         # imported it (torch refuses NumPy's uint16-64 with RuntimeError: the file then exits 0 at that op, so

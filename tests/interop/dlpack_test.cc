@@ -28,9 +28,10 @@ using testing_util::DlpackTest;
 // a read-only array; dropping the array releases the export.
 TEST_F(DlpackTest, NumpyReadsOurTensorsWithTheirValuesInEveryLayout) {
   const char* dtypes[] = {"float32", "float16", "int8"};
-  const char* layouts[] = {"contiguous", "transposed", "strided", "offset"};
+  const char* layouts[] = {"contiguous", "transposed", "strided",      "offset",      "reversed",
+                           "broadcast",  "null-strides", "reversed-all", "unit-strides"};
   const char* shapes[] = {"()", "(5,)", "(0,)", "(2, 3)", "(0, 3)", "(3, 0)", "(2, 3, 4)", "(1, 2, 0, 3)",
-                          "(2, 1, 3, 2)"};
+                          "(2, 1, 3, 2)", "(1, 3, 1)"};
   for (const char* dtype : dtypes) {
     for (const char* layout : layouts) {
       for (const char* shape : shapes) {
@@ -54,6 +55,25 @@ TEST_F(DlpackTest, NumpyReadsOurTensorsWithTheirValuesInEveryLayout) {
       }
     }
   }
+}
+
+// The strides the producer places the two layouts of 2026-11-27 with (li.strides, which the peers' Python uses
+// to make the same layouts): every axis reversed; the axes of extent 1 with strides no element steps by.
+TEST_F(DlpackTest, ReversedAllAndUnitStridesArePlacedAsDocumented) {
+  ASSERT_TRUE(Run(R"PY(
+      assert li.strides((2, 3, 4), "reversed-all") == (-12, -4, -1), li.strides((2, 3, 4), "reversed-all")
+      assert li.strides((1, 1, 3, 1), "unit-strides") == (0, 4099, 1, 4099), li.strides((1, 1, 3, 1), "unit-strides")
+      assert li.strides((2, 3), "unit-strides") == (3, 1)
+      t = li.Tensor("int8", (2, 3), "reversed-all", seed=3)
+      assert t.nbytes == 6 and not t.is_contiguous, (t.nbytes, t.is_contiguous)
+      u = li.Tensor("float32", (1, 3, 1), "unit-strides", seed=3)
+      assert u.nbytes == 12 and u.is_contiguous, (u.nbytes, u.is_contiguous)
+      try:
+          li.strides((2,), "diagonal")
+          raise AssertionError("an unknown layout was placed")
+      except ValueError as e:
+          assert "unit-strides" in str(e), e
+  )PY"));
 }
 
 // Scenario: NumPy round trip, NumPy -> ours. NumPy-owned arrays, contiguous or not (a transpose, every

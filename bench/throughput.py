@@ -4,6 +4,7 @@
   bench/throughput.py [TARGET...] [--seconds 10] [--rounds 2] [--max-len 256] [--sanitizers [--variants V,..]]
                       [--name NAME]
   bench/throughput.py TARGET... --replay DIR [--rounds 3] --name NAME   replay rate over the same inputs
+  bench/throughput.py TARGET... --against OTHER/build/fuzz             also against another checkout's build
 
 Ceiling: each target and the empty target (bench/empty_target.cc, same lane, same -max_len and -seed) run in
 turns (target, empty, target, empty, ...) so machine noise hits both alike; the ratio is target/empty.
@@ -14,6 +15,9 @@ ubsan-recover, fuzz-unfiltered: the fuzz lane without the plugin, fuzz-bare-harn
 built without ASan and UBSan), and runs each sanitizer build in turns with the no-sanitizer build: the overhead is
 exec/s(none) / exec/s(sanitizer).
 Every run passes the target's own libFuzzer settings (targets/<t>.options), as `lifeline fuzz` does.
+--against: each target also runs in turns with the same target built in another checkout (a `git worktree` of an
+older revision, its fuzz lane configured and built there), each from its own checkout's seeds (corpus/<t>: each
+decoder reads its own inputs): before/after figures of one run, on one machine state.
 A fuzzing run that crashes ends there (libFuzzer still prints its rate); such runs are counted in the table,
 since a target that keeps finding known upstream bugs (ggml_graph_topology) is measured over short runs.
 --replay DIR: instead, every input of DIR runs once (-runs=0) on each target in turns, and exec/s is inputs per
@@ -122,11 +126,13 @@ def run(binary: Path, seeds: Path, seconds: int, max_len: int, flags: list = ())
 
 
 def alternate(a: tuple, b: tuple, seeds: Path, args, label: str, flags: list = ()) -> tuple:
-    """Mean exec/s of a and b ((name, binary) each), measured in turns, both with `flags`."""
+    """Mean exec/s of a and b ((name, binary) each, or (name, binary, seeds) for seeds of its own), measured in
+    turns, both with `flags`."""
     got = {a[0]: [], b[0]: []}
     for r in range(args.rounds):
-        for name, binary in (a, b):
-            eps = replay(binary, seeds) if args.replay else run(binary, seeds, args.seconds, args.max_len, flags)
+        for name, binary, *own in (a, b):
+            dir_ = own[0] if own else seeds
+            eps = replay(binary, dir_) if args.replay else run(binary, dir_, args.seconds, args.max_len, flags)
             got[name].append(eps)
             print(f"  {label} round {r}: {name:<28} {eps:>9} exec/s", flush=True)
     return statistics.mean(got[a[0]]), statistics.mean(got[b[0]]), got
@@ -164,6 +170,8 @@ def main() -> int:
                     f"{','.join(v for v in VARIANTS if v != 'none')}; also {','.join(EXTRA_VARIANTS)})")
     ap.add_argument("--name", default="throughput", help="results file name in bench/results (default throughput)")
     ap.add_argument("--replay", help="replay rate: every input of this directory once per run, targets in turns")
+    ap.add_argument("--against", help="the fuzz lane's build folder of another checkout (another revision): each "
+                                      "target also runs in turns with its build there, from that checkout's seeds")
     args = ap.parse_args()
     if args.replay:
         return main_replay(args)
@@ -174,12 +182,16 @@ def main() -> int:
     empty = build / "bench" / "empty_target"
     built = sorted(p.name for p in (build / "targets").iterdir()) if (build / "targets").is_dir() else []
     targets = args.targets or built
+    against = Path(args.against) if args.against else None
     for t in targets + ["empty_target"]:
-        p = empty if t == "empty_target" else build / "targets" / t
-        if not p.is_file():
-            print(f"throughput: {p} is not built; run `cmake --preset fuzz && cmake --build --preset fuzz`",
-                  file=sys.stderr)
-            return 2
+        for b in (build, against) if against else (build,):
+            p = b / "bench" / "empty_target" if t == "empty_target" else b / "targets" / t
+            if t == "empty_target" and b is against:
+                continue
+            if not p.is_file():
+                print(f"throughput: {p} is not built; run `cmake --preset fuzz && cmake --build --preset fuzz`"
+                      f"{' in that checkout' if b is against else ''}", file=sys.stderr)
+                return 2
     variants = {}
     known = {**VARIANTS, **EXTRA_VARIANTS}
     chosen = [v for v in VARIANTS if v != "none"]
@@ -211,6 +223,13 @@ def main() -> int:
                "seconds": args.seconds, "rounds": args.rounds, "max_len": args.max_len, "rows": rows,
                "runs_ended_by_crash": CRASHED.get(str(build / "targets" / t), 0), "overhead": {},
                "flags": settings[t]}
+        if against:
+            # The other checkout's seeds: its decoder reads its own inputs (<checkout>/build/<lane>/targets/<t>).
+            own = against.parent.parent / "corpus" / t
+            oe, ne, orows = alternate((f"{t} (against)", against / "targets" / t, own if own.is_dir() else seeds),
+                                      (t, build / "targets" / t), seeds, args, "against", settings[t])
+            res["against"] = {"build": str(against), "exec_s": round(oe), "this_exec_s": round(ne),
+                              "ratio": round(ne / oe, 2) if oe else None, "rows": orows}
         none = variants.get("none")
         for name, out in variants.items():
             if name == "none":
@@ -228,14 +247,24 @@ def main() -> int:
     (out_dir / f"{args.name}.json").write_text(json.dumps(results, indent=2) + "\n")
     names = [n for n in variants if n != "none"]
     head = "| target | exec/s | empty target | ratio | runs ended by a crash |" + "".join(f" {n} slowdown |" for n in names)
+    sep = "|---|---|---|---|---|" + "---|" * len(names)
+    if against:
+        head += " against: exec/s there | this / there |"
+        sep += "---|---|"
     lines = [f"# Throughput ({args.rounds} alternating rounds of {args.seconds} s, -max_len={args.max_len})", "",
-             "Command: `bench/throughput.py " + " ".join(sys.argv[1:]) + "`", "", head,
-             "|---|---|---|---|---|" + "---|" * len(names)]
+             "Command: `bench/throughput.py " + " ".join(sys.argv[1:]) + "`", "", head, sep]
     for r in results:
         cells = "".join(f" {r['overhead'][n]['slowdown']}x ({r['overhead'][n]['exec_s']:,} exec/s) |"
                         if r["overhead"].get(n) and r["overhead"][n]["slowdown"] else " n/a |" for n in names)
+        if against:
+            a = r["against"]
+            cells += f" {a['exec_s']} | {a['ratio']}x |" if a["ratio"] else f" {a['exec_s']} | n/a |"
         lines.append(f"| {r['target']} | {r['exec_s']} | {r['ceiling_exec_s']} | {r['ratio']:.2%} | "
                      f"{r['runs_ended_by_crash']}/{args.rounds} |{cells}")
+    if against:
+        lines += ["", f"against: `{against}`, measured in turns with this build (its own rounds, not the ceiling's), "
+                      "each from its checkout's seeds with this checkout's libFuzzer settings; this / there is "
+                      "this build's exec/s over that build's."]
     if names:
         lines += ["", "slowdown = exec/s without sanitizers / exec/s with the sanitizer, both libFuzzer builds of "
                       ".clusterfuzzlite/build.sh with the lane's flags (fuzz = ASan+UBSan, -fno-sanitize-recover=all), "

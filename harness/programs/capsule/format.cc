@@ -24,9 +24,8 @@ using interop::Malformed;
 
 constexpr const char* kSlotPrefix = "tacvb";  // tensor, array, capsule, view, buffer
 constexpr std::string_view kFlavorNames[] = {"plain", "conj", "neg", "requires-grad"};
-constexpr std::string_view kExportArgsNames[] = {"",          "stream=None",        "stream=-1",
-                                                 "stream=1",  "stream='1'",         "max_version=(1, 0)",
-                                                 "dl_device=(1, 0)", "copy=False"};
+constexpr std::string_view kExportArgsNames[] = {
+    "", "stream=None", "stream=-1", "stream=1", "stream='1'", "max_version=(1, 0)", "dl_device=(1, 0)", "copy=False"};
 
 // Encoding: which slot of each kind holds the object that op i made (the id form names objects by maker).
 using Slots = programs::SlotBook[static_cast<int>(SlotKind::kMaxValue) + 1];

@@ -101,11 +101,13 @@ int Model::Consume(int capsule) {
 
 namespace {
 
-bool PassesKeyword(ExportArgs a) {
-  return a == ExportArgs::kMaxVersion || a == ExportArgs::kDlDevice || a == ExportArgs::kCopy;
-}
-bool PassesStream(ExportArgs a) {
-  return a == ExportArgs::kStreamNoSync || a == ExportArgs::kStreamOne || a == ExportArgs::kStreamNotInt;
+// What a __dlpack__ that takes `stream` only raises for `a` before anything else: TypeError for the keywords every
+// party here predates (max_version, dl_device, copy), `stream_refusal` for a stream other than None (nullptr: it
+// takes one), else nullptr.
+const char* ArgumentRefusal(ExportArgs a, const char* stream_refusal) {
+  if (a == ExportArgs::kMaxVersion || a == ExportArgs::kDlDevice || a == ExportArgs::kCopy) return "TypeError";
+  const bool stream = a == ExportArgs::kStreamNoSync || a == ExportArgs::kStreamOne || a == ExportArgs::kStreamNotInt;
+  return stream ? stream_refusal : nullptr;
 }
 
 }  // namespace
@@ -113,9 +115,7 @@ bool PassesStream(ExportArgs a) {
 std::string Model::ExportRefusal(const Node& a, int via, ExportArgs args) const {
   const PeerRules& r = *peers_[a.peer];
   if (via == 0) {
-    // Every party here predates max_version, dl_device and copy: Python refuses the keyword.
-    if (PassesKeyword(args)) return "TypeError";
-    if (PassesStream(args) && r.stream_refusal) return r.stream_refusal;
+    if (const char* refusal = ArgumentRefusal(args, r.stream_refusal)) return refusal;
   }
   // A conjugate view's memory holds the conjugates: exported as it is, a consumer reads wrong values. The
   // DLPack protocol has no conjugate bit, so a producer must resolve it or refuse (PyTorch's __dlpack__
@@ -176,9 +176,10 @@ std::string Model::Predict(const Op& op) const {
   auto peer_refusal = [&](const Content& c) { return HasDType(peer.imports, c.dtype) ? "" : peer.import_refusal; };
   switch (op.kind) {
     case OpKind::kExportArray: return ExportRefusal(src(SlotKind::kArray), op.via, op.export_args);
-    case OpKind::kExportTensor:  // this layer's producer: __dlpack__(*, stream) wants stream None on kDLCPU
-      if (PassesKeyword(op.export_args)) return "TypeError";
-      return PassesStream(op.export_args) ? "BufferError" : "";
+    case OpKind::kExportTensor: {  // this layer's producer: __dlpack__(*, stream) wants stream None on kDLCPU
+      const char* refusal = ArgumentRefusal(op.export_args, "BufferError");
+      return refusal ? refusal : "";
+    }
     case OpKind::kImportFromArray: {  // import_from asks the array (or its contiguous copy) for __dlpack__ first
       Node exported = src(SlotKind::kArray);
       if (CopiedForImport(exported, op.contiguous) && exported.flavor != Flavor::kRequiresGrad)

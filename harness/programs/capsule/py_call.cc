@@ -26,6 +26,7 @@ Ref ShapeTuple(const std::vector<int64_t>& shape) {
 }
 
 Ref CallDlpack(PyObject* obj, ExportArgs args) {
+  if (args == ExportArgs::kNone) return CallMethod(obj, "__dlpack__");  // most exports: no dict to build
   Ref method = Ref::Steal(PyObject_GetAttrString(obj, "__dlpack__"));
   if (!method) return method;
   Ref kwargs = Ref::Steal(PyDict_New());

@@ -47,8 +47,40 @@ function(lifeline_add_gtest name)
   # Only the first label reaches the discovered tests: CMake 3.25's gtest_discover_tests flattens a list
   # value in PROPERTIES, so `unit` sticks and ARG_LABELS do not (`ctest -L python` selects the corpus,
   # reproducer and smoke tests of a label, not its unit tests). Kept here so the labels are declared.
+  if(LIFELINE_TEST_LAUNCHER)
+    lifeline_add_gtest_batch(${name} "unit;${ARG_LABELS}")
+    return()
+  endif()
   gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
                        TEST_PREFIX "unit." PROPERTIES LABELS "unit;${ARG_LABELS}")
+endfunction()
+
+# The lanes whose tests run under a launcher (valgrind): the binary runs once, as the test unit.<name>, and
+# each of its cases is still a test of its own, unit.<Suite>.<Case>, passing only when the run's XML report
+# says it passed (tests/lanes/gtest_batch.py, which says why). The cases are listed when the binary is built;
+# ctest includes the list, or a failing test naming the binary when it is missing.
+function(lifeline_add_gtest_batch name labels)
+  set(dir ${CMAKE_CURRENT_BINARY_DIR}/gtest-batch)
+  set(xml ${dir}/${name}.xml)
+  set(cases ${dir}/${name}_cases.cmake)
+  set(batch ${PROJECT_SOURCE_DIR}/tests/lanes/gtest_batch.py)
+  add_custom_command(TARGET ${name} POST_BUILD
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
+    COMMAND ${Python3_EXECUTABLE} ${batch} discover $<TARGET_FILE:${name}> ${cases} ${name} ${xml} ${labels}
+    VERBATIM)
+  add_test(NAME unit.${name}
+           COMMAND ${Python3_EXECUTABLE} ${batch} run ${xml} -- ${LIFELINE_TEST_LAUNCHER} $<TARGET_FILE:${name}>)
+  # COST: the longest tests of the lane, started first.
+  set_tests_properties(unit.${name} PROPERTIES LABELS "${labels}" FIXTURES_SETUP gtest.${name} COST 1000
+                       TIMEOUT 900)
+  set(include ${dir}/${name}_include.cmake)
+  file(WRITE ${include}
+       "if(EXISTS [==[${cases}]==])\n"
+       "  include([==[${cases}]==])\n"
+       "else()\n"
+       "  add_test(unit.${name}.cases-not-listed [==[${Python3_EXECUTABLE}]==] -c [==[import sys; print('FAIL: ${name} is not built, so its cases are not listed (${cases})'); sys.exit(1)]==])\n"
+       "endif()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${include})
 endfunction()
 
 # Executable `name` from targets/<source>.cc in `dir`, linked with the lane's engine: libFuzzer (fuzz lane),

@@ -138,7 +138,7 @@ if(LIFELINE_GGML AND LIFELINE_VULKAN AND LIFELINE_LANE IN_LIST LIFELINE_GGML_VUL
   execute_process(
     COMMAND ${CMAKE_COMMAND} -S ${PROJECT_SOURCE_DIR}/cmake/ggml-vulkan -B ${_vk_shared} -G Ninja
             ${_vk_compiler} -DLIFELINE_GGML_DIR=${LIFELINE_GGML_DIR}
-            -DLIFELINE_GLSLC=${LIFELINE_GLSLC}
+            -DLIFELINE_GLSLC=${LIFELINE_GLSLC} -DLIFELINE_PYTHON=${Python3_EXECUTABLE}
     RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _out)
   if(NOT _rc EQUAL 0)
     message(FATAL_ERROR "configuring the shared ggml-vulkan shader build in ${_vk_shared} failed:\n${_out}")

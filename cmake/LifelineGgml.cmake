@@ -72,6 +72,26 @@ if(LIFELINE_GGML_DIR)
     target_compile_options(lifeline_ggml_recover INTERFACE -fsanitize-recover=pointer-overflow)
     string(APPEND LIFELINE_UBSAN_OPTIONS ":suppressions=${LIFELINE_UBSAN_UPSTREAM_SUPP}")
   endif()
+  # ggml-base reads its generated ggml-version.h from the lane's build folder, the one include path that differs
+  # between lanes: a copy in a folder of the source tree's own (build/upstream/ggml-version-<key>, the same
+  # bytes) keeps ggml-base's compile commands the same in every lane, so the fuzz lane can take the asan lane's
+  # objects from the compiler cache (LifelineLane.cmake).
+  get_target_property(_ggml_base_inc ggml-base INCLUDE_DIRECTORIES)
+  if(_ggml_base_inc AND EXISTS "${CMAKE_BINARY_DIR}/ggml/src/ggml-version.h")
+    string(MD5 _ggml_key "${LIFELINE_GGML_DIR}")
+    string(SUBSTRING "${_ggml_key}" 0 12 _ggml_key)
+    set(_ggml_version_dir ${PROJECT_SOURCE_DIR}/build/upstream/ggml-version-${_ggml_key})
+    file(MAKE_DIRECTORY ${_ggml_version_dir})
+    file(COPY_FILE ${CMAKE_BINARY_DIR}/ggml/src/ggml-version.h ${_ggml_version_dir}/ggml-version.h ONLY_IF_DIFFERENT)
+    set(_inc "")
+    foreach(d IN LISTS _ggml_base_inc)
+      if(d STREQUAL "${CMAKE_BINARY_DIR}/ggml/src")
+        set(d ${_ggml_version_dir})
+      endif()
+      list(APPEND _inc "${d}")
+    endforeach()
+    set_target_properties(ggml-base PROPERTIES INCLUDE_DIRECTORIES "${_inc}")
+  endif()
   foreach(t ggml-base ggml-cpu ggml)
     if(NOT TARGET ${t})
       message(FATAL_ERROR "${LIFELINE_GGML_DIR}: its CMake defines no target '${t}'; "

@@ -79,6 +79,26 @@ if((LIFELINE_SANITIZE OR LIFELINE_COVERAGE) AND NOT CMAKE_CXX_COMPILER_ID STREQU
   message(FATAL_ERROR "the sanitizer lanes are built with clang (found ${CMAKE_CXX_COMPILER_ID})")
 endif()
 
+# ---- the compiler cache -------------------------------------------------------------------------------
+# ccache, in build/ccache (every lane's, and only this checkout's: `rm -rf build` empties it). Lanes whose flags
+# are the same share objects: the fuzz lane takes the asan lane's (above), which is most of its build. The
+# build folder is not part of the key (NOHASHDIR: sources and include paths are absolute; only the debug info's
+# compilation folder then names the lane that compiled the object). The compiler's own -MD output lists the
+# headers (DEPEND mode: no second preprocessor run). Not for the external engine, whose compiler is the build
+# contract's; -DLIFELINE_CCACHE=OFF builds without it.
+option(LIFELINE_CCACHE "compile through ccache (build/ccache) where it is installed" ON)
+if(LIFELINE_CCACHE AND NOT LIFELINE_ENGINE STREQUAL "external")
+  find_program(LIFELINE_CCACHE_EXE ccache)
+  if(LIFELINE_CCACHE_EXE)
+    set(_launcher env CCACHE_DIR=${PROJECT_SOURCE_DIR}/build/ccache CCACHE_NOHASHDIR=1 CCACHE_DEPEND=1
+        CCACHE_MAXSIZE=8G ${LIFELINE_CCACHE_EXE})
+    set(CMAKE_C_COMPILER_LAUNCHER ${_launcher})
+    set(CMAKE_CXX_COMPILER_LAUNCHER ${_launcher})
+  else()
+    message(STATUS "lifeline: ccache not found, every lane compiles everything (scripts/install-deps.sh installs it)")
+  endif()
+endif()
+
 add_library(lifeline_lane INTERFACE)
 # Checks stay on in every lane: -UNDEBUG keeps assert() alive in code we build, and the project's own
 # checks (LIFELINE_CHECK) never depend on NDEBUG anyway. The external engine takes optimization and debug
@@ -105,7 +125,17 @@ else()
   # No sanitizer runtime to symbolize check failures: export symbols so dladdr can name our functions.
   target_link_options(lifeline_lane INTERFACE -rdynamic)
 endif()
-if(LIFELINE_ENGINE STREQUAL "libfuzzer")
+# libFuzzer's coverage instrumentation: in the fuzz lane, and in the asan lane too, which compiles every object as
+# the fuzz lane does (the same clang and flags; only what a fuzz target links differs: libFuzzer there, the
+# replay driver here). The fuzz lane then takes the asan lane's objects from the compiler cache below instead
+# of compiling them again. The asan lane's binaries never read the counters: the sanitizer runtime's own
+# no-op callbacks take the trace calls.
+set(LIFELINE_SANCOV OFF)
+if(LIFELINE_ENGINE STREQUAL "libfuzzer" OR
+   (LIFELINE_LANE STREQUAL "asan" AND LIFELINE_ENGINE STREQUAL "replay" AND "address" IN_LIST LIFELINE_SANITIZE))
+  set(LIFELINE_SANCOV ON)
+endif()
+if(LIFELINE_SANCOV)
   # Coverage instrumentation everywhere; the engine itself is linked into fuzz targets only.
   target_compile_options(lifeline_lane INTERFACE -fsanitize=fuzzer-no-link)
 endif()
@@ -113,9 +143,9 @@ endif()
 # off the sanitizer's own comparisons, which cost a third of the lane's time and trace nothing of the program;
 # every check stays (cmake/sancov-filter/hide_sanitizer_compares.cc). Built once per machine by
 # scripts/build-sancov-filter.sh; -DLIFELINE_SANCOV_FILTER=OFF builds the lane without it.
-option(LIFELINE_SANCOV_FILTER "fuzz lane: keep trace-cmp off UBSan's checks (a clang pass plugin)" ON)
+option(LIFELINE_SANCOV_FILTER "fuzz and asan lanes: keep trace-cmp off UBSan's checks (a clang pass plugin)" ON)
 set(LIFELINE_SANCOV_FILTER_PLUGIN "")
-if(LIFELINE_ENGINE STREQUAL "libfuzzer" AND "undefined" IN_LIST LIFELINE_SANITIZE AND LIFELINE_SANCOV_FILTER)
+if(LIFELINE_SANCOV AND "undefined" IN_LIST LIFELINE_SANITIZE AND LIFELINE_SANCOV_FILTER)
   if(NOT CMAKE_C_COMPILER_VERSION VERSION_EQUAL CMAKE_CXX_COMPILER_VERSION)
     message(FATAL_ERROR "LIFELINE_SANCOV_FILTER: the C and C++ compilers must be the same clang (C "
                         "${CMAKE_C_COMPILER_VERSION}, C++ ${CMAKE_CXX_COMPILER_VERSION}): one plugin is loaded by both")

@@ -89,6 +89,11 @@ function(lifeline_add_fuzz_executable name source dir)
   cmake_parse_arguments(ARG "" "" "LIBS" ${ARGN})
   lifeline_add_executable(${name} SOURCES ${PROJECT_SOURCE_DIR}/targets/${source}.cc LIBS ${ARG_LIBS})
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${dir} OUTPUT_NAME ${source})
+  if(LIFELINE_PROGRAM_CODEC)
+    # LIFELINE_TARGET_CODEC (harness/programs/common/codec.h) defines the target's codec. Only here: the libraries
+    # compile the same with and without codecs, so the fuzz lane can take the asan lane's (LifelineLane.cmake).
+    target_compile_definitions(${name} PRIVATE LIFELINE_PROGRAM_CODEC)
+  endif()
   if(LIFELINE_ENGINE STREQUAL "libfuzzer")
     target_link_options(${name} PRIVATE -fsanitize=fuzzer)
     target_compile_definitions(${name} PRIVATE LIFELINE_LIBFUZZER=1)  # libFuzzer flags are valid in argv

@@ -13,6 +13,7 @@ set -euo pipefail
 PACKAGES=(
   cmake              # build system (presets need >= 3.21)
   ninja-build        # generator used by every preset
+  ccache             # the lanes' compiler cache (build/ccache): the fuzz lane reuses the asan lane's objects
   clang-14           # the compiler of every lane but tsan (Debian 12's default clang)
   libclang-rt-14-dev # ASan/UBSan/TSan/LSan/libFuzzer runtimes and FuzzedDataProvider.h
   clang-19           # the tsan lane: clang 14 and 16 TSan-instrument libFuzzer's edge counters (docs/fuzzing.md, "Fuzzing under TSan")

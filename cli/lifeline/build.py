@@ -83,6 +83,30 @@ def describe_ggml(info: dict) -> str:
     return f"upstream ggml {info['version']}: --ggml-source {info['source']} (not the pinned version)"
 
 
+CCACHE_DIR = ROOT / "build" / "ccache"  # the lanes' compiler cache (cmake/LifelineLane.cmake)
+
+
+def ccache_stats(zero: bool = False) -> tuple[int, int] | None:
+    """(compilations taken from build/ccache, compilations it missed) since its statistics were last zeroed,
+    or None when ccache is not installed or has no cache there yet; `zero` zeroes them afterwards."""
+    env = dict(os.environ, CCACHE_DIR=str(CCACHE_DIR))
+    try:
+        out = subprocess.run(["ccache", "--print-stats"], env=env, capture_output=True, text=True, timeout=60)
+        if zero:
+            subprocess.run(["ccache", "--zero-stats"], env=env, capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0 or not CCACHE_DIR.is_dir():
+        return None
+    counts = {}
+    for line in out.stdout.splitlines():
+        key, _, value = line.partition("\t")
+        if value.strip().isdigit():
+            counts[key] = int(value)
+    hits = counts.get("direct_cache_hit", 0) + counts.get("preprocessed_cache_hit", 0)
+    return hits, counts.get("cache_miss", 0)
+
+
 def configure_and_build(lane: str, targets: list | None = None, ggml_source: Path | None = None) -> bool:
     """Configures the lane's preset and builds it: everything, or only `targets` (CMake target names).
     `ggml_source` (resolve_ggml_source) builds that ggml tree instead of the pinned one; without it the lane is

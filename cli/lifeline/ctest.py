@@ -9,7 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-from .build import configure_and_build, describe_ggml, ensure_deps, ensure_upstream, resolve_ggml_source, upstream_ggml
+from .build import (CCACHE_DIR, ccache_stats, configure_and_build, describe_ggml, ensure_deps, ensure_upstream,
+                    resolve_ggml_source, upstream_ggml)
 from .paths import LANES, ROOT
 from .usage import UsageError
 
@@ -118,8 +119,13 @@ def cmd_test(args) -> int:
     for lane in lanes:
         t0 = time.monotonic()
         print(f"\n==== lane {lane}: build ====", flush=True)
+        ccache_stats(zero=True)
         built = configure_and_build(lane, ggml_source=ggml_source)
         t_build = time.monotonic() - t0
+        cached = ccache_stats()
+        if cached and sum(cached):
+            print(f"lane {lane}: {cached[0]} of {sum(cached)} compilations taken from ccache ({CCACHE_DIR})",
+                  flush=True)
         info = upstream_ggml(ROOT / "build" / lane) if built else None
         if info:
             ggml_lines.setdefault(describe_ggml(info), []).append(lane)

@@ -5,7 +5,8 @@
 
 Runs `./lifeline test` (the README's test command; with --lanes only those lanes) and records what it
 prints per lane: build seconds, total seconds (build + ctest), tests passed and failed; ctest seconds are
-the difference. --fresh deletes build/<lane>/ first, as a fresh clone has none. Writes
+the difference. --fresh deletes build/<lane>/ and the lanes' compiler cache build/ccache/ first, as a fresh
+clone has neither (the fetched upstream source and the shared ggml-vulkan shader build stay). Writes
 bench/results/suite.json and suite.md. A benchmark: it reports the suite's result, it does not judge it.
 """
 import argparse
@@ -26,7 +27,7 @@ ROW = re.compile(r"^(\w+)\s+(ok|FAILED)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lanes", default=",".join(LANES))
-    ap.add_argument("--fresh", action="store_true", help="delete the lanes' build folders first")
+    ap.add_argument("--fresh", action="store_true", help="delete the lanes' build folders and build/ccache first")
     args = ap.parse_args()
     lanes = args.lanes.split(",")
     for lane in lanes:
@@ -36,6 +37,7 @@ def main() -> int:
     if args.fresh:
         for lane in lanes:
             shutil.rmtree(ROOT / "build" / lane, ignore_errors=True)
+        shutil.rmtree(ROOT / "build" / "ccache", ignore_errors=True)  # else the lanes compile from a warm cache
     cmd = [str(ROOT / "lifeline"), "test"] + ([] if len(lanes) == len(LANES) else ["--lanes", args.lanes])
     print("suite: " + " ".join(cmd), flush=True)
     t0 = time.monotonic()

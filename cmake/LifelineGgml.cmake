@@ -294,6 +294,29 @@ endfunction()
 
 # Whether fuzz target `target` (lifeline_add_fuzz_target) runs upstream ggml: its libraries include the ggml
 # graph adapters. In `out`.
+# The CPUs a test of a target that runs ggml's CPU backend declares (ctest's PROCESSORS), so that ctest -j runs
+# nothing beside it on the CPUs its compute threads need. ggml's threads wait for each other in ggml_barrier by
+# spinning (ggml_host.cc, CpuThreadsToRun): when another test holds one of the CPUs, a thread that has arrived
+# spins while the thread it waits for cannot run. In a fresh clone's fuzz lane, fuzz-smoke.ggml_graph_topology
+# ran 1,644 inputs in 121 s (its 120 s cap) beside unit.ossfuzz-build's compile, where alone it runs its 2,000 in
+# 6.6 s; corpus.ggml_graph_topology took 24 s there, 2 s alone. A compute runs on at most max(2, the CPUs)
+# threads and at most kMaxCpuThreads (4, harness/programs/graph/format.h): the same bound here.
+cmake_host_system_information(RESULT _cpus QUERY NUMBER_OF_LOGICAL_CORES)
+set(LIFELINE_GGML_TEST_PROCESSORS 2)
+if(_cpus GREATER 2)
+  set(LIFELINE_GGML_TEST_PROCESSORS ${_cpus})
+  if(_cpus GREATER 4)
+    set(LIFELINE_GGML_TEST_PROCESSORS 4)
+  endif()
+endif()
+# Gives `tests` those PROCESSORS when `target` runs ggml.
+function(lifeline_ggml_test_processors target)
+  lifeline_target_runs_ggml(${target} runs)
+  if(runs)
+    set_tests_properties(${ARGN} PROPERTIES PROCESSORS ${LIFELINE_GGML_TEST_PROCESSORS})
+  endif()
+endfunction()
+
 function(lifeline_target_runs_ggml target out)
   get_property(libs GLOBAL PROPERTY LIFELINE_TARGET_LIBS_${target})
   list(FILTER libs INCLUDE REGEX "^lifeline_graph_ggml")

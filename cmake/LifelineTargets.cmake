@@ -165,15 +165,33 @@ function(lifeline_add_fuzz_target name)
     lifeline_add_replay_test(regression.${name} ${name} ${regression})
     set_tests_properties(regression.${name} PROPERTIES LABELS "corpus;regression;${ARG_LABELS}" TIMEOUT 600)
   endif()
+  foreach(test corpus.${name} regression.${name} fuzz-smoke.${name})
+    if(TEST ${test})
+      lifeline_ggml_test_processors(${name} ${test})
+    endif()
+  endforeach()
 endfunction()
 
 # Test `test`: target `target` runs every input of `dir` once. With libFuzzer, -runs=0 executes each and writes
 # nothing into `dir` (libFuzzer refuses an artifact prefix whose directory does not exist); elsewhere the replay
 # driver runs them.
+# The target's `entropic = 0` (targets/<target>.options) is passed on: entropic keeps per-feature frequencies for
+# every input libFuzzer loads, -runs=0 included, which made corpus.ggml_graph_topology's 729 runs take 10 s
+# instead of 2.8 s (fuzz lane, 2026-11-27); it only schedules mutations, so what a replay checks is the same. The
+# target's other settings change what is detected (detect_leaks) and stay out.
 function(lifeline_add_replay_test test target dir)
   if(LIFELINE_ENGINE STREQUAL "libfuzzer")
     file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/artifacts)
-    add_test(NAME ${test} COMMAND ${target} -runs=0 -artifact_prefix=${CMAKE_BINARY_DIR}/artifacts/ ${dir})
+    set(options ${PROJECT_SOURCE_DIR}/targets/${target}.options)
+    set(entropic "")
+    if(EXISTS ${options})
+      set_property(DIRECTORY ${PROJECT_SOURCE_DIR} APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${options})
+      file(STRINGS ${options} entropic_off REGEX "^[ \t]*entropic[ \t]*=[ \t]*0[ \t]*$")
+      if(entropic_off)
+        set(entropic -entropic=0)
+      endif()
+    endif()
+    add_test(NAME ${test} COMMAND ${target} -runs=0 ${entropic} -artifact_prefix=${CMAKE_BINARY_DIR}/artifacts/ ${dir})
   else()
     add_test(NAME ${test} COMMAND ${target} ${dir})
   endif()
@@ -252,6 +270,7 @@ function(_lifeline_repro_tests id dir target binary labels prefix modes extra)
              COMMAND ${LIFELINE_CLI} repro-check --repro-dir ${dir} --lane ${LIFELINE_LANE} --mode ${mode}
                      ${extra} ${other} --binary ${bin} -- ${LIFELINE_TEST_LAUNCHER})
     set_tests_properties(${test} PROPERTIES LABELS "${all_labels}" TIMEOUT 600)
+    lifeline_ggml_test_processors(${target} ${test})
     if(other)
       set_tests_properties(${test} PROPERTIES SKIP_RETURN_CODE 77)
     endif()

@@ -176,8 +176,8 @@ endfunction()
 # nothing into `dir` (libFuzzer refuses an artifact prefix whose directory does not exist); elsewhere the replay
 # driver runs them.
 # The target's `entropic = 0` (targets/<target>.options) is passed on: entropic keeps per-feature frequencies for
-# every input libFuzzer loads, -runs=0 included, which made corpus.ggml_graph_topology's 729 runs take 10 s
-# instead of 2.8 s (fuzz lane, 2026-11-27); it only schedules mutations, so what a replay checks is the same. The
+# every input libFuzzer loads, -runs=0 included, which made corpus.ggml_graph_topology's 729 runs take 10.9 s
+# instead of 2.9 s (fuzz lane, 2026-11-27); it only schedules mutations, so what a replay checks is the same. The
 # target's other settings change what is detected (detect_leaks) and stay out.
 function(lifeline_add_replay_test test target dir)
   if(LIFELINE_ENGINE STREQUAL "libfuzzer")

@@ -81,7 +81,8 @@ endif()
 
 # ---- the compiler cache -------------------------------------------------------------------------------
 # ccache, in build/ccache (every lane's, and only this checkout's: `rm -rf build` empties it). Lanes whose flags
-# are the same share objects: the fuzz lane takes the asan lane's (above), which is most of its build. The
+# are the same share objects: the fuzz lane takes the asan lane's (see the coverage instrumentation below), which
+# is most of its build. The
 # build folder is not part of the key (NOHASHDIR: sources and include paths are absolute; only the debug info's
 # compilation folder then names the lane that compiled the object). The compiler's own -MD output lists the
 # headers (DEPEND mode: no second preprocessor run). Not for the external engine, whose compiler is the build
@@ -127,7 +128,7 @@ else()
 endif()
 # libFuzzer's coverage instrumentation: in the fuzz lane, and in the asan lane too, which compiles every object as
 # the fuzz lane does (the same clang and flags; only what a fuzz target links differs: libFuzzer there, the
-# replay driver here). The fuzz lane then takes the asan lane's objects from the compiler cache below instead
+# replay driver here). The fuzz lane then takes the asan lane's objects from the compiler cache (above) instead
 # of compiling them again. The asan lane's binaries never read the counters: the sanitizer runtime's own
 # no-op callbacks take the trace calls.
 set(LIFELINE_SANCOV OFF)

@@ -75,9 +75,9 @@ if(LIFELINE_GGML_DIR)
   # ggml-base reads its generated ggml-version.h from the lane's build folder, the one include path that differs
   # between lanes: a copy in a folder of the source tree's own (build/upstream/ggml-version-<key>, the same
   # bytes) keeps ggml-base's compile commands the same in every lane, so the fuzz lane can take the asan lane's
-  # objects from the compiler cache (LifelineLane.cmake).
+  # objects from the compiler cache (LifelineLane.cmake). Not for the external engine, which compiles without it.
   get_target_property(_ggml_base_inc ggml-base INCLUDE_DIRECTORIES)
-  if(_ggml_base_inc AND EXISTS "${CMAKE_BINARY_DIR}/ggml/src/ggml-version.h")
+  if(_ggml_base_inc AND EXISTS "${CMAKE_BINARY_DIR}/ggml/src/ggml-version.h" AND NOT LIFELINE_ENGINE STREQUAL "external")
     string(MD5 _ggml_key "${LIFELINE_GGML_DIR}")
     string(SUBSTRING "${_ggml_key}" 0 12 _ggml_key)
     set(_ggml_version_dir ${PROJECT_SOURCE_DIR}/build/upstream/ggml-version-${_ggml_key})

@@ -175,21 +175,23 @@ endfunction()
 # Test `test`: target `target` runs every input of `dir` once. With libFuzzer, -runs=0 executes each and writes
 # nothing into `dir` (libFuzzer refuses an artifact prefix whose directory does not exist); elsewhere the replay
 # driver runs them.
-# The target's `entropic = 0` (targets/<target>.options) is passed on: entropic keeps per-feature frequencies for
-# every input libFuzzer loads, -runs=0 included, which made corpus.ggml_graph_topology's 729 runs take 10.9 s
-# instead of 2.9 s (fuzz lane, 2026-11-27); it only schedules mutations, so what a replay checks is the same. The
-# target's other settings change what is detected (detect_leaks) and stay out.
+# The target's `entropic = 0` (targets/<target>.options, read by `lifeline libfuzzer-flags` as for every run lifeline
+# starts) is passed on: entropic keeps per-feature frequencies for every input libFuzzer loads, -runs=0 included,
+# which made corpus.ggml_graph_topology's 729 runs take 10.9 s instead of 2.9 s (fuzz lane, 2026-11-27); it only
+# schedules mutations, so what a replay checks is the same. The target's other settings change what is detected
+# (detect_leaks) and stay out. Settings that cannot be read fail fuzz-smoke.<target>, which reads them too.
 function(lifeline_add_replay_test test target dir)
   if(LIFELINE_ENGINE STREQUAL "libfuzzer")
     file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/artifacts)
     set(options ${PROJECT_SOURCE_DIR}/targets/${target}.options)
-    set(entropic "")
     if(EXISTS ${options})
       set_property(DIRECTORY ${PROJECT_SOURCE_DIR} APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${options})
-      file(STRINGS ${options} entropic_off REGEX "^[ \t]*entropic[ \t]*=[ \t]*0[ \t]*$")
-      if(entropic_off)
-        set(entropic -entropic=0)
-      endif()
+    endif()
+    execute_process(COMMAND ${LIFELINE_CLI} libfuzzer-flags ${target} OUTPUT_VARIABLE flags ERROR_QUIET)
+    string(REPLACE "\n" ";" flags "${flags}")
+    set(entropic "")
+    if("-entropic=0" IN_LIST flags)
+      set(entropic -entropic=0)
     endif()
     add_test(NAME ${test} COMMAND ${target} -runs=0 ${entropic} -artifact_prefix=${CMAKE_BINARY_DIR}/artifacts/ ${dir})
   else()

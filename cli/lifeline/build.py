@@ -86,17 +86,24 @@ def describe_ggml(info: dict) -> str:
 CCACHE_DIR = ROOT / "build" / "ccache"  # the lanes' compiler cache (cmake/LifelineLane.cmake)
 
 
-def ccache_stats(zero: bool = False) -> tuple[int, int] | None:
-    """(compilations taken from build/ccache, compilations it missed) since its statistics were last zeroed,
-    or None when ccache is not installed or has no cache there yet; `zero` zeroes them afterwards."""
-    env = dict(os.environ, CCACHE_DIR=str(CCACHE_DIR))
+def _ccache(*args: str) -> subprocess.CompletedProcess | None:
     try:
-        out = subprocess.run(["ccache", "--print-stats"], env=env, capture_output=True, text=True, timeout=60)
-        if zero:
-            subprocess.run(["ccache", "--zero-stats"], env=env, capture_output=True, timeout=60)
+        return subprocess.run(["ccache", *args], env=dict(os.environ, CCACHE_DIR=str(CCACHE_DIR)),
+                              capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    if out.returncode != 0 or not CCACHE_DIR.is_dir():
+
+
+def ccache_zero_stats() -> None:
+    """Zeroes build/ccache's statistics (nothing without ccache)."""
+    _ccache("--zero-stats")
+
+
+def ccache_stats() -> tuple[int, int] | None:
+    """(compilations taken from build/ccache, compilations it missed) since its statistics were last zeroed,
+    or None when ccache is not installed or has no cache there yet."""
+    out = _ccache("--print-stats")
+    if out is None or out.returncode != 0 or not CCACHE_DIR.is_dir():
         return None
     counts = {}
     for line in out.stdout.splitlines():

@@ -9,8 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-from .build import (CCACHE_DIR, ccache_stats, configure_and_build, describe_ggml, ensure_deps, ensure_upstream,
-                    resolve_ggml_source, upstream_ggml)
+from .build import (CCACHE_DIR, ccache_stats, ccache_zero_stats, configure_and_build, describe_ggml, ensure_deps,
+                    ensure_upstream, resolve_ggml_source, upstream_ggml)
 from .paths import LANES, ROOT
 from .usage import UsageError
 
@@ -119,7 +119,7 @@ def cmd_test(args) -> int:
     for lane in lanes:
         t0 = time.monotonic()
         print(f"\n==== lane {lane}: build ====", flush=True)
-        ccache_stats(zero=True)
+        ccache_zero_stats()
         built = configure_and_build(lane, ggml_source=ggml_source)
         t_build = time.monotonic() - t0
         cached = ccache_stats()

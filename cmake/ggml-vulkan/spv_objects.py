@@ -50,7 +50,7 @@ def convert(generated: str, spv_dir: str, out_s: str, out_cpp: str) -> int:
                 f"{name}_data:", f".incbin {asm_string(os.path.abspath(spv))}", f".size {name}_data, {length}"]
     asm.append('.section .note.GNU-stack,"",@progbits')
     rest = DATA.sub("", text)
-    if "_data[" in rest and re.search(r"unsigned char \w+_data\[\d+\] = \{", rest):
+    if re.search(r"unsigned char \w+_data\[\d+\] = \{", rest):
         print(f"spv_objects: {generated} has SPIR-V arrays in a form this script does not read", file=sys.stderr)
         return 1
     for path, content in ((out_s, "\n".join(asm) + "\n"),

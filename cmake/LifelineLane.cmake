@@ -236,7 +236,10 @@ endif()
 # (halt/abort_on_error); dedup_token_length=3 matches the crash-state convention.
 set(LIFELINE_ASAN_OPTIONS "detect_stack_use_after_return=1:halt_on_error=1:abort_on_error=1:detect_leaks=1:strict_string_checks=1:dedup_token_length=3:print_summary=1${_sym}")
 set(LIFELINE_UBSAN_OPTIONS "halt_on_error=1:abort_on_error=1:print_stacktrace=1:dedup_token_length=3${_sym}")
-set(LIFELINE_TSAN_OPTIONS "halt_on_error=1:abort_on_error=1:second_deadlock_stack=1:dedup_token_length=3${_sym}")
+# atexit_sleep_ms=0: TSan's default keeps every process alive 1 s after main returns, for threads still running
+# then to race; the project joins every thread it starts (no detach), so the second only delayed each of the
+# lane's processes (its ctest ran 39% busy). The reintroduced tsan reproducers show races are still reported.
+set(LIFELINE_TSAN_OPTIONS "halt_on_error=1:abort_on_error=1:second_deadlock_stack=1:dedup_token_length=3:atexit_sleep_ms=0${_sym}")
 set(LIFELINE_LSAN_OPTIONS "abort_on_error=1:dedup_token_length=3${_sym}")
 # TSan with libFuzzer: the tsan lane, or an external engine whose CXXFLAGS ask for TSan (bench/throughput.py's
 # tsan variant goes through .clusterfuzzlite/build.sh).

@@ -91,6 +91,10 @@ if(LIFELINE_GGML_DIR)
       list(APPEND _inc "${d}")
     endforeach()
     set_target_properties(ggml-base PROPERTIES INCLUDE_DIRECTORIES "${_inc}")
+    # The upstream variants' patched copies (lifeline_add_upstream_variant) likewise: their paths reach the compile
+    # commands and __FILE__, so a folder per lane made the fuzz lane compile the asan lane's patched
+    # ggml-vulkan.cpp again (31 s). Lanes build one at a time, each rewriting the copies from the same sources.
+    set(LIFELINE_GGML_VARIANTS_DIR ${PROJECT_SOURCE_DIR}/build/upstream/variants-${_ggml_key})
   endif()
   foreach(t ggml-base ggml-cpu ggml)
     if(NOT TARGET ${t})
@@ -226,7 +230,8 @@ endfunction()
 
 # The documented bug `id`, forward-ported into upstream: executable <target> in build/<lane>/upstream-variants/<id>/,
 # the fuzz target built against ggml with `patch` (a -p1 diff against the ggml tree) applied to a copy of the
-# files it touches, in the build tree (ggml-vulkan files: to a copy of the build-compat sources). The patched
+# files it touches (ggml-vulkan files: to a copy of the build-compat sources), in build/upstream/variants-<key>/<id>/
+# where the lanes share compile commands (above), else beside the executable. The patched
 # files are compiled with ggml-base's own flags (or lifeline_ggml_vulkan's) and linked
 # as objects of the executable, so the linker takes their definitions and never pulls the unpatched members
 # of libggml-base.a; everything else is the same ggml. Returns the executable's target name in `out_var`, or
@@ -235,6 +240,10 @@ endfunction()
 function(lifeline_add_upstream_variant out_var id target patch)
   set(${out_var} "" PARENT_SCOPE)
   set(dir ${CMAKE_BINARY_DIR}/upstream-variants/${id})
+  set(src_dir ${dir})
+  if(LIFELINE_GGML_VARIANTS_DIR)
+    set(src_dir ${LIFELINE_GGML_VARIANTS_DIR}/${id})
+  endif()
   file(STRINGS ${patch} touched REGEX "^\\+\\+\\+ b/")
   if(NOT touched)  # repro.py refuses such a bug.json; kept for a patch edited after configuration
     set(${out_var}_error "${patch}: no '+++ b/<file>' line; expected a unified diff against the ggml tree (-p1)"
@@ -252,7 +261,7 @@ function(lifeline_add_upstream_variant out_var id target patch)
       set(${out_var}_error "${patch}: patches ${rel}, which ${LIFELINE_GGML_DIR} does not have" PARENT_SCOPE)
       return()
     endif()
-    list(APPEND outputs ${dir}/${rel})
+    list(APPEND outputs ${src_dir}/${rel})
     if(rel MATCHES "^src/ggml-vulkan/")
       if(NOT TARGET lifeline_ggml_vulkan)
         set(${out_var}_error "${patch}: patches ${rel}, and this lane does not build ggml-vulkan" PARENT_SCOPE)
@@ -272,7 +281,7 @@ function(lifeline_add_upstream_variant out_var id target patch)
   find_program(LIFELINE_PATCH_EXE patch REQUIRED)
   add_custom_command(OUTPUT ${outputs}
     ${copy_cmds}
-    COMMAND ${LIFELINE_PATCH_EXE} --quiet --forward -p1 -d ${dir} -i ${patch}
+    COMMAND ${LIFELINE_PATCH_EXE} --quiet --forward -p1 -d ${src_dir} -i ${patch}
     DEPENDS ${patch} ${originals}
     COMMENT "upstream variant ${id}: patching ${LIFELINE_GGML_DIR} with ${patch}")
   string(MAKE_C_IDENTIFIER "${target}_${id}" name)

@@ -114,13 +114,37 @@ def ccache_stats() -> tuple[int, int] | None:
     return hits, counts.get("cache_miss", 0)
 
 
-def configure_and_build(lane: str, targets: list | None = None, ggml_source: Path | None = None) -> bool:
+def configure_and_build(lane: str, targets: list | None = None, ggml_source: Path | None = None,
+                        emit=None, nice: bool = False, started=None) -> bool:
     """Configures the lane's preset and builds it: everything, or only `targets` (CMake target names).
     `ggml_source` (resolve_ggml_source) builds that ggml tree instead of the pinned one; without it the lane is
-    set back to the pinned tree, so a configuration always follows the command that made it."""
+    set back to the pinned tree, so a configuration always follows the command that made it.
+    `emit` (a function taking one line) receives everything the build prints instead of this process's output;
+    `nice` runs configure and build at the lowest CPU priority, each in a session of its own, and passes each
+    process to `started` as it starts (`lifeline test` builds the next lane so while one lane's tests run, and
+    stops it by its process group)."""
     source = f"-DLIFELINE_GGML_SOURCE_DIR={ggml_source or ''}"
-    if run(["cmake", "--preset", lane, source], cwd=ROOT, stdout=subprocess.DEVNULL) != 0:
-        print(f"lifeline: configuring lane {lane} failed; rerun `cmake --preset {lane} {shlex.quote(source)}` to see why")
+    prefix = ["nice", "-n", "19"] if nice else []
+    say = emit or (lambda line: print(line, end="", flush=True))
+
+    def step(cmd: list, quiet_stdout: bool) -> int:
+        say("+ " + " ".join(str(c) for c in cmd) + "\n")
+        if emit is None:
+            return subprocess.call([*prefix, *(str(c) for c in cmd)], cwd=ROOT,
+                                   stdout=subprocess.DEVNULL if quiet_stdout else None)
+        proc = subprocess.Popen([*prefix, *(str(c) for c in cmd)], cwd=ROOT, text=True, errors="replace",
+                                stdout=subprocess.DEVNULL if quiet_stdout else subprocess.PIPE,
+                                stderr=subprocess.PIPE if quiet_stdout else subprocess.STDOUT,
+                                start_new_session=nice)
+        if started:
+            started(proc)
+        for line in proc.stderr if quiet_stdout else proc.stdout:
+            emit(line)
+        return proc.wait()
+
+    if step(["cmake", "--preset", lane, source], quiet_stdout=True) != 0:
+        say(f"lifeline: configuring lane {lane} failed; rerun `cmake --preset {lane} {shlex.quote(source)}` to see "
+            "why\n")
         return False
     only = ["--target", *targets] if targets else []
-    return run(["cmake", "--build", "--preset", lane, "-j", str(os.cpu_count() or 2), *only], cwd=ROOT) == 0
+    return step(["cmake", "--build", "--preset", lane, "-j", str(os.cpu_count() or 2), *only], quiet_stdout=False) == 0

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -104,11 +106,104 @@ def skip_reasons_from_log(log: Path, names: list[str]) -> dict[str, str]:
     return reasons
 
 
+# The order `lifeline test` runs lanes in: fuzz right after asan, whose objects it takes from the compiler cache,
+# and a lane whose ctest keeps both processors busy last (the last ctest has no build beside it).
+RUN_ORDER = ("asan", "fuzz", "tsan", "lsan", "valgrind")
+
+
+class LaneBuild:
+    """One lane's configure and build, run beside the previous lane's ctest: at the lowest CPU priority (nice 19,
+    so the tests keep the processors they ask for; the build takes what they leave idle), its output held until the
+    lane's turn and then printed in order. Builds never overlap each other (they share build/upstream/)."""
+
+    def __init__(self, lane: str, ggml_source: Path | None):
+        self.lane, self.ggml_source = lane, ggml_source
+        self.built, self.cached, self.seconds = False, None, 0.0
+        self._lines: list[str] = []
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen | None = None
+        self._thread = threading.Thread(target=self._run, name=f"build-{lane}", daemon=True)
+
+    def start(self) -> "LaneBuild":
+        self._thread.start()
+        return self
+
+    def _emit(self, line: str) -> None:
+        with self._lock:
+            self._lines.append(line)
+
+    def _started(self, proc: subprocess.Popen) -> None:
+        self._proc = proc
+
+    def _run(self) -> None:
+        t0 = time.monotonic()
+        ccache_zero_stats()
+        try:
+            self.built = configure_and_build(self.lane, ggml_source=self.ggml_source, emit=self._emit, nice=True,
+                                             started=self._started)
+        except OSError as e:
+            self._emit(f"lifeline: building lane {self.lane} failed: {e}\n")
+        self.cached = ccache_stats()
+        self.seconds = time.monotonic() - t0
+
+    def follow(self) -> None:
+        """Prints what the build printed so far, then the rest as it comes, until it has finished."""
+        shown = 0
+        while True:
+            done = not self._thread.is_alive()
+            with self._lock:
+                new = self._lines[shown:]
+            shown += len(new)
+            if new:
+                sys.stdout.write("".join(new))
+                sys.stdout.flush()
+            if done:
+                return
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        """Ends a build still running (an interrupted `lifeline test`): its whole process group."""
+        proc = self._proc
+        if self._thread.is_alive() and proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+            except OSError:
+                pass
+            self._thread.join(timeout=30)
+
+
+def _foreground_build(lane: str, ggml_source: Path | None) -> tuple[bool, tuple | None, float]:
+    t0 = time.monotonic()
+    ccache_zero_stats()
+    built = configure_and_build(lane, ggml_source=ggml_source)
+    return built, ccache_stats(), time.monotonic() - t0
+
+
+def _run_ctest(lane: str, skipped_by_lane: list) -> tuple[int, int, int]:
+    proc = subprocess.Popen(["ctest", "--preset", lane, "-j", str(max(2, os.cpu_count() or 2))],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    ctest = CtestOutput()
+    for line in proc.stdout:
+        sys.stdout.write(line)
+        ctest.feed(line)
+    rc = proc.wait()
+    passed, failed, skipped = ctest.counts()
+    if rc != 0 and failed == 0:
+        failed = 1  # ctest itself failed (no tests, configuration error)
+    if ctest.skipped:
+        missing = [n for n in ctest.skipped if n not in ctest.reasons]
+        log = ROOT / "build" / lane / "Testing" / "Temporary" / "LastTest.log"
+        reasons = dict(skip_reasons_from_log(log, missing) if missing else {}, **ctest.reasons)
+        skipped_by_lane.append((lane, [(n, reasons.get(n)) for n in ctest.skipped]))
+    return passed, failed, skipped
+
+
 def cmd_test(args) -> int:
     lanes = args.lanes.split(",") if args.lanes else list(LANES)
     for lane in lanes:
         if lane not in LANES:
             raise UsageError(f"lifeline test: unknown lane '{lane}' (known: {', '.join(LANES)})")
+    lanes = sorted(dict.fromkeys(lanes), key=RUN_ORDER.index)
     ggml_source = resolve_ggml_source(args.ggml_source) if args.ggml_source else None
     ensure_deps()
     ensure_upstream()
@@ -116,52 +211,49 @@ def cmd_test(args) -> int:
     ggml_lines = {}  # the line naming each lane's upstream ggml -> the lanes built from it
     skipped_by_lane = []
     t_all = time.monotonic()
-    for lane in lanes:
-        t0 = time.monotonic()
-        print(f"\n==== lane {lane}: build ====", flush=True)
-        ccache_zero_stats()
-        built = configure_and_build(lane, ggml_source=ggml_source)
-        t_build = time.monotonic() - t0
-        cached = ccache_stats()
-        if cached and sum(cached):
-            print(f"lane {lane}: {cached[0]} of {sum(cached)} compilations taken from ccache ({CCACHE_DIR})",
-                  flush=True)
-        info = upstream_ggml(ROOT / "build" / lane) if built else None
-        if info:
-            ggml_lines.setdefault(describe_ggml(info), []).append(lane)
-        passed = failed = skipped = 0
-        if built:
-            print(f"\n==== lane {lane}: ctest ====", flush=True)
-            proc = subprocess.Popen(["ctest", "--preset", lane, "-j", str(max(2, os.cpu_count() or 2))],
-                                    cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            ctest = CtestOutput()
-            for line in proc.stdout:
-                sys.stdout.write(line)
-                ctest.feed(line)
-            rc = proc.wait()
-            passed, failed, skipped = ctest.counts()
-            if rc != 0 and failed == 0:
-                failed = 1  # ctest itself failed (no tests, configuration error)
-            if ctest.skipped:
-                missing = [n for n in ctest.skipped if n not in ctest.reasons]
-                log = ROOT / "build" / lane / "Testing" / "Temporary" / "LastTest.log"
-                reasons = dict(skip_reasons_from_log(log, missing) if missing else {}, **ctest.reasons)
-                skipped_by_lane.append((lane, [(n, reasons.get(n)) for n in ctest.skipped]))
-        else:
-            failed = 1
-        total_pass += passed
-        total_fail += failed
-        total_skip += skipped
-        rows.append((lane, "ok" if built else "FAILED", passed, failed, skipped, t_build, time.monotonic() - t0))
-    print("\nlane       build   passed  failed  skipped  build s  total s")
-    for lane, b, p, f, sk, tb, tt in rows:
-        print(f"{lane:<10} {b:<7} {p:>6}  {f:>6}  {sk:>7}  {tb:>7.0f}  {tt:>7.0f}")
+    beside: LaneBuild | None = None  # the next lane's build, started beside this lane's ctest
+    try:
+        for i, lane in enumerate(lanes):
+            print(f"\n==== lane {lane}: build ====", flush=True)
+            if beside is None:
+                built, cached, t_build = _foreground_build(lane, ggml_source)
+            else:
+                beside.follow()
+                built, cached, t_build = beside.built, beside.cached, beside.seconds
+                beside = None
+            if cached and sum(cached):
+                print(f"lane {lane}: {cached[0]} of {sum(cached)} compilations taken from ccache ({CCACHE_DIR})",
+                      flush=True)
+            info = upstream_ggml(ROOT / "build" / lane) if built else None
+            if info:
+                ggml_lines.setdefault(describe_ggml(info), []).append(lane)
+            if i + 1 < len(lanes):
+                beside = LaneBuild(lanes[i + 1], ggml_source).start()
+            passed = failed = skipped = 0
+            t0 = time.monotonic()
+            if built:
+                print(f"\n==== lane {lane}: ctest ====" + (f" (lane {lanes[i + 1]} builds beside it, at nice 19)"
+                                                           if beside else ""), flush=True)
+                passed, failed, skipped = _run_ctest(lane, skipped_by_lane)
+            else:
+                failed = 1
+            total_pass += passed
+            total_fail += failed
+            total_skip += skipped
+            rows.append((lane, "ok" if built else "FAILED", passed, failed, skipped, t_build, time.monotonic() - t0))
+    finally:
+        if beside is not None:
+            beside.stop()
+    print("\nlane       build   passed  failed  skipped  build s  ctest s")
+    for lane, b, p, f, sk, tb, tc in rows:
+        print(f"{lane:<10} {b:<7} {p:>6}  {f:>6}  {sk:>7}  {tb:>7.0f}  {tc:>7.0f}")
     for lane, tests in skipped_by_lane:
         print(f"skipped in lane {lane}:")
         for name, reason in tests:
             print(f"  {name}: {reason or '(no reason in the ctest output; see ctest -V)'}")
     for line, built_lanes in ggml_lines.items():
         print(f"{line} (lanes {', '.join(built_lanes)})")
-    print(f"all lanes: {time.monotonic() - t_all:.0f} s")
+    print(f"all lanes: {time.monotonic() - t_all:.0f} s (each build after the first ran beside the previous lane's "
+          "ctest)" if len(rows) > 1 else f"all lanes: {time.monotonic() - t_all:.0f} s")
     print(f"lifeline: {total_pass} passed, {total_fail} failed, {total_skip} skipped")
     return 0 if total_fail == 0 else 1

@@ -1,8 +1,12 @@
 """`lifeline test`: what it reads from ctest's output (skipped tests and their reasons), and its table."""
 import json
+import os
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
+import time
 import unittest
 from pathlib import Path
 
@@ -78,6 +82,23 @@ class CtestSkips(unittest.TestCase):
             self.assertEqual(self.ctest.skip_reasons_from_log(Path(d) / "nope.log", ["x"]), {})
 
 
+def scratch_lanes(root: Path, lists: str, lanes: list[str]) -> None:
+    """A scratch checkout `lifeline test` can run: the CLI, a no-op install-deps.sh, CMakeLists.txt `lists` and a
+    preset per lane (build/<lane>/)."""
+    shutil.copytree(ROOT / "cli", root / "cli", ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "scripts").mkdir()
+    (root / "scripts" / "install-deps.sh").write_text("#!/bin/sh\nexit 0\n")
+    (root / "scripts" / "install-deps.sh").chmod(0o755)
+    (root / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.23)\nproject(scratch NONE)\n"
+                                         "enable_testing()\n" + lists)
+    (root / "CMakePresets.json").write_text(json.dumps({
+        "version": 4,
+        "configurePresets": [{"name": n, "generator": "Ninja", "binaryDir": "${sourceDir}/build/${presetName}",
+                              "cacheVariables": {"LANE": n}} for n in lanes],
+        "buildPresets": [{"name": n, "configurePreset": n} for n in lanes],
+        "testPresets": [{"name": n, "configurePreset": n, "output": {"outputOnFailure": True}} for n in lanes]}))
+
+
 @unittest.skipUnless(shutil.which("cmake") and shutil.which("ctest") and shutil.which("ninja"), "needs cmake and ninja")
 class LifelineTestSkips(unittest.TestCase):
     """`lifeline test` on a scratch CMake project with one passing and two self-skipping tests."""
@@ -85,31 +106,91 @@ class LifelineTestSkips(unittest.TestCase):
     def test_skipped_tests_are_counted_and_named(self):
         with tempfile.TemporaryDirectory() as d:
             root = Path(d)
-            shutil.copytree(ROOT / "cli", root / "cli",
-                            ignore=shutil.ignore_patterns("__pycache__"))
-            (root / "scripts").mkdir()
-            (root / "scripts" / "install-deps.sh").write_text("#!/bin/sh\nexit 0\n")
-            (root / "scripts" / "install-deps.sh").chmod(0o755)
-            (root / "CMakeLists.txt").write_text(
-                "cmake_minimum_required(VERSION 3.23)\nproject(scratch NONE)\nenable_testing()\n"
-                "add_test(NAME unit.pass COMMAND true)\n"
-                "foreach(n upstream.one upstream.two)\n"
-                "  add_test(NAME ${n} COMMAND sh -c \"echo 'SKIPPED: upstream ggml is not fetched'; exit 77\")\n"
-                "  set_tests_properties(${n} PROPERTIES SKIP_RETURN_CODE 77)\n"
-                "endforeach()\n")
-            (root / "CMakePresets.json").write_text(json.dumps({
-                "version": 4,
-                "configurePresets": [{"name": "asan", "generator": "Ninja",
-                                      "binaryDir": "${sourceDir}/build/${presetName}"}],
-                "buildPresets": [{"name": "asan", "configurePreset": "asan"}],
-                "testPresets": [{"name": "asan", "configurePreset": "asan", "output": {"outputOnFailure": True}}]}))
+            scratch_lanes(root,
+                          "add_test(NAME unit.pass COMMAND true)\n"
+                          "foreach(n upstream.one upstream.two)\n"
+                          "  add_test(NAME ${n} COMMAND sh -c \"echo 'SKIPPED: upstream ggml is not fetched'; exit 77\")\n"
+                          "  set_tests_properties(${n} PROPERTIES SKIP_RETURN_CODE 77)\n"
+                          "endforeach()\n", ["asan"])
             rc, out = run([PY, root / "cli" / "lifeline_main.py", "test", "--lanes", "asan"])
             self.assertEqual(rc, 0, out)
-            self.assertIn("lane       build   passed  failed  skipped  build s  total s", out)
+            self.assertIn("lane       build   passed  failed  skipped  build s  ctest s", out)
             self.assertRegex(out, r"\nasan\s+ok\s+1\s+0\s+2\s")
             self.assertIn("skipped in lane asan:\n  upstream.one: upstream ggml is not fetched\n"
                           "  upstream.two: upstream ggml is not fetched\n", out)
             self.assertIn("lifeline: 1 passed, 0 failed, 2 skipped", out)
+
+
+# Each lane's build prints its name and its CPU priority (`nice`), then its test sleeps a little (in the ctest
+# of lane `asan`, the next lane's build runs).
+TWO_LANES = """add_custom_target(say ALL COMMAND sh -c "echo built-lane-${LANE} niceness-`nice`" VERBATIM)
+add_test(NAME unit.${LANE} COMMAND sh -c "sleep 1; echo tested-lane-${LANE}")
+"""
+
+
+@unittest.skipUnless(shutil.which("cmake") and shutil.which("ctest") and shutil.which("ninja"), "needs cmake and ninja")
+class LifelineTestOverlap(unittest.TestCase):
+    """`lifeline test` builds the next lane beside a lane's ctest, at nice 19, and prints each build in its turn."""
+
+    def test_the_next_build_runs_niced_beside_the_ctest_and_prints_in_its_turn(self):
+        with tempfile.TemporaryDirectory() as d:
+            root = Path(d)
+            scratch_lanes(root, TWO_LANES, ["asan", "fuzz"])
+            # Given in the other order: asan runs first (fuzz takes its objects from the compiler cache).
+            rc, out = run([PY, root / "cli" / "lifeline_main.py", "test", "--lanes", "fuzz,asan"])
+            self.assertEqual(rc, 0, out)
+            own = os.nice(0)
+            order = [line for line in out.splitlines()
+                     if line.startswith("==== lane") or line.startswith("built-lane") or "Passed" in line]
+            self.assertEqual(order[0], "==== lane asan: build ====", out)
+            self.assertIn(f"built-lane-asan niceness-{own}", order[1])
+            self.assertTrue(order[2].startswith("==== lane asan: ctest ==== (lane fuzz builds beside it"), out)
+            self.assertIn("unit.asan", order[3])
+            self.assertEqual(order[4], "==== lane fuzz: build ====", out)
+            self.assertIn(f"built-lane-fuzz niceness-{min(own + 19, 19)}", order[5])
+            self.assertEqual(order[6], "==== lane fuzz: ctest ====", out)
+            self.assertIn("unit.fuzz", order[7])
+            self.assertRegex(out, r"\nasan\s+ok\s+1\s+0\s+0\s+\d+\s+\d+\nfuzz\s+ok\s+1\s+0\s+0\s")
+            self.assertIn("lifeline: 2 passed, 0 failed, 0 skipped", out)
+
+    def test_a_failed_build_beside_is_the_lanes_failure_with_its_output(self):
+        with tempfile.TemporaryDirectory() as d:
+            root = Path(d)
+            scratch_lanes(root, TWO_LANES.replace("add_custom_target(say ALL COMMAND sh -c \"",
+                                                  "add_custom_target(say ALL COMMAND sh -c \"[ ${LANE} = asan ] || "
+                                                  "{ echo no-way-to-build-${LANE}; exit 3; }; "), ["asan", "lsan"])
+            rc, out = run([PY, root / "cli" / "lifeline_main.py", "test", "--lanes", "asan,lsan"])
+            self.assertEqual(rc, 1, out)
+            self.assertIn("no-way-to-build-lsan", out.split("==== lane lsan: build ====", 1)[1])
+            self.assertRegex(out, r"\nasan\s+ok\s+1\s+0\s+0\s+\d+\s+\d+\nlsan\s+FAILED\s+0\s+1\s+0\s")
+
+    def test_an_interrupt_ends_the_build_beside_the_ctest(self):
+        with tempfile.TemporaryDirectory() as d:
+            root = Path(d)
+            # lane asan's test waits for lane lsan's build to have started, which writes its pid and sleeps.
+            pidfile = root / "build-pid"
+            scratch_lanes(root, f"""if(LANE STREQUAL "lsan")
+  add_custom_target(slow ALL COMMAND sh -c "echo $$ > '{pidfile}'; exec sleep 300" VERBATIM)
+endif()
+add_test(NAME unit.${{LANE}} COMMAND sh -c "while [ ! -s '{pidfile}' ]; do sleep 0.1; done; sleep 300" VERBATIM)
+""", ["asan", "lsan"])
+            proc = subprocess.Popen([PY, root / "cli" / "lifeline_main.py", "test", "--lanes", "asan,lsan"], stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True, start_new_session=True)
+            deadline = time.monotonic() + 120
+            while not (pidfile.is_file() and pidfile.read_text().strip()) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            self.assertTrue(pidfile.is_file(), "lane lsan's build never started beside lane asan's ctest")
+            pid = int(pidfile.read_text())
+            os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the terminal's process group (the build has its own)
+            out, _ = proc.communicate(timeout=60)
+            self.assertNotEqual(proc.returncode, 0, out)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
+                time.sleep(0.1)
+            alive = Path(f"/proc/{pid}").exists()
+            if alive:
+                os.kill(pid, signal.SIGKILL)
+            self.assertFalse(alive, f"lane lsan's build (pid {pid}) still ran after the interrupt:\n{out}")
 
 
 if __name__ == "__main__":

@@ -120,9 +120,10 @@ def configure_and_build(lane: str, targets: list | None = None, ggml_source: Pat
     `ggml_source` (resolve_ggml_source) builds that ggml tree instead of the pinned one; without it the lane is
     set back to the pinned tree, so a configuration always follows the command that made it.
     `emit` (a function taking one line) receives everything the build prints instead of this process's output;
-    `nice` runs configure and build at the lowest CPU priority, each in a session of its own, and passes each
-    process to `started` as it starts (`lifeline test` builds the next lane so while one lane's tests run, and
-    stops it by its process group)."""
+    `nice` runs configure and build at the lowest CPU priority, each in a process group of its own (not a session:
+    with the kernel's autogroup scheduling a new session shares the CPUs equally with this one, whatever its nice
+    value), and passes each process to `started` as it starts (`lifeline test` builds the next lane so while one
+    lane's tests run, and stops it by its process group)."""
     source = f"-DLIFELINE_GGML_SOURCE_DIR={ggml_source or ''}"
     prefix = ["nice", "-n", "19"] if nice else []
     say = emit or (lambda line: print(line, end="", flush=True))
@@ -135,7 +136,7 @@ def configure_and_build(lane: str, targets: list | None = None, ggml_source: Pat
         proc = subprocess.Popen([*prefix, *(str(c) for c in cmd)], cwd=ROOT, text=True, errors="replace",
                                 stdout=subprocess.DEVNULL if quiet_stdout else subprocess.PIPE,
                                 stderr=subprocess.PIPE if quiet_stdout else subprocess.STDOUT,
-                                start_new_session=nice)
+                                process_group=0 if nice else None)
         if started:
             started(proc)
         for line in proc.stderr if quiet_stdout else proc.stdout:

@@ -121,9 +121,10 @@ class LifelineTestSkips(unittest.TestCase):
             self.assertIn("lifeline: 1 passed, 0 failed, 2 skipped", out)
 
 
-# Each lane's build prints its name and its CPU priority (`nice`), then its test sleeps a little (in the ctest
-# of lane `asan`, the next lane's build runs).
-TWO_LANES = """add_custom_target(say ALL COMMAND sh -c "echo built-lane-${LANE} niceness-`nice`" VERBATIM)
+# Each lane's build prints its name, its CPU priority (`nice`) and its session, then its test sleeps a little (in
+# the ctest of lane `asan`, the next lane's build runs). The session must stay the caller's: with the kernel's
+# autogroup scheduling, a process in another session competes with this one as an equal whatever its nice value.
+TWO_LANES = """add_custom_target(say ALL COMMAND sh -c "echo built-lane-${LANE} niceness-`nice` session-`awk '{print $6}' /proc/self/stat`" VERBATIM)
 add_test(NAME unit.${LANE} COMMAND sh -c "sleep 1; echo tested-lane-${LANE}")
 """
 
@@ -147,7 +148,7 @@ class LifelineTestOverlap(unittest.TestCase):
             self.assertTrue(order[2].startswith("==== lane asan: ctest ==== (lane fuzz builds beside it"), out)
             self.assertIn("unit.asan", order[3])
             self.assertEqual(order[4], "==== lane fuzz: build ====", out)
-            self.assertIn(f"built-lane-fuzz niceness-{min(own + 19, 19)}", order[5])
+            self.assertIn(f"built-lane-fuzz niceness-{min(own + 19, 19)} session-{os.getsid(0)}", order[5])
             self.assertEqual(order[6], "==== lane fuzz: ctest ====", out)
             self.assertIn("unit.fuzz", order[7])
             self.assertRegex(out, r"\nasan\s+ok\s+1\s+0\s+0\s+\d+\s+\d+\nfuzz\s+ok\s+1\s+0\s+0\s")

@@ -111,7 +111,16 @@ else()
 endif()
 target_compile_features(lifeline_lane INTERFACE cxx_std_17)
 
-if(LIFELINE_SANITIZE)
+if(LIFELINE_SANITIZE STREQUAL "leak")
+  # Standalone LeakSanitizer instruments nothing: -fsanitize=leak links its runtime, which takes over malloc, and
+  # at compile time only makes __has_feature(leak_sanitizer) true (python_runtime.cc asks; it gets LIFELINE_LSAN
+  # instead, layers/CMakeLists.txt). Compiled without it and with the valgrind lane's DWARF 4 (which LSan's
+  # symbolizer reads as well), the lsan lane's compile commands are the valgrind lane's, which then takes its
+  # objects from the compiler cache rather than compiling the same code again (LIFELINE_VALGRIND, below, is
+  # defined only in the files that read it).
+  target_link_options(lifeline_lane INTERFACE -fsanitize=leak)
+  target_compile_options(lifeline_lane INTERFACE -gdwarf-4)
+elseif(LIFELINE_SANITIZE)
   list(JOIN LIFELINE_SANITIZE "," _san)
   # -fno-sanitize-recover: the first UBSan finding ends the run like any other report.
   target_compile_options(lifeline_lane INTERFACE -fsanitize=${_san} -fno-sanitize-recover=all)
@@ -174,8 +183,9 @@ if(LIFELINE_COVERAGE)
 endif()
 if(LIFELINE_VALGRIND)
   # valgrind 3.19's debuginfo reader gives up on clang-14's DWARF 5 (forms strx1/addrx); DWARF 4 it reads.
+  # LIFELINE_VALGRIND=1 (the client requests compiled in) is defined only in the files that read it:
+  # core/CMakeLists.txt and tests/CMakeLists.txt.
   target_compile_options(lifeline_lane INTERFACE -gdwarf-4)
-  target_compile_definitions(lifeline_lane INTERFACE LIFELINE_VALGRIND=1)
 endif()
 
 # ---- the embedded CPython of layers/interop ------------------------------------------------------

@@ -3,7 +3,12 @@
 #include <cstdio>
 #include <cstdlib>
 
-#if defined(__has_feature)
+// ASan carries LSan; the lsan lane links standalone LSan and says so with LIFELINE_LSAN (it compiles without
+// -fsanitize=leak, which would make __has_feature(leak_sanitizer) true: cmake/LifelineLane.cmake).
+#if defined(LIFELINE_LSAN)
+#include <sanitizer/lsan_interface.h>
+#define LIFELINE_HAS_LSAN 1
+#elif defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(leak_sanitizer)
 #include <sanitizer/lsan_interface.h>
 #define LIFELINE_HAS_LSAN 1

@@ -177,6 +177,7 @@ add_test(NAME unit.${{LANE}} COMMAND sh -c "while [ ! -s '{pidfile}' ]; do sleep
 """, ["asan", "lsan"])
             proc = subprocess.Popen([PY, root / "cli" / "lifeline_main.py", "test", "--lanes", "asan,lsan"], stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, text=True, start_new_session=True)
+            self.addCleanup(self._end, proc)
             deadline = time.monotonic() + 120
             while not (pidfile.is_file() and pidfile.read_text().strip()) and time.monotonic() < deadline:
                 time.sleep(0.1)
@@ -192,6 +193,15 @@ add_test(NAME unit.${{LANE}} COMMAND sh -c "while [ ! -s '{pidfile}' ]; do sleep
             if alive:
                 os.kill(pid, signal.SIGKILL)
             self.assertFalse(alive, f"lane lsan's build (pid {pid}) still ran after the interrupt:\n{out}")
+
+    @staticmethod
+    def _end(proc: subprocess.Popen) -> None:
+        """Leaves nothing of a failed run behind: lifeline, its ctest and their tests (one process group)."""
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.communicate()
 
 
 if __name__ == "__main__":

@@ -112,21 +112,26 @@ RUN_ORDER = ("asan", "fuzz", "tsan", "lsan", "valgrind")
 
 
 class LaneBuild:
-    """One lane's configure and build, run beside the previous lane's ctest: at the lowest CPU priority (nice 19,
-    so the tests keep the processors they ask for; the build takes what they leave idle), its output held until the
-    lane's turn and then printed in order. Builds never overlap each other (they share build/upstream/)."""
+    """One lane's configure and build, run beside the lanes' ctests: at the lowest CPU priority (nice 19, so the
+    tests keep the processors they ask for; the build takes what they leave idle), its output held until the lane's
+    turn and then printed in order. Builds never overlap each other (they share build/upstream/): each starts when
+    the build `after` it has finished, so the builds run ahead of the ctests one after another."""
 
-    def __init__(self, lane: str, ggml_source: Path | None):
-        self.lane, self.ggml_source = lane, ggml_source
+    def __init__(self, lane: str, ggml_source: Path | None, after: "LaneBuild | None" = None):
+        self.lane, self.ggml_source, self.after = lane, ggml_source, after
         self.built, self.cached, self.seconds = False, None, 0.0
         self._lines: list[str] = []
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
+        self._stopping = False
         self._thread = threading.Thread(target=self._run, name=f"build-{lane}", daemon=True)
 
     def start(self) -> "LaneBuild":
         self._thread.start()
         return self
+
+    def running(self) -> bool:
+        return self._thread.is_alive()
 
     def _emit(self, line: str) -> None:
         with self._lock:
@@ -134,8 +139,21 @@ class LaneBuild:
 
     def _started(self, proc: subprocess.Popen) -> None:
         self._proc = proc
+        if self._stopping:  # stop() came between the configure and the build
+            self._kill(proc)
+
+    @staticmethod
+    def _kill(proc: subprocess.Popen) -> None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except OSError:
+            pass
 
     def _run(self) -> None:
+        if self.after is not None:
+            self.after._thread.join()
+        if self._stopping:
+            return
         t0 = time.monotonic()
         ccache_zero_stats()
         try:
@@ -162,14 +180,13 @@ class LaneBuild:
             time.sleep(0.2)
 
     def stop(self) -> None:
-        """Ends a build still running (an interrupted `lifeline test`): its whole process group."""
+        """Ends the build if it is running or still to start (an interrupted `lifeline test`): its whole process
+        group."""
+        self._stopping = True
         proc = self._proc
         if self._thread.is_alive() and proc is not None and proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)
-            except OSError:
-                pass
-            self._thread.join(timeout=30)
+            self._kill(proc)
+        self._thread.join(timeout=30)
 
 
 def _foreground_build(lane: str, ggml_source: Path | None) -> tuple[bool, tuple | None, float]:
@@ -211,29 +228,30 @@ def cmd_test(args) -> int:
     ggml_lines = {}  # the line naming each lane's upstream ggml -> the lanes built from it
     skipped_by_lane = []
     t_all = time.monotonic()
-    beside: LaneBuild | None = None  # the next lane's build, started beside this lane's ctest
+    builds: dict[str, LaneBuild] = {}  # the lanes after the first: built one after another beside the ctests
     try:
         for i, lane in enumerate(lanes):
             print(f"\n==== lane {lane}: build ====", flush=True)
-            if beside is None:
+            if i == 0:
                 built, cached, t_build = _foreground_build(lane, ggml_source)
+                previous = None
+                for later in lanes[1:]:
+                    previous = builds[later] = LaneBuild(later, ggml_source, after=previous).start()
             else:
-                beside.follow()
-                built, cached, t_build = beside.built, beside.cached, beside.seconds
-                beside = None
+                builds[lane].follow()
+                built, cached, t_build = builds[lane].built, builds[lane].cached, builds[lane].seconds
             if cached and sum(cached):
                 print(f"lane {lane}: {cached[0]} of {sum(cached)} compilations taken from ccache ({CCACHE_DIR})",
                       flush=True)
             info = upstream_ggml(ROOT / "build" / lane) if built else None
             if info:
                 ggml_lines.setdefault(describe_ggml(info), []).append(lane)
-            if i + 1 < len(lanes):
-                beside = LaneBuild(lanes[i + 1], ggml_source).start()
             passed = failed = skipped = 0
             t0 = time.monotonic()
             if built:
-                print(f"\n==== lane {lane}: ctest ====" + (f" (lane {lanes[i + 1]} builds beside it, at nice 19)"
-                                                           if beside else ""), flush=True)
+                pending = [later for later in lanes[i + 1:] if builds[later].running()]
+                print(f"\n==== lane {lane}: ctest ====" + (f" (beside it, at nice 19, the builds of lanes "
+                                                           f"{', '.join(pending)})" if pending else ""), flush=True)
                 passed, failed, skipped = _run_ctest(lane, skipped_by_lane)
             else:
                 failed = 1
@@ -242,8 +260,8 @@ def cmd_test(args) -> int:
             total_skip += skipped
             rows.append((lane, "ok" if built else "FAILED", passed, failed, skipped, t_build, time.monotonic() - t0))
     finally:
-        if beside is not None:
-            beside.stop()
+        for build in builds.values():
+            build.stop()
     print("\nlane       build   passed  failed  skipped  build s  ctest s")
     for lane, b, p, f, sk, tb, tc in rows:
         print(f"{lane:<10} {b:<7} {p:>6}  {f:>6}  {sk:>7}  {tb:>7.0f}  {tc:>7.0f}")
@@ -253,7 +271,7 @@ def cmd_test(args) -> int:
             print(f"  {name}: {reason or '(no reason in the ctest output; see ctest -V)'}")
     for line, built_lanes in ggml_lines.items():
         print(f"{line} (lanes {', '.join(built_lanes)})")
-    print(f"all lanes: {time.monotonic() - t_all:.0f} s (each build after the first ran beside the previous lane's "
-          "ctest)" if len(rows) > 1 else f"all lanes: {time.monotonic() - t_all:.0f} s")
+    print(f"all lanes: {time.monotonic() - t_all:.0f} s (the builds after the first ran beside the ctests)"
+          if len(rows) > 1 else f"all lanes: {time.monotonic() - t_all:.0f} s")
     print(f"lifeline: {total_pass} passed, {total_fail} failed, {total_skip} skipped")
     return 0 if total_fail == 0 else 1

@@ -145,7 +145,8 @@ class LifelineTestOverlap(unittest.TestCase):
                      if line.startswith("==== lane") or line.startswith("built-lane") or "Passed" in line]
             self.assertEqual(order[0], "==== lane asan: build ====", out)
             self.assertIn(f"built-lane-asan niceness-{own}", order[1])
-            self.assertTrue(order[2].startswith("==== lane asan: ctest ==== (lane fuzz builds beside it"), out)
+            self.assertTrue(order[2].startswith("==== lane asan: ctest ==== (beside it, at nice 19, the builds of "
+                                                "lanes fuzz)"), out)
             self.assertIn("unit.asan", order[3])
             self.assertEqual(order[4], "==== lane fuzz: build ====", out)
             self.assertIn(f"built-lane-fuzz niceness-{min(own + 19, 19)} session-{os.getsid(0)}", order[5])
@@ -153,6 +154,32 @@ class LifelineTestOverlap(unittest.TestCase):
             self.assertIn("unit.fuzz", order[7])
             self.assertRegex(out, r"\nasan\s+ok\s+1\s+0\s+0\s+\d+\s+\d+\nfuzz\s+ok\s+1\s+0\s+0\s")
             self.assertIn("lifeline: 2 passed, 0 failed, 0 skipped", out)
+
+    def test_builds_run_ahead_of_the_ctests_one_at_a_time(self):
+        with tempfile.TemporaryDirectory() as d:
+            root = Path(d)
+            mark = root / "lsan-built"
+            # lane asan's test passes only once lane lsan's build has run: beside asan's ctest, after fuzz's build.
+            scratch_lanes(root, f"""add_custom_target(say ALL COMMAND sh -c "echo built-lane-${{LANE}}" VERBATIM)
+if(LANE STREQUAL "lsan")
+  add_custom_target(mark ALL COMMAND touch "{mark}" VERBATIM)
+endif()
+if(LANE STREQUAL "asan")
+  add_test(NAME unit.asan COMMAND timeout 60 sh -c "until [ -f '{mark}' ]; do sleep 0.1; done")
+else()
+  add_test(NAME unit.${{LANE}} COMMAND true)
+endif()
+""", ["asan", "fuzz", "lsan"])
+            rc, out = run([PY, root / "cli" / "lifeline_main.py", "test", "--lanes", "asan,fuzz,lsan"])
+            self.assertEqual(rc, 0, out)
+            self.assertIn("==== lane asan: ctest ==== (beside it, at nice 19, the builds of lanes fuzz, lsan)", out)
+            self.assertIn("lifeline: 3 passed, 0 failed, 0 skipped", out)
+            order = [line for line in out.splitlines() if line.startswith("==== lane") or line.startswith("built-lane")]
+            self.assertEqual(order, ["==== lane asan: build ====", "built-lane-asan",
+                                     "==== lane asan: ctest ==== (beside it, at nice 19, the builds of lanes fuzz, lsan)",
+                                     "==== lane fuzz: build ====", "built-lane-fuzz", "==== lane fuzz: ctest ====",
+                                     "==== lane lsan: build ====", "built-lane-lsan", "==== lane lsan: ctest ===="],
+                             out)
 
     def test_a_failed_build_beside_is_the_lanes_failure_with_its_output(self):
         with tempfile.TemporaryDirectory() as d:

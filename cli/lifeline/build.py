@@ -122,8 +122,8 @@ def configure_and_build(lane: str, targets: list | None = None, ggml_source: Pat
     `emit` (a function taking one line) receives everything the build prints instead of this process's output;
     `nice` runs configure and build at the lowest CPU priority, each in a process group of its own (not a session:
     with the kernel's autogroup scheduling a new session shares the CPUs equally with this one, whatever its nice
-    value), and passes each process to `started` as it starts (`lifeline test` builds the next lane so while one
-    lane's tests run, and stops it by its process group)."""
+    value), and passes each process to `started` as it starts (`lifeline test` builds the lanes after the first so,
+    beside the ctests, and stops a build by its process group)."""
     source = f"-DLIFELINE_GGML_SOURCE_DIR={ggml_source or ''}"
     prefix = ["nice", "-n", "19"] if nice else []
     say = emit or (lambda line: print(line, end="", flush=True))

@@ -301,8 +301,6 @@ function(lifeline_add_upstream_variant out_var id target patch)
   set(${out_var} ${name} PARENT_SCOPE)
 endfunction()
 
-# Whether fuzz target `target` (lifeline_add_fuzz_target) runs upstream ggml: its libraries include the ggml
-# graph adapters. In `out`.
 # The CPUs a test of a target that runs ggml's CPU backend declares (ctest's PROCESSORS), so that ctest -j runs
 # nothing beside it on the CPUs its compute threads need. ggml's threads wait for each other in ggml_barrier by
 # spinning (ggml_host.cc, CpuThreadsToRun): when another test holds one of the CPUs, a thread that has arrived
@@ -326,6 +324,8 @@ function(lifeline_ggml_test_processors target)
   endif()
 endfunction()
 
+# Whether fuzz target `target` (lifeline_add_fuzz_target) runs upstream ggml: its libraries include the ggml
+# graph adapters. In `out`.
 function(lifeline_target_runs_ggml target out)
   get_property(libs GLOBAL PROPERTY LIFELINE_TARGET_LIBS_${target})
   list(FILTER libs INCLUDE REGEX "^lifeline_graph_ggml")

@@ -192,6 +192,13 @@ if(LIFELINE_GGML AND LIFELINE_VULKAN AND LIFELINE_LANE IN_LIST LIFELINE_GGML_VUL
   target_link_libraries(lifeline_ggml_vulkan PRIVATE lifeline_lane lifeline_ggml_recover)
   target_link_libraries(lifeline_ggml_vulkan PUBLIC ggml-base ${_vk_shaders} Vulkan::Vulkan Threads::Threads)
   message(STATUS "lifeline: ggml-vulkan from ${LIFELINE_GGML_DIR} (shaders shared in ${_vk_shared})")
+  if(LIFELINE_LANE STREQUAL "asan")  # the shared build is lane-independent: checked once
+    add_test(NAME unit.ggml-vulkan.glslc-fork-server
+             COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/lanes/glslc_server_check.py
+                     ${_vk_shared}/glslc_client ${_vk_shared}/glslc_fork_server.so ${LIFELINE_GLSLC}
+                     ${LIFELINE_GGML_DIR}/src/ggml-vulkan/vulkan-shaders)
+    set_tests_properties(unit.ggml-vulkan.glslc-fork-server PROPERTIES LABELS "unit" TIMEOUT 120)
+  endif()
   set(LIFELINE_GGML_VULKAN ON)
 elseif(LIFELINE_ENGINE STREQUAL "external")
   list(APPEND LIFELINE_SKIPPED_TARGETS

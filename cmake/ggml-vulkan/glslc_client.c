@@ -38,19 +38,23 @@ static int connect_to(const char* name) {
   memcpy(addr.sun_path + 1, name, n);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
-  if (connect(fd, (struct sockaddr*)&addr, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) != 0) {
+  struct ucred peer;
+  socklen_t peer_len = sizeof peer;
+  // Abstract names are open to every local user: only a server of this user's gets the compile.
+  if (connect(fd, (struct sockaddr*)&addr, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) != 0 ||
+      getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &peer_len) != 0 || peer.uid != getuid()) {
     close(fd);
     return -1;
   }
   return fd;
 }
 
-// A glslc with the server preloaded, in a session of its own, holding none of this process's descriptors (a
-// pipe the build waits on would otherwise stay open until the server exits).
+// A glslc with the server preloaded, holding none of this process's descriptors (a pipe the build waits on
+// would otherwise stay open until the server exits). It stays in the build's process group, so what stops the
+// build (Ctrl-C, `lifeline test` ending a build beside its ctests) stops the server too.
 static pid_t start_server(const char* name, const char* preload) {
   pid_t pid = fork();
   if (pid != 0) return pid;
-  setsid();
   int null = open("/dev/null", O_RDWR);
   if (null < 0) _exit(1);
   dup2(null, 0);

@@ -110,6 +110,7 @@ static void serve_one(int conn, char** envp) {
     argv[argc++] = p;
   argv[argc] = NULL;
   if (argc == 0 || chdir(cwd) != 0 || dup2(fds[0], 1) < 0 || dup2(fds[1], 2) < 0) _exit(125);
+  signal(SIGCHLD, SIG_DFL);  // as a glslc started by its client would have it
   close(fds[0]);
   close(fds[1]);
   int32_t status = glslc_main(argc, argv, envp);

@@ -61,6 +61,20 @@ static pid_t start_server(const char* name, const char* preload) {
   dup2(null, 1);
   dup2(null, 2);
   closefrom(3);
+  // LD_PRELOAD splits its list at blanks and colons: a library in a folder with a blank (a checkout under "my
+  // projects") is named by its file name and found through LD_LIBRARY_PATH, which splits at colons only.
+  const char* slash = strrchr(preload, '/');
+  if (slash && strpbrk(preload, " \t:")) {
+    size_t dir_length = (size_t)(slash - preload);
+    const char* old = getenv("LD_LIBRARY_PATH");
+    char* path = malloc(dir_length + 2 + (old ? strlen(old) : 0));
+    if (!path) _exit(1);
+    memcpy(path, preload, dir_length);
+    path[dir_length] = '\0';
+    if (old && *old) strcat(strcat(path, ":"), old);
+    setenv("LD_LIBRARY_PATH", path, 1);
+    preload = slash + 1;
+  }
   setenv("LD_PRELOAD", preload, 1);
   setenv("LIFELINE_GLSLC_SERVE", name, 1);
   char* argv[] = {(char*)real_glslc, NULL};

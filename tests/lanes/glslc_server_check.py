@@ -4,7 +4,8 @@ and glslc_fork_server.c) gives what glslc run directly gives: the same SPIR-V by
 and messages, for ggml's own shaders as vulkan-shaders-gen compiles them and for a shader that does not compile.
 Among the shaders are tri_f16 and diag_f16, whose SPIR-V Debian's glslc takes a constant of from uninitialised
 memory (glslc_fork_server.c says more): they came out different from a server that warmed up on its main thread.
-Also: the client runs glslc itself, without waiting, when the server cannot start; the server leaves when idle.
+The server library is loaded from a folder with blanks and quotes. Also: the client runs glslc itself, without
+waiting, when the server cannot start; the server leaves when idle.
 
   glslc_server_check.py CLIENT SERVER_SO GLSLC SHADER_DIR
 """
@@ -52,6 +53,10 @@ def main(argv: list[str]) -> int:
             if f.suffix in (".comp", ".glsl"):
                 shutil.copy(f, work / f.name)
         (work / "broken.comp").write_text(BROKEN)
+        # The server library from a folder with blanks, as in a checkout under "my projects" (LD_PRELOAD splits
+        # at blanks; the client names it through LD_LIBRARY_PATH then).
+        shutil.copy(server_so, work / server_so.name)
+        base_env["LIFELINE_GLSLC_PRELOAD"] = str(work / server_so.name)
         for name, source, args in VARIANTS + [("broken", "broken.comp", ["--target-env=vulkan1.2", "-O"])]:
             direct = compile_(work, f"{name}.direct.spv", source, args, LIFELINE_GLSLC_DIRECT="1")
             served = compile_(work, f"{name}.served.spv", source, args)

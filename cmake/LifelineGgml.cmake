@@ -157,7 +157,13 @@ if(LIFELINE_GGML AND LIFELINE_VULKAN AND LIFELINE_LANE IN_LIST LIFELINE_GGML_VUL
   # would otherwise wipe the shared cache). What it builds has no sanitizer and links into any lane.
   set(_vk_compiler "")
   if(NOT EXISTS ${_vk_shared}/CMakeCache.txt)
-    set(_vk_compiler -DCMAKE_CXX_COMPILER=${CMAKE_CXX_COMPILER})
+    set(_vk_compiler -DCMAKE_CXX_COMPILER=${CMAKE_CXX_COMPILER} -DCMAKE_C_COMPILER=${CMAKE_C_COMPILER})
+  else()
+    # A shared build configured before it had C sources (the glslc client and server) picks the lane's C compiler.
+    file(STRINGS ${_vk_shared}/CMakeCache.txt _vk_has_c REGEX "^CMAKE_C_COMPILER:")
+    if(NOT _vk_has_c)
+      set(_vk_compiler -DCMAKE_C_COMPILER=${CMAKE_C_COMPILER})
+    endif()
   endif()
   execute_process(
     COMMAND ${CMAKE_COMMAND} -S ${PROJECT_SOURCE_DIR}/cmake/ggml-vulkan -B ${_vk_shared} -G Ninja

@@ -174,9 +174,9 @@ endif()
             self.assertEqual(rc, 0, out)
             self.assertIn("==== lane asan: ctest ==== (beside it, at nice 19, the builds of lanes fuzz, lsan)", out)
             self.assertIn("lifeline: 3 passed, 0 failed, 0 skipped", out)
-            # lane lsan's build may still be finishing (its last step, ninja's and cmake's exits) when lane fuzz's ctest
-            # starts, right after asan's test saw the mark: that heading names it or not (a fresh clone's run of 2026-11-27 saw
-            # it named, under load).
+            # lane lsan's build may still be finishing (its last step, ninja's and cmake's exits) when lane fuzz's
+            # ctest starts, right after asan's test saw the mark: that heading names it or not (a fresh clone's run
+            # of 2026-11-27 saw it named, under load).
             fuzz_ctest = "==== lane fuzz: ctest ===="
             order = [fuzz_ctest if line == fuzz_ctest + " (beside it, at nice 19, the builds of lanes lsan)" else line
                      for line in out.splitlines() if line.startswith("==== lane") or line.startswith("built-lane")]

@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "glslc_socket.h"
+
 static const char* real_glslc;
 
 static void run_glslc_itself(char** argv) {
@@ -32,16 +34,15 @@ static void run_glslc_itself(char** argv) {
 }
 
 static int connect_to(const char* name) {
-  struct sockaddr_un addr = {.sun_family = AF_UNIX};
-  size_t n = strlen(name);
-  if (n + 1 > sizeof addr.sun_path) return -1;
-  memcpy(addr.sun_path + 1, name, n);
+  struct sockaddr_un addr;
+  socklen_t addr_len = glslc_socket_address(name, &addr);
+  if (addr_len == 0) return -1;
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
   struct ucred peer;
   socklen_t peer_len = sizeof peer;
   // Abstract names are open to every local user: only a server of this user's gets the compile.
-  if (connect(fd, (struct sockaddr*)&addr, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) != 0 ||
+  if (connect(fd, (struct sockaddr*)&addr, addr_len) != 0 ||
       getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &peer_len) != 0 || peer.uid != getuid()) {
     close(fd);
     return -1;
@@ -82,17 +83,6 @@ static pid_t start_server(const char* name, const char* preload) {
   _exit(127);
 }
 
-static int write_full(int fd, const char* p, size_t n) {
-  while (n > 0) {
-    ssize_t put = write(fd, p, n);
-    if (put < 0 && errno == EINTR) continue;
-    if (put <= 0) return -1;
-    p += put;
-    n -= (size_t)put;
-  }
-  return 0;
-}
-
 // Sends the request (glslc_fork_server.c describes it); returns glslc's status, or -1 when none came back.
 static int compile_in_server(int fd, int argc, char** argv) {
   char cwd[4096];
@@ -120,16 +110,9 @@ static int compile_in_server(int fd, int argc, char** argv) {
   c->cmsg_type = SCM_RIGHTS;
   c->cmsg_len = CMSG_LEN(sizeof fds);
   memcpy(CMSG_DATA(c), fds, sizeof fds);
-  if (sendmsg(fd, &msg, MSG_NOSIGNAL) != (ssize_t)sizeof n || write_full(fd, request, length) != 0) return -1;
+  if (sendmsg(fd, &msg, MSG_NOSIGNAL) != (ssize_t)sizeof n || glslc_write_full(fd, request, length) != 0) return -1;
   int32_t status;
-  size_t got = 0;
-  while (got < sizeof status) {
-    ssize_t r = read(fd, (char*)&status + got, sizeof status - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return -1;
-    got += (size_t)r;
-  }
-  return status;
+  return glslc_read_full(fd, &status, sizeof status) == 0 ? status : -1;
 }
 
 int main(int argc, char** argv) {

@@ -33,6 +33,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "glslc_socket.h"
+
 typedef int (*main_fn)(int, char**, char**);
 static main_fn glslc_main;
 
@@ -69,18 +71,6 @@ static int warm_glslang(void) {
   return 0;
 }
 
-static int read_full(int fd, void* buf, size_t n) {
-  char* p = buf;
-  while (n > 0) {
-    ssize_t got = read(fd, p, n);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return -1;
-    p += got;
-    n -= (size_t)got;
-  }
-  return 0;
-}
-
 // In the fork: runs glslc's main() on the request `conn` carries and reports its status on `conn`.
 static void serve_one(int conn, char** envp) {
   struct ucred peer;
@@ -102,7 +92,7 @@ static void serve_one(int conn, char** envp) {
   memcpy(fds, CMSG_DATA(c), sizeof fds);
   if (length == 0 || length > kMaxRequest) _exit(125);
   char* request = malloc(length);
-  if (!request || read_full(conn, request, length) != 0 || request[length - 1] != '\0') _exit(125);
+  if (!request || glslc_read_full(conn, request, length) != 0 || request[length - 1] != '\0') _exit(125);
   static char* argv[kMaxArgs + 1];
   int argc = 0;
   const char* cwd = request;
@@ -138,11 +128,9 @@ static int serve(const char* name, char** envp) {
     return 1;
   }
   int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  struct sockaddr_un addr = {.sun_family = AF_UNIX};
-  size_t n = strlen(name);
-  if (listener < 0 || n + 1 > sizeof addr.sun_path) return 1;
-  memcpy(addr.sun_path + 1, name, n);  // abstract: sun_path[0] == '\0'
-  socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+  struct sockaddr_un addr;
+  socklen_t len = glslc_socket_address(name, &addr);
+  if (listener < 0 || len == 0) return 1;
   if (bind(listener, (struct sockaddr*)&addr, len) != 0 || listen(listener, 64) != 0)
     return errno == EADDRINUSE ? 0 : 1;  // another server won the race: the clients use it
   signal(SIGCHLD, SIG_IGN);  // forks are never waited for: each reports to its client itself

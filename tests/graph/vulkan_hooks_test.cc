@@ -205,6 +205,28 @@ TEST_F(VulkanHooksTest, CommandBuffersOfAnOlderPoolAreNotTheIterations) {
   EXPECT_TRUE(TakeErrors().empty());
 }
 
+// vkGetFenceStatus waits a little for a fence that is not ready (vulkan_hooks.cc: ggml-vulkan polls it in a
+// busy loop) but answers as the driver does: not ready, never VK_TIMEOUT, for a fence nothing will signal.
+TEST_F(VulkanHooksTest, AFenceStatusAnswersAsTheDriverWould) {
+  auto status = LIFELINE_VK_FN(instance_, vkGetFenceStatus);
+  ASSERT_EQ(status, reinterpret_cast<PFN_vkGetFenceStatus>(vkGetDeviceProcAddr(device_, "vkGetFenceStatus")));
+  VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  VkFence unsignaled = VK_NULL_HANDLE, signaled = VK_NULL_HANDLE;
+  ASSERT_EQ(LIFELINE_VK_FN(instance_, vkCreateFence)(device_, &fci, nullptr, &unsignaled), VK_SUCCESS);
+  fci.flags = VK_FENCE_CREATE_SIGNALED_BIT;
+  ASSERT_EQ(LIFELINE_VK_FN(instance_, vkCreateFence)(device_, &fci, nullptr, &signaled), VK_SUCCESS);
+  EXPECT_EQ(status(device_, unsignaled), VK_NOT_READY);
+  EXPECT_EQ(status(device_, signaled), VK_SUCCESS);
+  // Signaled by the queue: polled as ggml-vulkan polls, it turns ready.
+  ASSERT_EQ(LIFELINE_VK_FN(instance_, vkQueueSubmit)(queue_, 0, nullptr, unsignaled), VK_SUCCESS);
+  VkResult r = VK_NOT_READY;
+  for (int i = 0; i < 1000 && r == VK_NOT_READY; ++i) r = status(device_, unsignaled);
+  EXPECT_EQ(r, VK_SUCCESS);
+  LIFELINE_VK_FN(instance_, vkDestroyFence)(device_, unsignaled, nullptr);
+  LIFELINE_VK_FN(instance_, vkDestroyFence)(device_, signaled, nullptr);
+  EXPECT_TRUE(TakeErrors().empty()) << Joined(TakeErrors());
+}
+
 TEST_F(VulkanHooksTest, TheHooksAreWhatTheProcessCalls) {
   EXPECT_TRUE(Active());
   EXPECT_EQ(InstanceError(), "");

@@ -43,6 +43,8 @@ struct Real {
   PFN_vkFreeCommandBuffers FreeCommandBuffers;
   PFN_vkCreateComputePipelines CreateComputePipelines;
   PFN_vkDestroyPipeline DestroyPipeline;
+  PFN_vkGetFenceStatus GetFenceStatus;
+  PFN_vkWaitForFences WaitForFences;
 #define LIFELINE_VK_PAIR(Name, kind) \
   PFN_vkCreate##Name Create##Name;   \
   PFN_vkDestroy##Name Destroy##Name;
@@ -290,6 +292,22 @@ VKAPI_ATTR void VKAPI_CALL DestroyPipeline(VkDevice device, VkPipeline pipeline,
   g_real.DestroyPipeline(device, pipeline, alloc);
 }
 
+// ggml-vulkan waits for a graph by polling vkGetFenceStatus in a loop of pause instructions
+// (ggml_vk_wait_for_fence): on lavapipe, whose queue thread computes the graph and compiles each pipeline on its
+// first dispatch, the poll held one of this machine's two cores for as long as the other worked (a cold
+// soft_max: 12.9 CPU-s for 7.8 s, 2026-11-27). A status not yet ready now waits up to 10 ms for the fence
+// first: the answer is the one a slower host would read, and the core is free meanwhile.
+VKAPI_ATTR VkResult VKAPI_CALL GetFenceStatus(VkDevice device, VkFence fence) {
+  VkResult r = g_real.GetFenceStatus(device, fence);
+  if (r != VK_NOT_READY) return r;
+  if (g_real.WaitForFences == nullptr && Loader() != nullptr) {
+    g_real.WaitForFences = reinterpret_cast<PFN_vkWaitForFences>(dlsym(Loader(), "vkWaitForFences"));
+  }
+  if (g_real.WaitForFences == nullptr) return r;
+  r = g_real.WaitForFences(device, 1, &fence, VK_TRUE, 10'000'000);
+  return r == VK_TIMEOUT ? VK_NOT_READY : r;
+}
+
 // vkCreate<Name>/vkDestroy<Name> pairs with the common signature.
 #define LIFELINE_VK_WRAP(Name, kind)                                                                        \
   VKAPI_ATTR VkResult VKAPI_CALL Create##Name(VkDevice device, const Vk##Name##CreateInfo* info,           \
@@ -326,6 +344,7 @@ PFN_vkVoidFunction Wrap(const char* name, Resolve resolve) {
   LIFELINE_VK_ENTRY(FreeCommandBuffers)
   LIFELINE_VK_ENTRY(CreateComputePipelines)
   LIFELINE_VK_ENTRY(DestroyPipeline)
+  LIFELINE_VK_ENTRY(GetFenceStatus)
 #define LIFELINE_VK_PAIR_ENTRY(Name, kind) \
   LIFELINE_VK_ENTRY(Create##Name)          \
   LIFELINE_VK_ENTRY(Destroy##Name)

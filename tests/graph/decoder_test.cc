@@ -208,11 +208,6 @@ TEST(GraphDecoderGolden, TheOptionsByteBit3LetsTheProgramTranspose) {
   const Program q = Decode(b.data(), b.size());
   EXPECT_FALSE(q.layout_ops);
   for (const Step& s : q.steps) EXPECT_NE(s.kind, StepKind::kTranspose) << Describe(s);
-  // ggml-vulkan draws them too, unlike row ops, mul_mat and get_rows (AllocatorRules::model_ops).
-  AllocatorRules vulkan;
-  vulkan.model_ops = false;
-  b[b.size() - 2] = 0x08;
-  EXPECT_EQ(Describe(Decode(b.data(), b.size(), vulkan)), Describe(p));
 }
 
 // Bit 4 of the options byte lets the program get rows (float32 [ne0, n] from rows first + j * step of any tensor,
@@ -241,7 +236,7 @@ TEST(GraphDecoderGolden, TheOptionsByteBit4LetsTheProgramGetRows) {
 }
 
 // Bit 5 of the options byte lets the program rope (n_dims, mode, heads per token and positions first + j * step);
-// without it, the same bytes draw none; ggml-vulkan draws none either (AllocatorRules::model_ops).
+// without it, the same bytes draw none.
 TEST(GraphDecoderGolden, TheOptionsByteBit5LetsTheProgramRope) {
   std::vector<uint8_t> b = {0x00, 0x03, 0x07, 0x00, 0x00, 0x02, 0x00, 0x02, 0x01, 0x08, 0x03, 0x07, 0x01,
                             0x01, 0x01, 0x07, 0x01, 0x03, 0x05, 0x00, 0x05, 0x00, 0x05, 0x20, 0x80};
@@ -257,9 +252,6 @@ TEST(GraphDecoderGolden, TheOptionsByteBit5LetsTheProgramRope) {
             "#4 alloc+compute g0 with allocator 0\n");
   EXPECT_EQ(PositionsOf(p.steps[1].tensor), (std::vector<int32_t>{7, 10}));  // 4 rows, 2 heads: 2 tokens
   EXPECT_EQ(PositionsOf(p.steps[2].tensor), (std::vector<int32_t>{0}));
-  AllocatorRules vulkan;
-  vulkan.model_ops = false;
-  for (const Step& s : Decode(b.data(), b.size(), vulkan).steps) EXPECT_NE(s.kind, StepKind::kRope) << Describe(s);
   b[b.size() - 2] = 0x00;
   const Program q = Decode(b.data(), b.size());
   EXPECT_FALSE(q.rope);
@@ -285,9 +277,6 @@ TEST(GraphDecoderGolden, TheOptionsByteBit6LetsTheProgramSetRows) {
   EXPECT_EQ(rows[0], 3);
   EXPECT_EQ(rows[1], 2);  // (3 + 3) % 4: the step is coprime with the 4 rows, so no row is written twice
   EXPECT_TRUE(p.steps[2].tensor.inplace);  // it writes into t0's bytes
-  AllocatorRules vulkan;
-  vulkan.model_ops = false;
-  for (const Step& s : Decode(b.data(), b.size(), vulkan).steps) EXPECT_NE(s.kind, StepKind::kSetRows) << Describe(s);
   b[b.size() - 2] = 0x00;
   const Program q = Decode(b.data(), b.size());
   EXPECT_FALSE(q.set_rows);

@@ -182,11 +182,11 @@ struct AllocatorRules {
   // is placed by the scheduler of the step's allocator, not by its gallocr: it never needs a reserve first,
   // and reserving it leaves the gallocr's plan as it was (ggml_vulkan_adapter.h).
   bool splits_cpu_marks = false;
-  // Whether kRowOp, kMatMul, kRope and kSetRows may be drawn. kTranspose and kGetRows are, everywhere: the ggml-vulkan pipelines
-  // they need (copies that make a view contiguous, get_rows) compile in 1 to 2 s on lavapipe with an empty cache. Not on ggml-vulkan for now: lavapipe compiles the pipelines of a
-  // row op on first use in 30 s here with an empty Mesa shader cache (2 s once cached), past any per-input
-  // timeout, and a fresh clone's suite met it (fuzz-smoke.ggml_vulkan_graph_topology, 2026-11-26).
-  bool model_ops = true;
+  // The same for a graph holding a rope of a float16 tensor (ggml-vulkan as built here): glslang before its fix
+  // for KhronosGroup/glslang#3616 (Debian 12's among them) compiles `float16_t(x)` of a float16_t x to an
+  // OpFConvert from half to half, which SPIR-V forbids; rope_{norm,neox}_f16 do that (rope_funcs.glsl, built
+  // without spirv-opt since ggml-org/llama.cpp#16860), and the validation layer rejects the module.
+  bool refuses_f16_rope = false;
 };
 
 Program Decode(const uint8_t* data, size_t size, const AllocatorRules& rules = {});

@@ -121,19 +121,19 @@ bool Model::Legal(StepKind k) const {
     case StepKind::kViewExternal: return room && any_sealed([](const ModelTensor& t) { return t.spec.output; });
     case StepKind::kRowOp:
     case StepKind::kMatMul:
-      if (!room || !rules.model_ops || !(k == StepKind::kRowOp ? row_ops : mul_mats)) return false;
+      if (!room || !(k == StepKind::kRowOp ? row_ops : mul_mats)) return false;
       for (const ModelTensor& t : g[o].t)
         if (t.spec.type == alloc::DType::kF32) return true;
       return false;
     case StepKind::kTranspose: return room && has_tensor && layout_ops;
     case StepKind::kGetRows: return room && has_tensor && get_rows;
     case StepKind::kRope:
-      if (!room || !rules.model_ops || !rope) return false;
+      if (!room || !rope) return false;
       for (const ModelTensor& t : g[o].t)
         if (t.ne0 >= 2) return true;
       return false;
     case StepKind::kSetRows:
-      if (!room || !rules.model_ops || !set_rows) return false;
+      if (!room || !set_rows) return false;
       for (const ModelTensor& t : g[o].t)
         if (t.spec.type == alloc::DType::kF32 && t.ne1 <= alloc::kMaxRows) return true;
       return false;
@@ -246,12 +246,14 @@ bool Model::AllocLegal(int gi, int k, StatusCode* expect) const {
     if (!src.t[v.external_tensor].has_memory) *expect = StatusCode::kFailedPrecondition;
   }
   // Refused up front by the allocator's rules (checked after the precondition above, as the adapter does).
-  if (*expect == StatusCode::kOk && (rules.refuses_f16_scale || rules.refuses_odd_rope)) {
+  if (*expect == StatusCode::kOk && (rules.refuses_f16_scale || rules.refuses_odd_rope || rules.refuses_f16_rope)) {
     for (size_t i = 0; i < mg.t.size(); ++i) {
       const TensorSpec& s = mg.t[i].spec;
       const bool f16_scale = s.op == Op::kScale && s.type == alloc::DType::kF16;
       const bool odd_rope = s.op == Op::kRope && mg.t[i].ne0 % 2 != 0;
-      if (r[i] && ((rules.refuses_f16_scale && f16_scale) || (rules.refuses_odd_rope && odd_rope))) {
+      const bool f16_rope = s.op == Op::kRope && s.type == alloc::DType::kF16;
+      if (r[i] && ((rules.refuses_f16_scale && f16_scale) || (rules.refuses_odd_rope && odd_rope) ||
+                   (rules.refuses_f16_rope && f16_rope))) {
         *expect = StatusCode::kUnimplemented;
       }
     }

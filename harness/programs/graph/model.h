@@ -60,8 +60,8 @@ struct Model {
   bool mul_mats = false;  // Program::mul_mats: kMatMul may be drawn
   bool layout_ops = false;  // Program::layout_ops: kTranspose may be drawn
   bool get_rows = false;    // Program::get_rows: kGetRows may be drawn
-  bool rope = false;        // Program::rope: kRope may be drawn (where rules.model_ops)
-  bool set_rows = false;    // Program::set_rows: kSetRows may be drawn (where rules.model_ops)
+  bool rope = false;        // Program::rope: kRope may be drawn
+  bool set_rows = false;    // Program::set_rows: kSetRows may be drawn
   bool f16_mul_mat = false;  // Program::f16_mul_mat: a kMatMul's first source may be float16
   bool unplanned_allocs = false;  // Program::unplanned_allocs
   std::vector<ModelGraph> g;

@@ -54,16 +54,7 @@ class GgmlAdapter final : public GgmlGraphAdapter {
         return Unimplemented(std::string(t->name) + ": ggml's CPU backend cannot compute " + ggml_op_desc(t) +
                              " on float16 (guard ggml-cpu-scale-f16-unsupported)");
       }
-      // Guard ggml-cpu-rope-odd-row-overflow: the kernel copies the elements past n_dims two at a time, so a row
-      // of odd length has one element written past its end (the last row's past the tensor).
-      if (t->op == GGML_OP_ROPE && t->src[0]->ne[0] % 2 != 0 &&
-          GuardHolds(Guard::kGgmlCpuRopeOddRowOverflow, [&] {
-            return std::string(t->name) + " is a rope of rows of " + std::to_string(t->src[0]->ne[0]) +
-                   " elements: the CPU kernel writes one element past each; " + what + " is refused before it is placed";
-          })) {
-        return Unimplemented(std::string(t->name) + ": ggml's CPU backend writes past a rope of odd rows " +
-                             "(guard ggml-cpu-rope-odd-row-overflow)");
-      }
+      LIFELINE_RETURN_IF_ERROR(RefuseOddRope(t, what));
     }
     return Status::Ok();
   }

@@ -170,6 +170,20 @@ Status GgmlGraphAdapter::Measure(int k, int g) {
   return Status::Ok();
 }
 
+// The kernel copies the elements past n_dims two at a time, so a row of odd length has one element written past
+// its end (the last row's past the tensor).
+Status GgmlGraphAdapter::RefuseOddRope(const ggml_tensor* t, const std::string& what) {
+  if (t->op == GGML_OP_ROPE && t->src[0]->ne[0] % 2 != 0 &&
+      GuardHolds(Guard::kGgmlCpuRopeOddRowOverflow, [&] {
+        return std::string(t->name) + " is a rope of rows of " + std::to_string(t->src[0]->ne[0]) +
+               " elements: the CPU kernel writes one element past each; " + what + " is refused before it is placed";
+      })) {
+    return Unimplemented(std::string(t->name) + ": ggml's CPU backend writes past a rope of odd rows " +
+                         "(guard ggml-cpu-rope-odd-row-overflow)");
+  }
+  return Status::Ok();
+}
+
 // A graph holding a row op, mul_mat or rope compares its outputs within the row ops' tolerance (Equality::kClose: ggml's
 // kernels and the reference round them differently); any other, as the backend's outputs compare.
 oracles::Equality GgmlGraphAdapter::EqualityFor(int g) const {

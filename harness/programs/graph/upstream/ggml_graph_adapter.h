@@ -145,6 +145,9 @@ class GgmlGraphAdapter : public AllocatorAdapter {
   virtual void Compute(ggml_cgraph* graph, const std::string& what, ggml_backend_sched_t sched) = 0;
   // A graph this backend cannot compute, refused before anything is placed (Ok: go on).
   virtual Status Refuse(const Instance& inst, const std::string& what) = 0;
+  // Guard ggml-cpu-rope-odd-row-overflow, for every adapter whose graphs ggml's CPU backend computes (ggml-vulkan's
+  // too: its fresh-allocator differential): Unimplemented for a rope of rows of odd length while the guard holds.
+  static Status RefuseOddRope(const ggml_tensor* t, const std::string& what);
   // Frees what the backend's adapter holds itself and checks that everything the input made is gone (called
   // after Release(), before the host buffers' baseline is checked).
   virtual void CheckReleased() = 0;

@@ -15,7 +15,9 @@ AllocatorRules GgmlVulkanRules() {
   AllocatorRules rules;
   rules.refuses_f16_scale = true;  // ggml_backend_vk_device_supports_op: scale needs a contiguous f32 source
   rules.splits_cpu_marks = true;
-  rules.model_ops = false;  // format.h: the first compile of the row ops' pipelines on lavapipe outlasts a per-input timeout
+  // Its fresh-allocator differential computes each graph again on ggml's CPU backend (ggml_graph_adapter.cc).
+  rules.refuses_odd_rope = GuardOn(Guard::kGgmlCpuRopeOddRowOverflow);
+  rules.refuses_f16_rope = true;  // format.h: rope_*_f16 as Debian's glslang compiles them is invalid SPIR-V
   return rules;
 }
 

@@ -12,8 +12,9 @@ namespace lifeline::graphs {
 // holding a rope of a tensor with an odd ne0 (refuses_odd_rope).
 AllocatorRules GgmlRules();
 
-// ggml-vulkan (ggml_vulkan_adapter.h): it computes scale only on float32, and ops marked for the CPU split
-// the graph between ggml-vulkan and the CPU backend.
+// ggml-vulkan (ggml_vulkan_adapter.h): it computes scale only on float32, ops marked for the CPU split
+// the graph between ggml-vulkan and the CPU backend, a rope of a float16 tensor is refused (its shader as built
+// here is invalid SPIR-V), and the CPU backend's guarded rope is refused as there (the differential runs on it).
 AllocatorRules GgmlVulkanRules();
 
 }  // namespace lifeline::graphs

@@ -351,6 +351,12 @@ class GgmlVulkanAdapter final : public GgmlGraphAdapter {
   Status Refuse(const Instance& inst, const std::string& what) override {
     for (int i = 0; i < ggml_graph_n_nodes(inst.graph); ++i) {
       const ggml_tensor* t = ggml_graph_node(inst.graph, i);
+      LIFELINE_RETURN_IF_ERROR(RefuseOddRope(t, what));
+      // AllocatorRules::refuses_f16_rope: the shader glslang made of it is invalid SPIR-V (format.h).
+      if (t->op == GGML_OP_ROPE && t->src[0]->type == GGML_TYPE_F16) {
+        return Unimplemented(std::string(t->name) + " of " + what + ": ggml-vulkan's rope of float16 is refused here: " +
+                             "Debian's glslang compiles its shader to invalid SPIR-V (KhronosGroup/glslang#3616)");
+      }
       if (ggml_backend_supports_op(backend_, t)) continue;
       std::string types = ggml_type_name(t->src[0]->type);
       if (t->src[1] != nullptr) types += std::string(", ") + ggml_type_name(t->src[1]->type);

@@ -95,7 +95,8 @@ for t in "${targets[@]}"; do
   fi
   {
     echo "[libfuzzer]"
-    echo "timeout = 25"
+    # lifeline/options.py's DEFAULT_TIMEOUT_S, where the target's own file sets none.
+    grep -qE '^timeout *=' "$PROJECT/targets/$t.options" 2>/dev/null || echo "timeout = 25"
     case "$t" in
       # Per-input leak checks cannot tell NumPy's and CPython's caches from leaks; see
       # LLVMFuzzerInitialize in targets/interop_capsule_lifecycle.cc.

@@ -12,12 +12,15 @@ if(NOT rc EQUAL 0)
 endif()
 string(REPLACE "\n" ";" flags "${flags}")
 list(REMOVE_ITEM flags "")
-# -timeout=25: the per-input limit of `lifeline fuzz` (cli/lifeline/fuzz.py) and of the OSS-Fuzz build's .options.
-# With 10, the first input that met a new ggml-vulkan pipeline (mul_mat after soft_max) timed out in a fresh
-# clone's suite: lavapipe compiles each pipeline on first use, 9.8 s for that input alone with an empty Mesa
-# shader cache (2 s once cached), more with the lane's other tests running beside it.
-set(args ${flags} -seed=1 -runs=${RUNS} -max_total_time=120 -timeout=25 -print_final_stats=1
-         -artifact_prefix=${WORK}/artifacts/)
+# -timeout=25 unless the target's settings name one: the per-input limit of `lifeline fuzz` (cli/lifeline/options.py
+# per_input_timeout) and of the OSS-Fuzz build's .options. With 10, the first input that met a new ggml-vulkan
+# pipeline (mul_mat after soft_max) timed out in a fresh clone's suite: lavapipe compiles each pipeline on first
+# use, 9.8 s for that input alone with an empty Mesa shader cache (2 s once cached), more with the lane's other
+# tests running beside it.
+set(args ${flags} -seed=1 -runs=${RUNS} -max_total_time=120 -print_final_stats=1 -artifact_prefix=${WORK}/artifacts/)
+if(NOT flags MATCHES "-timeout=")
+  list(APPEND args -timeout=25)
+endif()
 if(DICT AND EXISTS ${DICT})
   list(APPEND args -dict=${DICT})
 endif()

@@ -19,7 +19,7 @@ from . import guards as guardsmod
 from . import triage as triagemod
 from .bugs import switch_env
 from .build import configure_and_build, describe_ggml, ensure_deps, ensure_upstream, resolve_ggml_source, run, upstream_ggml
-from .options import libfuzzer_flags
+from .options import libfuzzer_flags, per_input_timeout
 from .paths import FUZZ_LANES, ROOT, fuzz_targets, source_targets, target_labels
 from .shellsafe import SafeLinks
 from .usage import UsageError
@@ -131,7 +131,7 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
     # Fork mode starts its jobs through a shell: every path it gets is a plain name (lifeline/shellsafe.py).
     with SafeLinks() as links, open(log_path, "w") as log:
         cmd = [links.path(binary, target), *libfuzzer_flags(target), f"-max_total_time={seconds}",
-               "-print_final_stats=1", "-timeout=25",
+               "-print_final_stats=1", f"-timeout={per_input_timeout(target)}",
                f"-artifact_prefix={links.path(artifacts, 'artifacts')}/", links.path(work, "corpus")]
         if dict_file.is_file():
             cmd.insert(1, f"-dict={links.path(dict_file, 'dict')}")
@@ -152,7 +152,7 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
                     now = time.monotonic()
                     if now - last_progress >= progress_every:
                         last_progress = now
-                        found_now = sum(1 for p in artifacts.iterdir() if p.name not in before)
+                        found_now = sum(1 for p in artifacts.iterdir() if p.name not in before and not _slow(p))
                         sys.stdout.write(f"{lead}  {target}: {job.execs} execs  {job.exec_per_s(now - t0)} exec/s  "
                                          f"cov {job.cov}  corpus {job.corpus}  crashes {found_now}  "
                                          f"{now - t0:.0f}/{seconds} s   {tail}")
@@ -178,6 +178,10 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
     if tty:
         sys.stdout.write("\n")
     new = sorted(p for p in artifacts.iterdir() if p.name not in before)
+    # libFuzzer's slow-unit-* files: inputs that ran longer than -report_slow_units (10 s), kept and listed, not
+    # replayed as crashes (ggml_vulkan_graph_topology's first input to use a pipeline compiles it: 16 s cold).
+    stats["slow_units"] = [str(p) for p in new if _slow(p)]
+    new = [p for p in new if not _slow(p)]
     stats["new_artifacts"] = [str(p) for p in new]
     saved = sum(1 for _ in work.iterdir())
     stats.update(execs=job.total_execs(), exec_s=job.exec_per_s(elapsed), cov=job.cov,
@@ -263,6 +267,10 @@ def _fresh_guard_file(out: Path, target: str) -> Path:
     return f
 
 
+def _slow(p: Path) -> bool:
+    return p.name.startswith("slow-unit-")
+
+
 def _replay_artifacts(binary: Path, target: str, artifacts: list,
                       reintroduce: str | None, lane: str = "fuzz") -> tuple[list, list, list]:
     """Replays each new artifact once on the job's binary, the way it was found, and sorts it by the known
@@ -275,7 +283,7 @@ def _replay_artifacts(binary: Path, target: str, artifacts: list,
     crashes, upstream_open = [], []
     for i, a in enumerate(artifacts):
         try:
-            rc, out = triagemod.run_once(binary, a, reintroduce, extra=("-timeout=25",))
+            rc, out = triagemod.run_once(binary, a, reintroduce, extra=(f"-timeout={per_input_timeout(target)}",))
         except KeyboardInterrupt:
             return crashes, upstream_open, [str(p) for p in artifacts[i:]]
         c = crashmod.parse(out) if rc != 0 else None
@@ -581,6 +589,8 @@ def cmd_fuzz(args) -> int:
             print(f"  crash: {r['signature']}")
             for a in r["new_artifacts"]:
                 print(f"    {a}")
+        if r.get("slow_units"):
+            print(f"  slow units (over 10 s, not crashes): {len(r['slow_units'])} kept in {r['artifacts']}")
         if r.get("leak_at_exit"):
             lk = r["leak_at_exit"]
             known = ""

@@ -7,7 +7,8 @@
 Every run of the target that lifeline starts passes these as -key=value flags ahead of its own (`lifeline
 fuzz`, the fuzz-smoke tests, bench/tte.py, bench/throughput.py); .clusterfuzzlite/build.sh copies them into
 $OUT/<target>.options. Keys that a job decides per run (its time, its paths, its seed, fork mode) are refused
-here, as is anything but one [libfuzzer] section of `key = value` lines.
+here, as is anything but one [libfuzzer] section of `key = value` lines. `timeout` (seconds per input) is the
+target's to set: every tool passes per_input_timeout(), 25 s unless the file says otherwise.
 """
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from .usage import UsageError
 
 # Set per run by the tools that start the target; a target's file must not fight them.
 PER_RUN = {"max_total_time", "runs", "artifact_prefix", "exact_artifact_path", "seed", "fork", "jobs",
-           "workers", "dict", "print_final_stats", "merge", "minimize_crash", "close_fd_mask", "timeout"}
+           "workers", "dict", "print_final_stats", "merge", "minimize_crash", "close_fd_mask"}
+DEFAULT_TIMEOUT_S = 25  # libFuzzer's -timeout where a target's file sets none (ClusterFuzz's default too)
 _KEY = re.compile(r"[a-z][a-z0-9_]*")
 _VALUE = re.compile(r"[A-Za-z0-9_.+-]+")
 
@@ -51,20 +53,31 @@ def parse(text: str, where: str) -> dict[str, str]:
             raise UsageError(f"{where}:{n}: {key} is set per run by the tool that starts the target, not here")
         if key in got:
             raise UsageError(f"{where}:{n}: {key} is set twice")
+        if key == "timeout" and not (value.isdigit() and int(value) > 0):
+            raise UsageError(f"{where}:{n}: timeout is a whole number of seconds above 0, not {value!r}")
         got[key] = value
     return got
 
 
-def libfuzzer_flags(target: str, root: Path = ROOT) -> list[str]:
-    """The target's settings as libFuzzer flags (-key=value); none when it has no file."""
+def _read(target: str, root: Path) -> dict[str, str]:
     p = options_path(target, root)
     if not p.is_file():
-        return []
+        return {}
     try:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise UsageError(f"{p}: cannot be read ({e})")
-    return [f"-{k}={v}" for k, v in parse(text, str(p)).items()]
+    return parse(text, str(p))
+
+
+def libfuzzer_flags(target: str, root: Path = ROOT) -> list[str]:
+    """The target's settings as libFuzzer flags (-key=value); none when it has no file."""
+    return [f"-{k}={v}" for k, v in _read(target, root).items()]
+
+
+def per_input_timeout(target: str, root: Path = ROOT) -> int:
+    """The seconds one input may run: the target's `timeout`, else DEFAULT_TIMEOUT_S."""
+    return int(_read(target, root).get("timeout", DEFAULT_TIMEOUT_S))
 
 
 def cmd_libfuzzer_flags(argv: list[str]) -> int:

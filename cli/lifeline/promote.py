@@ -18,6 +18,7 @@ from . import reduce as reducemod
 from . import triage as triagemod
 from .bugs import BUG_ID, known_bug_ids, switch_env
 from .build import run
+from .options import per_input_timeout
 from .paths import FUZZ_LANES, LANES, ROOT, source_targets
 from .shellsafe import SafeLinks
 from .usage import UsageError
@@ -34,7 +35,7 @@ def signature_for_bug_json(c: dict) -> dict:
     return {"type": c["type"], "frame": c["state"][0]}
 
 
-def minimize(binary: Path, crash_file: Path, reintroduce: Optional[str], work: Path, runs: int) -> Path:
+def minimize(binary: Path, crash_file: Path, reintroduce: Optional[str], work: Path, runs: int, timeout: int) -> Path:
     """work/minimized: the smallest input libFuzzer (-minimize_crash=1) found that still crashes, if any."""
     out = work / "minimized"
     env = switch_env(reintroduce)
@@ -42,7 +43,7 @@ def minimize(binary: Path, crash_file: Path, reintroduce: Optional[str], work: P
     with SafeLinks() as links:
         try:
             subprocess.run([links.path(binary, "target"), "-minimize_crash=1", f"-runs={runs}",
-                            f"-exact_artifact_path={links.path(work, 'work')}/{out.name}", "-timeout=25",
+                            f"-exact_artifact_path={links.path(work, 'work')}/{out.name}", f"-timeout={timeout}",
                             links.path(crash_file, "input")], env=links.env(env), stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL, timeout=600)
         except subprocess.TimeoutExpired:
@@ -129,7 +130,7 @@ def cmd_promote(args) -> int:
     print(f"promote: {r.signature}; minimizing (libFuzzer -minimize_crash=1, {args.runs} runs)", flush=True)
     data = f.read_bytes()
     with tempfile.TemporaryDirectory() as tmp:
-        small = minimize(binary, f, args.id, Path(tmp), args.runs)
+        small = minimize(binary, f, args.id, Path(tmp), args.runs, per_input_timeout(target))
         if small.is_file() and len(small.read_bytes()) < len(data):
             m = triagemod.triage_one(ROOT, binary, small, target, args.id, lane=lane)
             if m.signature == r.signature and not m.flaky:

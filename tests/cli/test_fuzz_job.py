@@ -183,6 +183,15 @@ class FuzzJob(ScratchProject):
         self.assertEqual((summary["crashes"], summary["upstream_open"], summary["upstream_open_bugs"]), (0, 0, []))
 
 
+    def test_a_slow_unit_is_listed_not_counted_as_a_crash(self):
+        # libFuzzer keeps an input that ran past -report_slow_units as slow-unit-<sha1>: nothing crashed.
+        self.artifacts({"slow-unit-s": "clean"})
+        rc, text, summary = self.fuzz()
+        self.assertEqual(rc, 0, text)
+        self.assertEqual((summary["crashes"], summary["new_artifacts"]), (0, []))
+        self.assertEqual([Path(p).name for p in summary["slow_units"]], ["slow-unit-s"])
+        self.assertIn("\n  slow units (over 10 s, not crashes): 1 kept in ", text)
+
     def test_the_summary_names_the_upstream_ggml_the_lane_was_built_from(self):
         lane = self.root / "build" / "fuzz"
         rc, text, summary = self.fuzz()

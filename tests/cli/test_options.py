@@ -44,8 +44,12 @@ class Parse(unittest.TestCase):
         self.bad("[libfuzzer]\nentropic = \n", ":2:")
 
     def test_a_key_set_per_run(self):
-        for key in ("max_total_time", "runs", "artifact_prefix", "seed", "fork", "dict", "timeout"):
+        for key in ("max_total_time", "runs", "artifact_prefix", "seed", "fork", "dict"):
             self.bad(f"[libfuzzer]\n{key} = 1\n", ":2:", key, "per run")
+
+    def test_a_timeout_that_is_no_count_of_seconds(self):
+        for value in ("0", "2.5", "-1", "x"):
+            self.bad(f"[libfuzzer]\ntimeout = {value}\n", ":2:", "timeout", "whole number")
 
     def test_a_key_set_twice(self):
         self.bad("[libfuzzer]\nentropic = 0\nentropic = 1\n", ":3:", "twice")
@@ -56,6 +60,16 @@ class Files(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             (Path(d) / "targets").mkdir()
             self.assertEqual(options.libfuzzer_flags("t", Path(d)), [])
+
+    def test_the_per_input_timeout(self):
+        with tempfile.TemporaryDirectory() as d:
+            (Path(d) / "targets").mkdir()
+            self.assertEqual(options.per_input_timeout("t", Path(d)), options.DEFAULT_TIMEOUT_S)
+            (Path(d) / "targets" / "t.options").write_text("[libfuzzer]\nentropic = 0\n")
+            self.assertEqual(options.per_input_timeout("t", Path(d)), 25)
+            (Path(d) / "targets" / "t.options").write_text("[libfuzzer]\ntimeout = 120\n")
+            self.assertEqual(options.per_input_timeout("t", Path(d)), 120)
+            self.assertEqual(options.libfuzzer_flags("t", Path(d)), ["-timeout=120"])
 
     def test_flags_from_a_file(self):
         with tempfile.TemporaryDirectory() as d:

@@ -221,6 +221,22 @@ const char* Model::StateOf(int gi) const {
   return mg.placed ? "evicted" : "displaced";
 }
 
+int64_t Model::ByteOffset(int gi, int idx) const {
+  int64_t bytes = 0;
+  for (;;) {
+    const TensorSpec& s = g[gi].t[idx].spec;
+    if (s.op == Op::kView) bytes += s.view_offset * static_cast<int64_t>(alloc::DTypeSize(s.type));
+    if (s.src[0] >= 0 && (s.inplace || s.op == Op::kView || s.op == Op::kReshape)) {
+      idx = s.src[0];
+    } else if (s.op == Op::kNone && s.external_graph >= 0) {
+      idx = s.external_tensor;
+      gi = s.external_graph;
+    } else {
+      return bytes;
+    }
+  }
+}
+
 bool Model::AllocLegal(int gi, int k, StatusCode* expect) const {
   const ModelGraph& mg = g[gi];
   *expect = StatusCode::kOk;
@@ -246,14 +262,20 @@ bool Model::AllocLegal(int gi, int k, StatusCode* expect) const {
     if (!src.t[v.external_tensor].has_memory) *expect = StatusCode::kFailedPrecondition;
   }
   // Refused up front by the allocator's rules (checked after the precondition above, as the adapter does).
-  if (*expect == StatusCode::kOk && (rules.refuses_f16_scale || rules.refuses_odd_rope || rules.refuses_f16_rope)) {
+  if (*expect == StatusCode::kOk && (rules.refuses_f16_scale || rules.refuses_odd_rope || rules.refuses_f16_rope ||
+                                    rules.refuses_misaligned_mul_mat > 0)) {
+    auto misaligned = [&](int src) {
+      return src >= 0 && ByteOffset(gi, src) % rules.refuses_misaligned_mul_mat != 0;
+    };
     for (size_t i = 0; i < mg.t.size(); ++i) {
       const TensorSpec& s = mg.t[i].spec;
       const bool f16_scale = s.op == Op::kScale && s.type == alloc::DType::kF16;
       const bool odd_rope = s.op == Op::kRope && mg.t[i].ne0 % 2 != 0;
       const bool f16_rope = s.op == Op::kRope && s.type == alloc::DType::kF16;
+      const bool misaligned_mul_mat = rules.refuses_misaligned_mul_mat > 0 && s.op == Op::kMulMat &&
+                                      (misaligned(s.src[0]) || misaligned(s.src[1]));
       if (r[i] && ((rules.refuses_f16_scale && f16_scale) || (rules.refuses_odd_rope && odd_rope) ||
-                   (rules.refuses_f16_rope && f16_rope))) {
+                   (rules.refuses_f16_rope && f16_rope) || misaligned_mul_mat)) {
         *expect = StatusCode::kUnimplemented;
       }
     }

@@ -118,6 +118,9 @@ struct Model {
  private:
   // Whether an Alloc of graph gi by allocator k is legal, and the status it must return.
   bool AllocLegal(int gi, int k, StatusCode* expect) const;
+  // How many bytes past the start of the memory it lies in (a placed tensor's, which the allocator aligns) tensor
+  // idx of graph gi begins: the view offsets on the way to its root, through leaf views of other graphs too.
+  int64_t ByteOffset(int gi, int idx) const;
 };
 
 }  // namespace lifeline::graphs

@@ -187,12 +187,13 @@ struct AllocatorRules {
   // OpFConvert from half to half, which SPIR-V forbids; rope_{norm,neox}_f16 do that (rope_funcs.glsl, built
   // without spirv-opt since ggml-org/llama.cpp#16860), and the validation layer rejects the module.
   bool refuses_f16_rope = false;
-  // The same for a graph holding a mul_mat with a source whose first byte lies this many bytes past an aligned
-  // address only modulo this alignment (0: none refused). ggml-vulkan with guard ggml-vk-mul-mat-misaligned-src on:
-  // its mul_mat binds both sources without the misalignment support its other shaders have and aborts
-  // (GGML_ASSERT in ggml_vk_tensor_subbuffer) on one that is not a multiple of minStorageBufferOffsetAlignment
-  // (16 on lavapipe) from its buffer's start; a view at an element offset makes one.
-  int refuses_misaligned_mul_mat = 0;
+  // The same for a graph holding a mul_mat or a soft_max with a source that starts a number of bytes into its
+  // placed tensor that is not a multiple of this alignment (0: none refused); a view at an element offset makes
+  // one. ggml-vulkan with guard ggml-vk-mul-mat-misaligned-src on: those two ops' shaders take no offset, and it
+  // aborts on such a source (mul_mat: GGML_ASSERT in ggml_vk_tensor_subbuffer; soft_max: in
+  // init_pushconst_tensor_offsets, the assert of ggml-org/llama.cpp#22516) where a multiple of
+  // minStorageBufferOffsetAlignment (16 on lavapipe) is needed.
+  int refuses_misaligned_sources = 0;
 };
 
 Program Decode(const uint8_t* data, size_t size, const AllocatorRules& rules = {});

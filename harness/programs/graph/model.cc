@@ -263,19 +263,20 @@ bool Model::AllocLegal(int gi, int k, StatusCode* expect) const {
   }
   // Refused up front by the allocator's rules (checked after the precondition above, as the adapter does).
   if (*expect == StatusCode::kOk && (rules.refuses_f16_scale || rules.refuses_odd_rope || rules.refuses_f16_rope ||
-                                    rules.refuses_misaligned_mul_mat > 0)) {
+                                    rules.refuses_misaligned_sources > 0)) {
     auto misaligned = [&](int src) {
-      return src >= 0 && ByteOffset(gi, src) % rules.refuses_misaligned_mul_mat != 0;
+      return src >= 0 && ByteOffset(gi, src) % rules.refuses_misaligned_sources != 0;
     };
     for (size_t i = 0; i < mg.t.size(); ++i) {
       const TensorSpec& s = mg.t[i].spec;
       const bool f16_scale = s.op == Op::kScale && s.type == alloc::DType::kF16;
       const bool odd_rope = s.op == Op::kRope && mg.t[i].ne0 % 2 != 0;
       const bool f16_rope = s.op == Op::kRope && s.type == alloc::DType::kF16;
-      const bool misaligned_mul_mat = rules.refuses_misaligned_mul_mat > 0 && s.op == Op::kMulMat &&
-                                      (misaligned(s.src[0]) || misaligned(s.src[1]));
+      const bool misaligned_src = rules.refuses_misaligned_sources > 0 &&
+                                  (s.op == Op::kMulMat || s.op == Op::kSoftMax) &&
+                                  (misaligned(s.src[0]) || misaligned(s.src[1]));
       if (r[i] && ((rules.refuses_f16_scale && f16_scale) || (rules.refuses_odd_rope && odd_rope) ||
-                   (rules.refuses_f16_rope && f16_rope) || misaligned_mul_mat)) {
+                   (rules.refuses_f16_rope && f16_rope) || misaligned_src)) {
         *expect = StatusCode::kUnimplemented;
       }
     }

@@ -19,7 +19,7 @@ AllocatorRules GgmlVulkanRules() {
   rules.refuses_odd_rope = GuardOn(Guard::kGgmlCpuRopeOddRowOverflow);
   rules.refuses_f16_rope = true;  // format.h: rope_*_f16 as Debian's glslang compiles them is invalid SPIR-V
   // lavapipe's minStorageBufferOffsetAlignment; the adapter checks the device's own (ggml_vulkan_adapter.cc).
-  rules.refuses_misaligned_mul_mat = GuardOn(Guard::kGgmlVkMulMatMisalignedSrc) ? 16 : 0;
+  rules.refuses_misaligned_sources = GuardOn(Guard::kGgmlVkMulMatMisalignedSrc) ? 16 : 0;
   return rules;
 }
 

@@ -360,18 +360,21 @@ class GgmlVulkanAdapter final : public GgmlGraphAdapter {
       // Guard ggml-vk-mul-mat-misaligned-src: ggml-vulkan claims the mul_mat, then binds its sources without
       // misalignment support (ggml_vk_tensor_subbuffer, allow_misalign false) and aborts on a source that does not
       // start at a multiple of minStorageBufferOffsetAlignment (the buffer type's alignment, which every placed
-      // tensor keeps): a view at an offset that is not one. Decided from the views' offsets, before placement.
-      if (t->op == GGML_OP_MUL_MAT) {
+      // tensor keeps): a view at an offset that is not one. soft_max's push constants carry no offset either and it
+      // aborts the same way (init_pushconst_tensor_offsets: ggml-org/llama.cpp#22516's assert); the guard steps
+      // around both. Decided from the views' offsets, before placement.
+      if (t->op == GGML_OP_MUL_MAT || t->op == GGML_OP_SOFT_MAX) {
         const size_t align = ggml_backend_buft_get_alignment(VulkanType());
         for (const ggml_tensor* s : {t->src[0], t->src[1]}) {
+          if (s == nullptr) continue;
           const size_t offs = s->view_src != nullptr ? s->view_offs : 0;
           if (offs % align != 0 && GuardHolds(Guard::kGgmlVkMulMatMisalignedSrc, [&] {
-                return std::string(t->name) + " of " + what + " multiplies " + s->name + ", a view " +
+                return std::string(t->name) + " of " + what + " (" + ggml_op_desc(t) + ") reads " + s->name + ", a view " +
                        std::to_string(offs) + " bytes into its tensor (not a multiple of " + std::to_string(align) +
                        "): ggml-vulkan would abort binding it; refused before it is placed";
               })) {
-            return Unimplemented(std::string(t->name) + " of " + what + ": ggml-vulkan aborts on a mul_mat source " +
-                                 "at a misaligned offset (guard ggml-vk-mul-mat-misaligned-src)");
+            return Unimplemented(std::string(t->name) + " of " + what + ": ggml-vulkan aborts on a " + ggml_op_desc(t) +
+                                 " source at a misaligned offset (guard ggml-vk-mul-mat-misaligned-src)");
           }
         }
       }

@@ -224,7 +224,8 @@ TEST_F(VulkanHooksTest, AFenceStatusAnswersAsTheDriverWould) {
   EXPECT_EQ(r, VK_SUCCESS);
   LIFELINE_VK_FN(instance_, vkDestroyFence)(device_, unsignaled, nullptr);
   LIFELINE_VK_FN(instance_, vkDestroyFence)(device_, signaled, nullptr);
-  EXPECT_TRUE(TakeErrors().empty()) << Joined(TakeErrors());
+  const std::vector<std::string> errors = TakeErrors();
+  EXPECT_TRUE(errors.empty()) << Joined(errors);
 }
 
 TEST_F(VulkanHooksTest, TheHooksAreWhatTheProcessCalls) {

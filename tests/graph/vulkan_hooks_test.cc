@@ -228,6 +228,17 @@ TEST_F(VulkanHooksTest, AFenceStatusAnswersAsTheDriverWould) {
   EXPECT_TRUE(errors.empty()) << Joined(errors);
 }
 
+// vkGetDeviceProcAddr as an instance hands it out (vulkan-hpp's dynamic dispatcher asks for it that way) resolves
+// device functions through the hooks, and reaches the loader's: it once returned this executable's own definition
+// as the "real" one, and a call through it recursed until the stack ran out.
+TEST_F(VulkanHooksTest, TheInstancesDeviceProcAddrReachesTheLoader) {
+  auto gdpa = LIFELINE_VK_FN(instance_, vkGetDeviceProcAddr);
+  ASSERT_NE(gdpa, nullptr);
+  EXPECT_EQ(reinterpret_cast<void*>(gdpa(device_, "vkGetFenceStatus")),
+            reinterpret_cast<void*>(vkGetDeviceProcAddr(device_, "vkGetFenceStatus")));  // wrapped: the hook
+  EXPECT_NE(gdpa(device_, "vkCmdDispatch"), nullptr);  // not wrapped: the loader's or the layer's
+}
+
 TEST_F(VulkanHooksTest, TheHooksAreWhatTheProcessCalls) {
   EXPECT_TRUE(Active());
   EXPECT_EQ(InstanceError(), "");

@@ -353,6 +353,12 @@ PFN_vkVoidFunction Wrap(const char* name, Resolve resolve) {
 #undef LIFELINE_VK_ENTRY
   if (std::strcmp(name, "vkGetDeviceProcAddr") == 0) {
     g_real.GetDeviceProcAddr = reinterpret_cast<PFN_vkGetDeviceProcAddr>(resolve());
+    // The loader answers this name with its own exported vkGetDeviceProcAddr, which this executable's definition
+    // (below) interposes: the "real" function would be this one, and a call through it would recurse forever.
+    if (reinterpret_cast<void*>(g_real.GetDeviceProcAddr) == reinterpret_cast<void*>(&::vkGetDeviceProcAddr) &&
+        Loader() != nullptr) {
+      g_real.GetDeviceProcAddr = reinterpret_cast<PFN_vkGetDeviceProcAddr>(dlsym(Loader(), "vkGetDeviceProcAddr"));
+    }
     return g_real.GetDeviceProcAddr == nullptr ? nullptr : reinterpret_cast<PFN_vkVoidFunction>(&DeviceProcAddr);
   }
   return nullptr;

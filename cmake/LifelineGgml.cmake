@@ -241,6 +241,17 @@ function(lifeline_add_corpus_skips target)
   endif()
 endfunction()
 
+# An upstream target this lane cannot build, for `reason`: its corpus, regression, smoke and reproducer tests
+# are registered as skipped with the reason.
+function(lifeline_add_unavailable_target target reason)
+  set_property(GLOBAL APPEND PROPERTY LIFELINE_UNAVAILABLE_UPSTREAM_TARGETS ${target})
+  set_property(GLOBAL PROPERTY LIFELINE_UNAVAILABLE_REASON_${target} "${reason}")
+  lifeline_add_corpus_skips(${target} "${reason}")
+  if(LIFELINE_ENGINE STREQUAL "libfuzzer")
+    lifeline_add_upstream_skip(fuzz-smoke.${target} "${reason}")
+  endif()
+endfunction()
+
 # The documented bug `id`, forward-ported into upstream: executable <target> in build/<lane>/upstream-variants/<id>/,
 # the fuzz target built against ggml with `patch` (a -p1 diff against the ggml tree) applied to a copy of the
 # files it touches (ggml-vulkan files: to a copy of the build-compat sources), in build/upstream/variants-<key>/<id>/
@@ -250,11 +261,18 @@ endfunction()
 # of libggml-base.a; everything else is the same ggml. Returns the executable's target name in `out_var`, or
 # "" and why in `<out_var>_error` when the patch cannot apply to this ggml tree (a file it touches is missing):
 # that folder's variant tests then fail, and the lane configures as usual.
+# whisper_string_handoff's variants patch the whisper.cpp tree instead (a -p1 diff against it): the files they
+# touch (the whisper.wasm binding) are compiled as lifeline_handoff_whisper compiles its copy, in the lane's folder.
 function(lifeline_add_upstream_variant out_var id target patch)
   set(${out_var} "" PARENT_SCOPE)
   set(dir ${CMAKE_BINARY_DIR}/upstream-variants/${id})
   set(src_dir ${dir})
-  if(LIFELINE_GGML_VARIANTS_DIR)
+  set(tree ${LIFELINE_GGML_DIR})
+  set(base ggml-base)
+  if(target STREQUAL "whisper_string_handoff")
+    set(tree ${LIFELINE_WHISPER_DIR})
+    set(base lifeline_handoff_whisper)
+  elseif(LIFELINE_GGML_VARIANTS_DIR)
     set(src_dir ${LIFELINE_GGML_VARIANTS_DIR}/${id})
   endif()
   file(STRINGS ${patch} touched REGEX "^\\+\\+\\+ b/")
@@ -267,15 +285,16 @@ function(lifeline_add_upstream_variant out_var id target patch)
   set(originals "")
   # ggml-vulkan's files are patched on top of the build-compat copies (cmake/ggml-vulkan/), and compiled as
   # lifeline_ggml_vulkan is; everything else is ggml-base's. One patch patches one of the two.
-  set(base ggml-base)
   foreach(line IN LISTS touched)
     string(REGEX REPLACE "^\\+\\+\\+ b/([^\t ]+).*$" "\\1" rel "${line}")
-    if(NOT EXISTS ${LIFELINE_GGML_DIR}/${rel})
-      set(${out_var}_error "${patch}: patches ${rel}, which ${LIFELINE_GGML_DIR} does not have" PARENT_SCOPE)
+    if(NOT EXISTS ${tree}/${rel})
+      set(${out_var}_error "${patch}: patches ${rel}, which ${tree} does not have" PARENT_SCOPE)
       return()
     endif()
     list(APPEND outputs ${src_dir}/${rel})
-    if(rel MATCHES "^src/ggml-vulkan/")
+    if(base STREQUAL "lifeline_handoff_whisper")
+      list(APPEND originals ${tree}/${rel})
+    elseif(rel MATCHES "^src/ggml-vulkan/")
       if(NOT TARGET lifeline_ggml_vulkan)
         set(${out_var}_error "${patch}: patches ${rel}, and this lane does not build ggml-vulkan" PARENT_SCOPE)
         return()
@@ -296,18 +315,21 @@ function(lifeline_add_upstream_variant out_var id target patch)
     ${copy_cmds}
     COMMAND ${LIFELINE_PATCH_EXE} --quiet --forward -p1 -d ${src_dir} -i ${patch}
     DEPENDS ${patch} ${originals}
-    COMMENT "upstream variant ${id}: patching ${LIFELINE_GGML_DIR} with ${patch}")
+    COMMENT "upstream variant ${id}: patching ${tree} with ${patch}")
   string(MAKE_C_IDENTIFIER "${target}_${id}" name)
   add_library(${name}_patched OBJECT ${outputs})
   if(base STREQUAL "lifeline_ggml_vulkan")
     add_dependencies(${name}_patched lifeline_ggml_vulkan_shared)  # the compat copies come from its build
     set_source_files_properties(${outputs} PROPERTIES COMPILE_OPTIONS "${LIFELINE_GGML_VULKAN_HOST_OPTIONS}")
   endif()
+  if(base STREQUAL "lifeline_handoff_whisper")
+    target_link_libraries(${name}_patched PRIVATE lifeline_whisper)  # whisper.h (and the build's ordering)
+  endif()
   target_include_directories(${name}_patched PRIVATE $<TARGET_PROPERTY:${base},INCLUDE_DIRECTORIES>)
   target_compile_definitions(${name}_patched PRIVATE $<TARGET_PROPERTY:${base},COMPILE_DEFINITIONS>)
   target_compile_options(${name}_patched PRIVATE $<TARGET_PROPERTY:${base},COMPILE_OPTIONS>)
   set_target_properties(${name}_patched PROPERTIES C_STANDARD 11 CXX_STANDARD 17)
-  target_link_libraries(${name}_patched PRIVATE lifeline_lane lifeline_ggml_recover)
+  target_link_libraries(${name}_patched PRIVATE lifeline_lane $<TARGET_NAME_IF_EXISTS:lifeline_ggml_recover>)
   get_property(libs GLOBAL PROPERTY LIFELINE_TARGET_LIBS_${target})
   lifeline_add_fuzz_executable(${name} ${target} ${dir} LIBS ${libs})
   target_sources(${name} PRIVATE $<TARGET_OBJECTS:${name}_patched>)

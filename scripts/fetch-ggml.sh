@@ -26,37 +26,19 @@ src="$dest/llama.cpp"
 ggml="$src/ggml"
 stamp="$dest/fetched.txt"
 
-die() { echo "fetch-ggml: $*" >&2; exit 1; }
+FETCH_NAME=fetch-ggml
+# shellcheck source=lib/npm-pinned.sh
+. "$root/scripts/lib/npm-pinned.sh"
 
-case "${1:-}" in
-  --print)
-    [ -f "$stamp" ] && [ -f "$ggml/src/ggml-alloc.c" ] || exit 1
-    echo "$ggml"
-    exit 0
-    ;;
-  "") ;;
-  *) echo "fetch-ggml.sh: unknown argument '$1' (expected --print or nothing)" >&2; exit 2 ;;
-esac
+pinned_fetch_prelude "${1:-}" "$stamp" "$ggml/src/ggml-alloc.c" "$ggml" "ggml $GGML_VERSION"
 
-if [ -f "$stamp" ] && [ -f "$ggml/src/ggml-alloc.c" ]; then
-  echo "fetch-ggml: ggml $GGML_VERSION already at $ggml"
-  exit 0
-fi
-
-command -v npm >/dev/null || die "npm is not installed (the npm registry is where $PACKAGE comes from)"
 command -v git >/dev/null || die "git is not installed (needed to clone the package's git bundle)"
 
 mkdir -p "$dest"
 work="$(mktemp -d "$dest/.fetch.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
-echo "fetch-ggml: npm pack $PACKAGE"
-(cd "$work" && npm pack --silent "$PACKAGE" >/dev/null 2>"$work/npm.log") ||
-  die "npm pack $PACKAGE failed: $(tail -n 3 "$work/npm.log")"
-[ -f "$work/$TARBALL" ] || die "npm pack did not produce $TARBALL"
-
-got="sha512-$(/usr/bin/python3 -c 'import base64, hashlib, sys; print(base64.b64encode(hashlib.sha512(open(sys.argv[1], "rb").read()).digest()).decode())' "$work/$TARBALL")"
-[ "$got" = "$INTEGRITY" ] || die "$TARBALL: integrity $got, expected $INTEGRITY"
+npm_pack_checked "$PACKAGE" "$TARBALL" "$INTEGRITY" "$work"
 
 tar -xzf "$work/$TARBALL" -C "$work" package/llama/gitRelease.bundle ||
   die "$TARBALL has no package/llama/gitRelease.bundle"

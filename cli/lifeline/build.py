@@ -21,19 +21,28 @@ def ensure_deps() -> None:
         raise SystemExit(f"lifeline: installing dependencies failed (scripts/install-deps.sh exited {rc})")
 
 
+UPSTREAM_SOURCES = (
+    # (script, what it fetches, what goes missing without it)
+    ("fetch-ggml.sh", "upstream ggml", "the ggml upstream tests will be reported as skipped and the ggml targets not built"),
+    ("fetch-whisper.sh", "upstream whisper.cpp",
+     "the whisper tests will be reported as skipped and whisper_string_handoff not built"),
+)
+
+
 def ensure_upstream() -> None:
-    """Fetches the pinned upstream ggml (scripts/fetch-ggml.sh) for the `upstream` tests and target. Without
-    it (no network, npm missing) the lanes still build and those tests report themselves skipped."""
-    script = ROOT / "scripts" / "fetch-ggml.sh"
-    try:
-        rc = subprocess.call([str(script)])
-    except OSError as e:
-        rc, why = 1, f"cannot run {script}: {e.strerror}"
-    else:
-        why = "see above"
-    if rc != 0:
-        print(f"lifeline: upstream ggml could not be fetched ({why}); the upstream tests will be reported as "
-              "skipped and ggml_graph_topology not built", flush=True)
+    """Fetches the pinned upstream sources (scripts/fetch-ggml.sh, scripts/fetch-whisper.sh) for the `upstream`
+    tests and targets. Without one (no network, npm missing) the lanes still build and its tests report
+    themselves skipped."""
+    for name, what, without in UPSTREAM_SOURCES:
+        script = ROOT / "scripts" / name
+        try:
+            rc = subprocess.call([str(script)])
+        except OSError as e:
+            rc, why = 1, f"cannot run {script}: {e.strerror}"
+        else:
+            why = "see above"
+        if rc != 0:
+            print(f"lifeline: {what} could not be fetched ({why}); {without}", flush=True)
 
 
 PINNED_GGML = ROOT / "build" / "upstream" / "llama.cpp" / "ggml"

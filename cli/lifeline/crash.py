@@ -224,6 +224,7 @@ _UBSAN_KINDS = [
     (r"is outside the range of representable values", "float-cast-overflow"),
     (r"reached unreachable|execution reached the end of a value-returning", "unreachable"),
     (r"member call on|member access within|downcast of", "vptr-or-type-mismatch"),
+    (r"through pointer to incorrect function type", "function-type-mismatch"),
 ]
 
 

@@ -196,7 +196,9 @@ class PlanCommand(unittest.TestCase):
         self.assertFalse([line for line in lines if line.split("|")[2] == "invalid"], out)
         self.assertIn("repro|gallocr-view-leaf-offset|fixed|alloc_graph_topology|fixed,reintroduced|"
                       "ggml_graph_topology|upstream/revert-906c73b2.patch|fixed,reintroduced", lines)
-        self.assertIn("repro|wasm-lang-dangling|fixed|interop_string_handoff|fixed,reintroduced|-|-|-", lines)
+        self.assertIn("repro|wasm-lang-dangling|fixed|interop_string_handoff|fixed,reintroduced|"
+                      "whisper_string_handoff|upstream/revert-3000.patch|fixed,reintroduced", lines)
+        self.assertIn("repro|iree-dlpack-import-leak|fixed|interop_capsule_lifecycle|fixed,reintroduced|-|-|-", lines)
         # Every upstream-open finding but the UBSan one (suppressed by function instead) has a guard.
         self.assertIn("repro|ggml-gallocr-leaf-records-unchecked|upstream-open|ggml_graph_topology|"
                       "pinned,guarded|-|-|-", lines)

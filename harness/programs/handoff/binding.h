@@ -2,11 +2,13 @@
 // the handoff executor (executor.h) drives. Its shape is whisper.wasm's binding: contexts in slots, jobs
 // whose worker threads read the caller's parameters (a C string among them) after the call returned.
 // Implementations, each in its own file:
-//   standin/job_api_binding.cc   layers/interop/job_api.h (where wasm-lang-dangling is modelled)
+//   standin/job_api_binding.cc             layers/interop/job_api.h (where wasm-lang-dangling is modelled)
+//   upstream/whisper_wasm_binding.cc       whisper.cpp's examples/whisper.wasm/emscripten.cpp, unmodified
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,8 +48,10 @@ class JobBinding {
   // Lets the worker run if it has not, joins it and returns what it did.
   virtual StatusOr<WorkerReport> Join(uint32_t job) = 0;
   virtual size_t JobsInFlight() const = 0;
-  // Copies of languages handed to workers and not yet freed (zero once every job is joined).
-  virtual int64_t LiveLanguageCopies() const = 0;
+  // Copies of languages handed to workers and not yet freed (zero once every job is joined), where the
+  // implementation can count them; nullopt where it cannot (the copies are made and freed inside upstream code:
+  // a leaked copy is then LeakSanitizer's and valgrind's to report).
+  virtual std::optional<int64_t> LiveLanguageCopies() const = 0;
   // The id the API's language table gives `language` (-1: unknown): what a worker must resolve.
   virtual int LangId(std::string_view language) const = 0;
 };

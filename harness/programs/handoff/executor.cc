@@ -145,8 +145,9 @@ void Executor::Run() {
   for (const auto& entry : in_flight_) rest.push_back(entry.first);
   for (uint32_t id : rest) JoinAndCheck(id);
   LIFELINE_CHECK(api_.JobsInFlight() == 0, "jobs still in flight after every job was joined");
-  LIFELINE_CHECK(api_.LiveLanguageCopies() == 0, "ledger: " + std::to_string(api_.LiveLanguageCopies()) +
-                                                     " language copies handed to workers were never freed");
+  const std::optional<int64_t> live = api_.LiveLanguageCopies();
+  LIFELINE_CHECK(!live || *live == 0,
+                 "ledger: " + std::to_string(live.value_or(0)) + " language copies handed to workers were never freed");
 }
 
 }  // namespace

@@ -37,7 +37,7 @@ class JobApiBinding final : public JobBinding {
   Status Cancel(uint32_t job) override { return api_.Cancel(job); }
   StatusOr<WorkerReport> Join(uint32_t job) override { return Report(api_.Join(job)); }
   size_t JobsInFlight() const override { return api_.jobs_in_flight(); }
-  int64_t LiveLanguageCopies() const override { return interop::JobApi::live_language_copies(); }
+  std::optional<int64_t> LiveLanguageCopies() const override { return interop::JobApi::live_language_copies(); }
   int LangId(std::string_view language) const override { return interop::LangId(language); }
 
  private:

@@ -1,0 +1,179 @@
+// whisper_string_handoff's parts, on the pinned whisper.cpp: the generated models (scripts/make-whisper-model.py)
+// load and run, the embind stand-in answers as JavaScript would, and the whisper.wasm binding (upstream's
+// emscripten.cpp) through the handoff binding gives the statuses and reports the programs' model predicts.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "harness/programs/handoff/executor.h"
+#include "harness/programs/handoff/upstream/embind/emscripten/bind.h"
+#include "harness/programs/handoff/upstream/whisper_wasm_binding.h"
+#include "tests/handoff/pinned_program.h"
+#include "whisper.h"
+
+namespace lifeline::handoff {
+namespace {
+
+std::string Model(const char* name) { return std::string(LIFELINE_WHISPER_MODEL_DIR) + "/" + name; }
+
+void Quiet(enum ggml_log_level, const char*, void*) {}
+
+class WhisperModel : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { whisper_log_set(&Quiet, nullptr); }
+};
+
+whisper_context* Load(const std::string& path) {
+  whisper_context_params params = whisper_context_default_params();
+  params.use_gpu = false;
+  return whisper_init_from_file_with_params(path.c_str(), params);
+}
+
+std::vector<float> OneSecond() {
+  std::vector<float> audio(WHISPER_SAMPLE_RATE);
+  for (size_t i = 0; i < audio.size(); ++i) audio[i] = 0.25f * static_cast<float>((i * 37) % 101) / 101.0f - 0.125f;
+  return audio;
+}
+
+TEST_F(WhisperModel, TheMultilingualModelLoadsFromAFileAndFromABuffer) {
+  whisper_context* ctx = Load(Model("tiny-multilingual.bin"));
+  ASSERT_NE(ctx, nullptr);
+  EXPECT_EQ(whisper_is_multilingual(ctx), 1);
+  EXPECT_EQ(whisper_n_vocab(ctx), 51865);
+  whisper_free(ctx);
+
+  std::ifstream in(Model("tiny-multilingual.bin"), std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(bytes.empty());
+  whisper_context_params params = whisper_context_default_params();
+  params.use_gpu = false;
+  ctx = whisper_init_from_buffer_with_params(bytes.data(), bytes.size(), params);
+  ASSERT_NE(ctx, nullptr);
+  EXPECT_EQ(whisper_is_multilingual(ctx), 1);
+  whisper_free(ctx);
+}
+
+TEST_F(WhisperModel, TheEnglishModelIsNotMultilingual) {
+  whisper_context* ctx = Load(Model("tiny-en.bin"));
+  ASSERT_NE(ctx, nullptr);
+  EXPECT_EQ(whisper_is_multilingual(ctx), 0);
+  whisper_free(ctx);
+}
+
+TEST_F(WhisperModel, WhisperFullRunsToItsEndOnASecondOfAudio) {
+  for (const char* name : {"tiny-multilingual.bin", "tiny-en.bin"}) {
+    whisper_context* ctx = Load(Model(name));
+    ASSERT_NE(ctx, nullptr) << name;
+    whisper_full_params params = whisper_full_default_params(WHISPER_SAMPLING_GREEDY);
+    params.n_threads = 2;
+    params.language = "de";
+    const std::vector<float> audio = OneSecond();
+    EXPECT_EQ(whisper_full(ctx, params, audio.data(), static_cast<int>(audio.size())), 0) << name;
+    EXPECT_GE(whisper_full_n_segments(ctx), 0) << name;
+    if (whisper_is_multilingual(ctx)) {
+      EXPECT_EQ(whisper_full_lang_id(ctx), whisper_lang_id("de"));
+    }
+    whisper_free(ctx);
+  }
+}
+
+TEST_F(WhisperModel, EveryLanguageHasAnIdBothWays) {
+  ASSERT_GE(whisper_lang_max_id(), 98);
+  for (int id = 0; id <= whisper_lang_max_id(); ++id) {
+    const char* code = whisper_lang_str(id);
+    ASSERT_NE(code, nullptr) << id;
+    EXPECT_EQ(whisper_lang_id(code), id) << code;
+    EXPECT_EQ(whisper_lang_id(whisper_lang_str_full(id)), id) << whisper_lang_str_full(id);
+  }
+  EXPECT_EQ(whisper_lang_id("xx"), -1);
+}
+
+// ---- the embind stand-in: JavaScript's answers ----
+
+TEST(Embind, AFloat32ArrayOverTheHeapNeedsAnOffsetThatIsAMultipleOfFour) {
+  emscripten::val memory = emscripten::val::module_property("HEAPU8")["buffer"];
+  emscripten::val audio = emscripten::val::Float32Array({1.0f, 2.0f});
+  float out[2] = {0, 0};
+  const uintptr_t at = reinterpret_cast<uintptr_t>(out);
+  emscripten::val view = audio["constructor"].new_(memory, at, 2);
+  view.call<void>("set", audio);
+  EXPECT_EQ(out[0], 1.0f);
+  EXPECT_EQ(out[1], 2.0f);
+  EXPECT_EQ(audio["length"].as<int>(), 2);
+  try {
+    (void)audio["constructor"].new_(memory, at + 2, 1);
+    ADD_FAILURE() << "a misaligned Float32Array was constructed";
+  } catch (const emscripten::JsError& e) {
+    EXPECT_STREQ(e.what(), "RangeError: start offset of Float32Array should be a multiple of 4");
+  }
+  emscripten::val short_view = audio["constructor"].new_(memory, at, 1);
+  EXPECT_THROW(short_view.call<void>("set", audio), emscripten::JsError);
+  EXPECT_THROW(emscripten::val::module_property("HEAPF32"), emscripten::JsError);
+}
+
+TEST(Embind, TheBindingRegisteredItsThreeFunctions) {
+  using emscripten::internal::Lookup;
+  EXPECT_NO_THROW(Lookup<size_t(const std::string&)>("init"));
+  EXPECT_NO_THROW(Lookup<void(size_t)>("free"));
+  EXPECT_NO_THROW((Lookup<int(size_t, const emscripten::val&, const std::string&, int, bool)>("full_default")));
+  EXPECT_THROW(Lookup<void(size_t)>("init"), std::logic_error);
+  EXPECT_THROW(Lookup<void(size_t)>("transcribe"), emscripten::JsError);
+}
+
+// ---- the binding, as the programs drive it ----
+
+TEST(WhisperWasmBinding, SlotsJobsAndReportsAreWhatTheModelPredicts) {
+  std::unique_ptr<JobBinding> api = MakeWhisperWasmBinding();
+  ASSERT_EQ(api->Init(true).value(), 0u);
+  ASSERT_EQ(api->Init(false).value(), 1u);
+  EXPECT_EQ(api->SubmitAsync(2, {0.5f}, "de", 1, false).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(api->SubmitAsync(0, {0.5f}, "de", 0, false).status().code(), StatusCode::kInvalidArgument);
+
+  const std::vector<float> audio = {0.5f, -0.25f, 0.125f, 0.0f, 0.75f};  // 5 x 400 samples: whisper_full decodes
+  const std::string long_lang = "a-language-longer-than-the-inline-buffer";
+  uint32_t a = api->SubmitAsync(0, audio, long_lang, 2, true).value();
+  uint32_t b = api->SubmitAsync(1, {0.25f}, "fr", 1, false).value();
+  uint32_t c = api->SubmitAsync(0, {}, "de", 1, false).value();
+  EXPECT_EQ(api->JobsInFlight(), 3u);
+  EXPECT_TRUE(api->Cancel(c).ok());
+  EXPECT_TRUE(api->Start(a).ok());
+  EXPECT_EQ(api->Cancel(a).code(), StatusCode::kFailedPrecondition);
+
+  WorkerReport ra = api->Join(a).value();
+  EXPECT_FALSE(ra.cancelled);
+  EXPECT_EQ(ra.language_seen, long_lang);
+  EXPECT_EQ(ra.lang_id, -1);
+  EXPECT_EQ(ra.n_threads, 2);
+  EXPECT_TRUE(ra.translate);
+  EXPECT_EQ(ra.checksum, 1.125f);
+
+  WorkerReport rb = api->Join(b).value();  // never started: Join runs it first
+  EXPECT_EQ(rb.language_seen, "en");       // slot 1 holds the English-only model
+  EXPECT_EQ(rb.lang_id, 0);
+  EXPECT_TRUE(api->Join(c).value().cancelled);
+  EXPECT_EQ(api->JobsInFlight(), 0u);
+
+  WorkerReport rs = api->SubmitSync(0, audio, "uk", 1, false).value();
+  EXPECT_EQ(rs.language_seen, "uk");
+  EXPECT_EQ(rs.lang_id, whisper_lang_id("uk"));
+
+  EXPECT_TRUE(api->Init(true).ok());
+  EXPECT_TRUE(api->Init(true).ok());
+  EXPECT_EQ(api->Init(true).status().code(), StatusCode::kResourceExhausted);
+  EXPECT_TRUE(api->Free(1).ok());
+  EXPECT_EQ(api->Init(false).value(), 1u);
+  EXPECT_FALSE(api->LiveLanguageCopies().has_value());
+}
+
+// The handoff programs' pinned program (every op kind) runs clean on the fixed binding.
+TEST(WhisperWasmBinding, ThePinnedProgramRunsClean) {
+  Execute(Decode(kEveryOpKind, sizeof(kEveryOpKind)), *MakeWhisperWasmBinding());
+}
+
+}  // namespace
+}  // namespace lifeline::handoff

@@ -120,7 +120,7 @@ class ConfigureWithMalformedBugJson(unittest.TestCase):
         self.assertIn("repro.gallocr-view-leaf-offset.upstream.asan.fixed", self.pristine)
         gone = [n for n in self.pristine
                 if any(n.startswith(f"repro.{f}.") for f in self.DEFECTS) and not n.endswith(".bug-json")]
-        self.assertEqual(len(gone), 8, gone)  # asan fixed and reintroduced of each, and the variant's two
+        self.assertEqual(len(gone), 10, gone)  # asan fixed and reintroduced of each, and the two variants' two each
         expected = [n for n in self.pristine if n not in gone]
         added = ("repro.not-json.bug-json", "repro.no-bug-json.bug-json")
         self.assertEqual([n for n in self.malformed if n not in added

@@ -25,7 +25,7 @@ using emscripten::internal::Lookup;
 
 std::string ModelPath(bool multilingual) {
   const char* env = std::getenv("LIFELINE_WHISPER_MODELS");
-  const std::string dir = env != nullptr && *env != '\0' ? env : LIFELINE_WHISPER_MODEL_DIR;
+  const std::string dir = env != nullptr && *env != '\0' ? env : BuiltWhisperModelDir();
   return dir + (multilingual ? "/tiny-multilingual.bin" : "/tiny-en.bin");
 }
 

@@ -31,4 +31,8 @@ inline constexpr size_t kShortClipSamples = 100;
 // scripts/make-whisper-model.py), else the folder the build generated them in.
 std::unique_ptr<JobBinding> MakeWhisperWasmBinding();
 
+// The folder the lane's build generated the models in (whisper_model_dir.cc, the one file of the binding whose
+// compile command names the lane, so the others come from the compiler cache in every lane after the first).
+const char* BuiltWhisperModelDir();
+
 }  // namespace lifeline::handoff

@@ -109,8 +109,7 @@ struct Job {
   bool started = false;    // Start was called (as the model counts it: also for a cancelled job)
   bool launched = false;   // full_default was called for it
   bool cancelled = false;
-  bool done = false;       // its worker was joined and `report` holds what it did
-  StatusOr<WorkerReport> report = WorkerReport{};
+  StatusOr<WorkerReport> report = WorkerReport{};  // once its worker was joined (or full_default refused it)
 };
 
 class WhisperWasmBinding final : public JobBinding {
@@ -260,7 +259,6 @@ class WhisperWasmBinding final : public JobBinding {
     StatusOr<int> rc = JsFullDefault(job.slot + 1, job.samples, job.language, job.n_threads, job.translate);
     ReleaseWorkers();
     if (!rc.ok() || rc.value() != 0) {
-      job.done = true;
       job.report = rc.ok() ? Internal("full_default returned " + std::to_string(rc.value()) + " for a bound slot")
                            : rc.status();
       return;
@@ -276,7 +274,6 @@ class WhisperWasmBinding final : public JobBinding {
     running_ = 0;
     Status s = JsFree(0);
     Job& job = jobs_.at(id);
-    job.done = true;
     job.report = s.ok() ? Collect(job) : StatusOr<WorkerReport>(s);
   }
 

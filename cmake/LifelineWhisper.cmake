@@ -48,12 +48,9 @@ if(LIFELINE_WHISPER_DIR)
     message(FATAL_ERROR "lifeline_lane's compile options hold a generator expression, which the whisper.cpp build "
                         "cannot take as flags: ${_lane_options}")
   endif()
-  # whisper.cpp itself keeps the lane's -O1 where fuzzing speed counts (asan and fuzz, which share objects through
-  # the compiler cache; coverage), and compiles at -O0 in tsan and valgrind, whose suites replay a few inputs: a fresh
-  # clone's suite spent 217 s of wall time building whisper in the tsan lane at -O1 (2026-11-27, beside other work).
-  if(NOT LIFELINE_LANE MATCHES "^(asan|fuzz|coverage)$")
-    list(APPEND _lane_options -O0)
-  endif()
+  # whisper.cpp itself keeps the lane's -O1 in every lane. Tried and undone: -O0 in tsan and valgrind (fresh clones,
+  # 2026-11-27) left the tsan lane's build at 364 s against 349, and made valgrind's replay of the whisper seeds take
+  # 147 s against 26.
   list(JOIN _lane_options " " _flags)
   # ggml's objects: -O0 (cmake/whisper-project-include.cmake says why); as for the other ggml
   # (cmake/LifelineGgml.cmake), pointer-overflow recovers there, for the upstream finding suppressed by function in

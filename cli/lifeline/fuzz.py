@@ -87,15 +87,20 @@ class JobLog:
     def total_execs(self) -> int:
         return self.final_execs if self.final_execs is not None else self.execs + self.unmerged_execs
 
-    def exec_per_s(self, elapsed: float) -> int:
-        """Inputs a second over the job; `elapsed`: its wall time, for when libFuzzer gives no better one."""
+    def exec_per_s(self, elapsed: float) -> float:
+        """Inputs a second over the job; `elapsed`: its wall time, for when libFuzzer gives no better one. Under
+        10 a second, libFuzzer's whole-number rate says little (whisper_string_handoff's is 0): execs over the
+        time instead, with one decimal."""
         execs = self.total_execs()
-        if not self.fork and self.final_rate:
+        if not self.fork and self.final_rate and self.final_rate >= 10:
             return self.final_rate
-        if not self.fork and self.final_execs is None and self.rate:
+        if not self.fork and self.final_execs is None and self.rate and self.rate >= 10:
             return self.rate  # stopped before its final stats: its last progress line's rate
         seconds = self.fork_seconds if self.fork and self.fork_seconds else elapsed
-        return round(execs / seconds) if execs and seconds > 0 else 0
+        if not execs or seconds <= 0:
+            return 0
+        rate = execs / seconds
+        return round(rate, 1) if rate < 10 else round(rate)
 
 
 def executed_units(text: str) -> int:

@@ -261,17 +261,21 @@ endfunction()
 # of libggml-base.a; everything else is the same ggml. Returns the executable's target name in `out_var`, or
 # "" and why in `<out_var>_error` when the patch cannot apply to this ggml tree (a file it touches is missing):
 # that folder's variant tests then fail, and the lane configures as usual.
-# whisper_string_handoff's variants patch the whisper.cpp tree instead (a -p1 diff against it): the files they
-# touch (the whisper.wasm binding) are compiled as lifeline_handoff_whisper compiles its copy, in the lane's folder.
+# A target whose upstream is another tree declares it with the global property LIFELINE_VARIANT_SOURCE_<target>:
+# "<tree>;<library>;<libraries...>": its variants' patches are -p1 diffs against <tree>, the files they touch are
+# compiled as <library> compiles its own (its include paths, definitions and options) and link <libraries...>,
+# in the lane's folder (whisper_string_handoff: the whisper.cpp tree, its whisper.wasm binding).
 function(lifeline_add_upstream_variant out_var id target patch)
   set(${out_var} "" PARENT_SCOPE)
   set(dir ${CMAKE_BINARY_DIR}/upstream-variants/${id})
   set(src_dir ${dir})
   set(tree ${LIFELINE_GGML_DIR})
   set(base ggml-base)
-  if(target STREQUAL "whisper_string_handoff")
-    set(tree ${LIFELINE_WHISPER_DIR})
-    set(base lifeline_handoff_whisper)
+  get_property(own_source GLOBAL PROPERTY LIFELINE_VARIANT_SOURCE_${target})
+  set(own_tree OFF)
+  if(own_source)
+    set(own_tree ON)
+    list(POP_FRONT own_source tree base)  # what is left: the libraries the patched objects link
   elseif(LIFELINE_GGML_VARIANTS_DIR)
     set(src_dir ${LIFELINE_GGML_VARIANTS_DIR}/${id})
   endif()
@@ -292,7 +296,7 @@ function(lifeline_add_upstream_variant out_var id target patch)
       return()
     endif()
     list(APPEND outputs ${src_dir}/${rel})
-    if(base STREQUAL "lifeline_handoff_whisper")
+    if(own_tree)
       list(APPEND originals ${tree}/${rel})
     elseif(rel MATCHES "^src/ggml-vulkan/")
       if(NOT TARGET lifeline_ggml_vulkan)
@@ -322,9 +326,7 @@ function(lifeline_add_upstream_variant out_var id target patch)
     add_dependencies(${name}_patched lifeline_ggml_vulkan_shared)  # the compat copies come from its build
     set_source_files_properties(${outputs} PROPERTIES COMPILE_OPTIONS "${LIFELINE_GGML_VULKAN_HOST_OPTIONS}")
   endif()
-  if(base STREQUAL "lifeline_handoff_whisper")
-    target_link_libraries(${name}_patched PRIVATE lifeline_whisper)  # whisper.h (and the build's ordering)
-  endif()
+  target_link_libraries(${name}_patched PRIVATE ${own_source})
   target_include_directories(${name}_patched PRIVATE $<TARGET_PROPERTY:${base},INCLUDE_DIRECTORIES>)
   target_compile_definitions(${name}_patched PRIVATE $<TARGET_PROPERTY:${base},COMPILE_DEFINITIONS>)
   target_compile_options(${name}_patched PRIVATE $<TARGET_PROPERTY:${base},COMPILE_OPTIONS>)

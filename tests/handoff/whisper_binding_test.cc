@@ -19,7 +19,7 @@
 namespace lifeline::handoff {
 namespace {
 
-std::string Model(const char* name) { return std::string(LIFELINE_WHISPER_MODEL_DIR) + "/" + name; }
+std::string Model(const char* name) { return std::string(BuiltWhisperModelDir()) + "/" + name; }
 
 void Quiet(enum ggml_log_level, const char*, void*) {}
 

@@ -116,11 +116,14 @@ endfunction()
 
 # A fuzz target: targets/<name>.cc linked with libFuzzer (fuzz lane), the replay driver (other lanes) or
 # ${LIFELINE_FUZZING_ENGINE} (external engine; built only, nothing registered).
-# Registers corpus.<name> (replays corpus/<name>/ in every lane), regression.<name> (corpus/regression/<name>/,
-# when there is one) and, in the fuzz lane, fuzz-smoke.<name>
-# (a bounded run with a fixed seed from the seed corpus into a scratch corpus; any crash fails it).
+# Registers fuzz-smoke.<name> where the lane fuzzes it (the fuzz lane; the tsan lane for "threads" targets): a
+# bounded run with a fixed seed from the seed corpus into a scratch corpus, which any crash fails; corpus.<name>
+# (replays corpus/<name>/) in the lanes without it; and regression.<name> (corpus/regression/<name>/, when there
+# is one) in every lane.
+# NO_VALGRIND_CORPUS: the valgrind lane does not replay corpus/<name>/ (its reproducers still run there): for a
+# target whose inputs take seconds each under memcheck.
 function(lifeline_add_fuzz_target name)
-  cmake_parse_arguments(ARG "" "SMOKE_RUNS;TSAN_SMOKE_RUNS" "LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "NO_VALGRIND_CORPUS" "SMOKE_RUNS;TSAN_SMOKE_RUNS" "LIBS;LABELS" ${ARGN})
   if(NOT ARG_SMOKE_RUNS)
     set(ARG_SMOKE_RUNS 20000)
   endif()
@@ -146,8 +149,14 @@ function(lifeline_add_fuzz_target name)
   if(LIFELINE_LANE STREQUAL "tsan" AND NOT "threads" IN_LIST ARG_LABELS)
     set(smoke OFF)
   endif()
-  lifeline_add_replay_test(corpus.${name} ${name} ${corpus})
-  set_tests_properties(corpus.${name} PROPERTIES LABELS "corpus;${ARG_LABELS}")
+  # corpus.<name> where no fuzz-smoke.<name> runs: fuzz-smoke starts by running every seed (libFuzzer's INITED
+  # pass runs the whole seed corpus whatever -runs says) and fails on any crash, so beside it a replay of the
+  # same seeds with the same binary would only run them twice.
+  if(NOT (LIFELINE_ENGINE STREQUAL "libfuzzer" AND smoke) AND
+     NOT (ARG_NO_VALGRIND_CORPUS AND LIFELINE_LANE STREQUAL "valgrind"))
+    lifeline_add_replay_test(corpus.${name} ${name} ${corpus})
+    set_tests_properties(corpus.${name} PROPERTIES LABELS "corpus;${ARG_LABELS}")
+  endif()
   if(LIFELINE_ENGINE STREQUAL "libfuzzer" AND smoke)
     add_test(NAME fuzz-smoke.${name}
              COMMAND ${CMAKE_COMMAND} -DBINARY=$<TARGET_FILE:${name}> -DTARGET=${name} -DSEEDS=${corpus}

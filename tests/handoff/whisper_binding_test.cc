@@ -7,11 +7,14 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "harness/programs/handoff/executor.h"
 #include "harness/programs/handoff/upstream/embind/emscripten/bind.h"
+#include "harness/programs/handoff/upstream/whisper_caller.h"
+#include "harness/programs/handoff/upstream/whisper_capi_binding.h"
 #include "harness/programs/handoff/upstream/whisper_wasm_binding.h"
 #include "tests/handoff/pinned_program.h"
 #include "whisper.h"
@@ -127,8 +130,22 @@ TEST(Embind, TheBindingRegisteredItsThreeFunctions) {
 
 // ---- the binding, as the programs drive it ----
 
-TEST(WhisperWasmBinding, SlotsJobsAndReportsAreWhatTheModelPredicts) {
-  std::unique_ptr<JobBinding> api = MakeWhisperWasmBinding();
+// Both bindings answer the programs' model alike; they differ in what they can count.
+struct Binding {
+  const char* name;
+  std::unique_ptr<JobBinding> (*make)();
+  std::optional<int64_t> live_copies_at_rest;
+};
+
+class WhisperBinding : public ::testing::TestWithParam<Binding> {};
+
+INSTANTIATE_TEST_SUITE_P(Both, WhisperBinding,
+                         ::testing::Values(Binding{"wasm", &MakeWhisperWasmBinding, std::nullopt},
+                                           Binding{"capi", &MakeWhisperCApiBinding, 0}),
+                         [](const ::testing::TestParamInfo<Binding>& info) { return std::string(info.param.name); });
+
+TEST_P(WhisperBinding, SlotsJobsAndReportsAreWhatTheModelPredicts) {
+  std::unique_ptr<JobBinding> api = GetParam().make();
   ASSERT_EQ(api->Init(true).value(), 0u);
   ASSERT_EQ(api->Init(false).value(), 1u);
   EXPECT_EQ(api->SubmitAsync(2, {0.5f}, "de", 1, false).status().code(), StatusCode::kNotFound);
@@ -167,12 +184,59 @@ TEST(WhisperWasmBinding, SlotsJobsAndReportsAreWhatTheModelPredicts) {
   EXPECT_EQ(api->Init(true).status().code(), StatusCode::kResourceExhausted);
   EXPECT_TRUE(api->Free(1).ok());
   EXPECT_EQ(api->Init(false).value(), 1u);
-  EXPECT_FALSE(api->LiveLanguageCopies().has_value());
+  EXPECT_EQ(api->LiveLanguageCopies(), GetParam().live_copies_at_rest);
 }
 
 // The handoff programs' pinned program (every op kind) runs clean on the fixed binding.
-TEST(WhisperWasmBinding, ThePinnedProgramRunsClean) {
-  Execute(Decode(kEveryOpKind, sizeof(kEveryOpKind)), *MakeWhisperWasmBinding());
+TEST_P(WhisperBinding, ThePinnedProgramRunsClean) {
+  Execute(Decode(kEveryOpKind, sizeof(kEveryOpKind)), *GetParam().make());
+}
+
+// ---- whisper.h across threads (the C-API binding) ----
+
+// Three jobs of one slot run at once, each on its own state of the one context, and each reports its own
+// language; the copies handed to the workers are live until each job is joined.
+TEST(WhisperCApiBinding, JobsOfOneContextRunAtOnceOnStatesOfTheirOwn) {
+  std::unique_ptr<JobBinding> api = MakeWhisperCApiBinding();
+  ASSERT_EQ(api->Init(true).value(), 0u);
+  const std::vector<float> audio = {0.5f, -0.25f, 0.125f, 0.0f, 0.75f};
+  const std::vector<std::string> langs = {"de", "a-language-longer-than-the-inline-buffer", "ja"};
+  std::vector<uint32_t> ids;
+  for (const std::string& lang : langs) ids.push_back(api->SubmitAsync(0, audio, lang, 2, false).value());
+  for (uint32_t id : ids) ASSERT_TRUE(api->Start(id).ok());
+  EXPECT_EQ(api->LiveLanguageCopies(), 3);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    WorkerReport r = api->Join(ids[i]).value();
+    EXPECT_EQ(r.language_seen, langs[i]);
+    EXPECT_EQ(r.lang_id, whisper_lang_id(langs[i].c_str()));
+  }
+  EXPECT_EQ(api->LiveLanguageCopies(), 0);
+}
+
+// What the oracle of handed-out texts reads is there to read: the generated model's decoder gives every clip
+// that reaches it one segment, " hello world.", in a state of the caller's and per chunk of whisper_full_parallel.
+TEST(WhisperCApiBinding, TheTextsItChecksAreTheModelsTranscript) {
+  whisper_context_params cparams = whisper_context_default_params();
+  cparams.use_gpu = false;
+  whisper_context* ctx = whisper_init_from_file_with_params(Model("tiny-multilingual.bin").c_str(), cparams);
+  ASSERT_NE(ctx, nullptr);
+  whisper_state* state = whisper_init_state(ctx);
+  whisper_full_params params = whisper_full_default_params(WHISPER_SAMPLING_GREEDY);
+  params.n_threads = 1;
+  params.language = "de";
+  const std::vector<float> audio = CallerSamples({0.5f, -0.25f, 0.125f, 0.0f, 0.75f});
+  ASSERT_EQ(whisper_full_with_state(ctx, state, params, audio.data(), static_cast<int>(audio.size())), 0);
+  ASSERT_EQ(whisper_full_n_segments_from_state(state), 1);
+  EXPECT_STREQ(whisper_full_get_segment_text_from_state(state, 0), " hello world.");
+  EXPECT_TRUE(CheckWhisperTexts(ctx, state).ok());
+  // Two chunks that each reach the decoder (a program's longest clip, 3,200 samples, makes two of 100 ms: too
+  // short to decode), merged into the context's default state.
+  const std::vector<float> second = OneSecond();
+  ASSERT_EQ(whisper_full_parallel(ctx, params, second.data(), static_cast<int>(second.size()), 2), 0);
+  EXPECT_EQ(whisper_full_n_segments(ctx), 2);
+  EXPECT_TRUE(CheckWhisperTexts(ctx, nullptr).ok());
+  whisper_free_state(state);
+  whisper_free(ctx);
 }
 
 }  // namespace

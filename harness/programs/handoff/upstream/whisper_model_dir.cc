@@ -1,4 +1,4 @@
-#include "harness/programs/handoff/upstream/whisper_wasm_binding.h"
+#include "harness/programs/handoff/upstream/whisper_caller.h"
 
 namespace lifeline::handoff {
 

@@ -11,6 +11,7 @@
 #include "core/guards.h"
 #include "harness/programs/handoff/format.h"
 #include "harness/programs/handoff/upstream/embind/emscripten/bind.h"
+#include "harness/programs/handoff/upstream/whisper_caller.h"
 #include "harness/programs/handoff/upstream/whisper_full_observer.h"
 #include "whisper.h"
 
@@ -22,48 +23,6 @@ namespace lifeline::handoff {
 namespace {
 
 using emscripten::internal::Lookup;
-
-std::string ModelPath(bool multilingual) {
-  const char* env = std::getenv("LIFELINE_WHISPER_MODELS");
-  const std::string dir = env != nullptr && *env != '\0' ? env : BuiltWhisperModelDir();
-  return dir + (multilingual ? "/tiny-multilingual.bin" : "/tiny-en.bin");
-}
-
-void Quiet(enum ggml_log_level, const char*, void*) {}
-
-// The binding's thread count rule (emscripten.cpp's mpow2 and min): what a worker must be given.
-int ThreadsFor(int requested) {
-  int hw = static_cast<int>(std::thread::hardware_concurrency()), p = 1;
-  while (p <= hw) p *= 2;
-  return std::min(requested, std::min(16, p / 2));
-}
-
-// What the page passes for a program's audio (whisper_wasm_binding.h). Guard whisper-mel-short-audio-overread:
-// whisper.cpp's log_mel_spectrogram reads 200 samples after the first for its reflective padding, however few
-// it was given (repro/whisper-mel-short-audio-overread/); with the guard on the page pads a clip shorter than
-// that with silence to 201 samples, as upstream's fix rejects such clips.
-std::vector<float> PageSamples(const std::vector<float>& audio) {
-  constexpr size_t kReflectivePadReads = 201;
-  std::vector<float> out;
-  if (audio.size() == 1) {
-    out.assign(kShortClipSamples, audio[0]);
-  } else {
-    out.reserve(audio.size() * kSamplesPerProgramSample);
-    for (float s : audio) out.insert(out.end(), kSamplesPerProgramSample, s);
-  }
-  if (!out.empty() && out.size() < kReflectivePadReads &&
-      GuardHolds(Guard::kWhisperMelShortAudioOverread,
-                 [&] { return "a clip of " + std::to_string(out.size()) + " samples, padded to 201"; })) {
-    out.resize(kReflectivePadReads, 0.0f);
-  }
-  return out;
-}
-
-float Checksum(const std::vector<float>& audio) {
-  float sum = 0.0f;
-  for (float s : audio) sum += s;
-  return sum;
-}
 
 // The JavaScript calls. Each builds embind's C++ arguments in its own frame (a std::string from the JS
 // string's bytes, a val for the Float32Array), calls, and destroys them when it returns: a string's inline
@@ -102,7 +61,7 @@ __attribute__((noinline)) StatusOr<int> JsFullDefault(size_t index, const std::v
 struct Job {
   size_t slot = 0;
   std::vector<float> audio;    // the program's samples
-  std::vector<float> samples;  // what the page passes for them (PageSamples)
+  std::vector<float> samples;  // what the page passes for them (CallerSamples)
   std::string language;
   int n_threads = 1;
   bool translate = false;
@@ -115,7 +74,7 @@ struct Job {
 class WhisperWasmBinding final : public JobBinding {
  public:
   WhisperWasmBinding() {
-    whisper_log_set(&Quiet, nullptr);
+    QuietWhisperLog();
     ClearFullCalls();
   }
   ~WhisperWasmBinding() override {
@@ -129,13 +88,13 @@ class WhisperWasmBinding final : public JobBinding {
 
   StatusOr<size_t> Init(bool multilingual) override {
     JoinRunning();
-    StatusOr<size_t> index = JsInit(ModelPath(multilingual));
+    StatusOr<size_t> index = JsInit(WhisperModelPath(multilingual));
     if (!index.ok()) return index.status();
     if (index.value() == 0) {
       if (std::none_of(g_contexts.begin(), g_contexts.end(), [](whisper_context* c) { return c == nullptr; })) {
         return ResourceExhausted("init: every context slot is bound");
       }
-      return Internal("init could not load " + ModelPath(multilingual) + " (see LIFELINE_WHISPER_MODELS)");
+      return Internal("init could not load " + WhisperModelPath(multilingual) + " (see LIFELINE_WHISPER_MODELS)");
     }
     has_mel_[index.value() - 1] = false;
     return index.value() - 1;
@@ -219,7 +178,7 @@ class WhisperWasmBinding final : public JobBinding {
     Job job;
     job.slot = slot;
     job.audio = audio;
-    job.samples = PageSamples(audio);
+    job.samples = CallerSamples(audio);
     job.language = language;
     job.n_threads = n_threads;
     job.translate = translate;
@@ -287,9 +246,9 @@ class WhisperWasmBinding final : public JobBinding {
       return Internal("value oracle: the worker was given " + std::to_string(call->samples.size()) +
                       " samples that differ from the " + std::to_string(job.samples.size()) + " the caller passed");
     }
-    if (call->n_threads != ThreadsFor(job.n_threads)) {
+    if (call->n_threads != WhisperThreadsFor(job.n_threads)) {
       return Internal("the worker ran with n_threads " + std::to_string(call->n_threads) + ", the binding's rule gives " +
-                      std::to_string(ThreadsFor(job.n_threads)));
+                      std::to_string(WhisperThreadsFor(job.n_threads)));
     }
     WorkerReport r;
     r.language_seen = call->language_null ? std::string("(null)") : call->language;
@@ -304,7 +263,7 @@ class WhisperWasmBinding final : public JobBinding {
     }
     r.n_threads = job.n_threads;
     r.translate = call->translate;
-    r.checksum = Checksum(job.audio);
+    r.checksum = ProgramChecksum(job.audio);
     return r;
   }
 

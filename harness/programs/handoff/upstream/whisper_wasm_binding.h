@@ -12,9 +12,7 @@
 //
 // What the worker did is seen by whisper_full_observer.h (a link-time wrapper of whisper_full): the
 // language bytes, n_threads, translate and every sample it was given, and whisper's own language id after
-// the call. The audio a page passes is the program's, stretched (PageSamples): one sample stands for a clip of
-// kShortClipSamples, shorter than the 201 samples whisper's reflective padding reads; more are each held for
-// kSamplesPerProgramSample samples, so that five or more pass whisper_full's 100 ms minimum and reach the decoder.
+// the call. The audio a page passes is the program's, stretched (CallerSamples, whisper_caller.h).
 #pragma once
 
 #include <cstddef>
@@ -24,15 +22,7 @@
 
 namespace lifeline::handoff {
 
-inline constexpr size_t kSamplesPerProgramSample = 400;
-inline constexpr size_t kShortClipSamples = 100;
-
-// Loads the models from LIFELINE_WHISPER_MODELS (a folder with tiny-multilingual.bin and tiny-en.bin,
-// scripts/make-whisper-model.py), else the folder the build generated them in.
+// Loads the models through WhisperModelPath (whisper_caller.h).
 std::unique_ptr<JobBinding> MakeWhisperWasmBinding();
-
-// The folder the lane's build generated the models in (whisper_model_dir.cc, the one file of the binding whose
-// compile command names the lane, so the others come from the compiler cache in every lane after the first).
-const char* BuiltWhisperModelDir();
 
 }  // namespace lifeline::handoff

@@ -4,7 +4,7 @@
                     [--no-build]
 
 The coverage lane (preset `coverage`: -fprofile-instr-generate -fcoverage-mapping, no sanitizer, the replay
-driver; upstream ggml instrumented too, torch is a prebuilt library and is not) replays, per target:
+driver; upstream ggml and whisper.cpp instrumented too, torch is a prebuilt library and is not) replays, per target:
   seeds        corpus/<target>/
   regression   corpus/regression/<target>/ (the coverage-merged regression corpus), when there is one
   repro        the inputs of every repro/<id>/ whose target (or unpatched upstream variant's target) it is;
@@ -13,8 +13,8 @@ driver; upstream ggml instrumented too, torch is a prebuilt library and is not) 
                <target>/corpus (or <target>/) folder per target, as a `lifeline fuzz --out` folder does
 Each process writes a raw profile when it exits; llvm-profdata-14 merges them per target and over all, and
 llvm-cov-14 writes, under --out (default coverage-out/):
-  html/index.html   the annotated sources of the code under test (layers/, harness/, and the upstream ggml
-                    sources compiled into the targets), line, region and branch counts
+  html/index.html   the annotated sources of the code under test (layers/, harness/, and the upstream ggml and
+                    whisper.cpp sources compiled into the targets), line, region and branch counts
   summary.md, .json per target, per file of the code under test: lines, functions, branches covered
   gaps.md           (--gaps) per file: the functions nothing entered, the partly run functions by how little of
                     them ran, and the branch directions never taken inside functions that ran
@@ -39,27 +39,43 @@ LANE = "coverage"
 INPUT_SETS = ("seeds", "regression", "repro")
 TOOLS = {"llvm-profdata-14": "merges the raw profiles", "llvm-cov-14": "writes the reports",
          "llvm-cxxfilt-14": "demangles C++ function names"}
-# The upstream ggml sources: the fetched tree (scripts/fetch-ggml.sh) and the copies of ggml-vulkan's host sources;
-# a tree configured with -DLIFELINE_GGML_SOURCE_DIR is added from the lane's cache (upstream_dirs_of).
-UPSTREAM_DIRS = [ROOT / "build" / "upstream" / "llama.cpp" / "ggml" / "src",
-                 ROOT / "build" / "upstream" / "ggml-vulkan" / "src"]
-UPSTREAM_PREFIX = "ggml/src/"  # how the upstream files are named in the tables
+# The upstream sources, each tree with the prefix its files are named by in the tables: the fetched ggml
+# (scripts/fetch-ggml.sh) and the copies of ggml-vulkan's host sources ("ggml/src/ggml-alloc.c"), and the fetched
+# whisper.cpp with its own ggml and its whisper.wasm binding (scripts/fetch-whisper.sh: "whisper.cpp/src/whisper.cpp").
+# A tree configured with -DLIFELINE_GGML_SOURCE_DIR or -DLIFELINE_WHISPER_SOURCE_DIR is added from the lane's
+# cache (upstream_dirs_of).
+UPSTREAM_TREES = [(ROOT / "build" / "upstream" / "llama.cpp" / "ggml" / "src", "ggml/src/"),
+                  (ROOT / "build" / "upstream" / "ggml-vulkan" / "src", "ggml/src/"),
+                  (ROOT / "build" / "upstream" / "whisper.cpp", "whisper.cpp/")]
+UPSTREAM_PREFIXES = ("ggml/src/", "whisper.cpp/")
 PROJECT_DIRS = ("layers", "harness")
 NOT_UNDER_TEST = {"harness/replay_main.cc"}  # the replay driver: it runs the inputs, nothing tests it
 
 
 def upstream_dirs_of(lane_dir: Path) -> None:
-    """Adds the ggml tree the lane was configured with (LIFELINE_GGML_SOURCE_DIR in its CMakeCache.txt) to
-    UPSTREAM_DIRS."""
+    """Adds the ggml and whisper.cpp trees the lane was configured with (LIFELINE_GGML_SOURCE_DIR,
+    LIFELINE_WHISPER_SOURCE_DIR in its CMakeCache.txt) to UPSTREAM_TREES."""
     try:
         cache = (lane_dir / "CMakeCache.txt").read_text(errors="replace").splitlines()
     except OSError:
         return
     for line in cache:
-        if line.startswith("LIFELINE_GGML_SOURCE_DIR:") and line.partition("=")[2].strip():
-            src = Path(line.partition("=")[2].strip()) / "src"
-            if src not in UPSTREAM_DIRS:
-                UPSTREAM_DIRS.append(src)
+        name, _, value = line.partition("=")
+        value = value.strip()
+        if not value:
+            continue
+        if name.startswith("LIFELINE_GGML_SOURCE_DIR:"):
+            tree = (Path(value) / "src", "ggml/src/")
+        elif name.startswith("LIFELINE_WHISPER_SOURCE_DIR:"):
+            tree = (Path(value), "whisper.cpp/")
+        else:
+            continue
+        if tree not in UPSTREAM_TREES:
+            UPSTREAM_TREES.append(tree)
+
+
+def is_upstream(name: str) -> bool:
+    return name.startswith(UPSTREAM_PREFIXES)
 
 
 def regression_dir(target: str) -> Path:
@@ -83,16 +99,16 @@ def find_tools() -> dict[str, str]:
 
 def under_test(path: str) -> str | None:
     """How `path` (a source file in the coverage mapping) is reported: its name relative to the project or to
-    the upstream ggml tree ("ggml/src/ggml-alloc.c"), or None when it is not code under test (core/, targets/,
+    an upstream tree ("ggml/src/ggml-alloc.c", "whisper.cpp/src/whisper.cpp"), or None when it is not code under test (core/, targets/,
     tests, system and third-party headers)."""
     p = Path(path)
-    for up in UPSTREAM_DIRS:
+    for up, prefix in UPSTREAM_TREES:
         try:
             rel = p.relative_to(up)
         except ValueError:
             continue
         if p.suffix in (".c", ".cpp"):
-            return UPSTREAM_PREFIX + str(rel)
+            return prefix + str(rel)
         return None
     try:
         rel = p.relative_to(ROOT)
@@ -254,8 +270,8 @@ def totals(files: dict[str, dict], prefix: str | None = None) -> dict:
 
 def groups(files: dict[str, dict]) -> dict[str, dict]:
     """The totals of the project's files (layers/, harness/) and of the upstream ones."""
-    return {"project": totals({n: s for n, s in files.items() if not n.startswith(UPSTREAM_PREFIX)}),
-            "upstream": totals(files, UPSTREAM_PREFIX)}
+    return {"project": totals({n: s for n, s in files.items() if not is_upstream(n)}),
+            "upstream": totals({n: s for n, s in files.items() if is_upstream(n)})}
 
 
 def pct(r: dict) -> str:
@@ -266,7 +282,7 @@ def summary_table(per_target: dict[str, dict]) -> list[str]:
     lines = ["| target | file | lines | functions | branches |", "|---|---|---|---|---|"]
     for t, files in per_target.items():
         g_of = groups(files)
-        for key, group in (("project", "project (layers/, harness/)"), ("upstream", "upstream (every ggml/src file linked)")):
+        for key, group in (("project", "project (layers/, harness/)"), ("upstream", "upstream (every upstream file linked)")):
             g = g_of[key]
             if g["lines"]["count"]:
                 lines.append(f"| {t} | **{group}** | {pct(g['lines'])} | {pct(g['functions'])} | {pct(g['branches'])} |")

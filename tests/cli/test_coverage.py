@@ -193,3 +193,25 @@ class CoverageOfAScratchTarget(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class UpstreamFilesAreNamedByTheirTree(unittest.TestCase):
+    """Each upstream tree's files carry its prefix in the tables and count as upstream; headers and the rest are
+    not code under test."""
+
+    def test_ggml_and_whisper_files(self):
+        from lifeline import coverage
+        build = ROOT / "build" / "upstream"
+        self.assertEqual(coverage.under_test(str(build / "llama.cpp" / "ggml" / "src" / "ggml-alloc.c")),
+                         "ggml/src/ggml-alloc.c")
+        self.assertEqual(coverage.under_test(str(build / "whisper.cpp" / "src" / "whisper.cpp")),
+                         "whisper.cpp/src/whisper.cpp")
+        self.assertEqual(coverage.under_test(str(build / "whisper.cpp" / "ggml" / "src" / "ggml.c")),
+                         "whisper.cpp/ggml/src/ggml.c")
+        self.assertIsNone(coverage.under_test(str(build / "whisper.cpp" / "include" / "whisper.h")))
+        self.assertEqual(coverage.under_test(str(ROOT / "harness" / "programs" / "handoff" / "model.cc")),
+                         "harness/programs/handoff/model.cc")
+        one = {k: {"covered": 1, "count": 2} for k in ("lines", "functions", "branches")}
+        g = coverage.groups({"whisper.cpp/src/whisper.cpp": one, "ggml/src/ggml.c": one, "harness/x.cc": one})
+        self.assertEqual(g["upstream"]["lines"], {"covered": 2, "count": 4})
+        self.assertEqual(g["project"]["lines"], {"covered": 1, "count": 2})

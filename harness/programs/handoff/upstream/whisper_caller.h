@@ -4,8 +4,16 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "core/status.h"
+#include "harness/programs/handoff/binding.h"
+#include "harness/programs/handoff/format.h"
 
 namespace lifeline::handoff {
 
@@ -35,5 +43,54 @@ std::vector<float> CallerSamples(const std::vector<float>& audio);
 
 // The value oracle's checksum of a program's samples (the stand-in's "transcription").
 float ProgramChecksum(const std::vector<float>& audio);
+
+// The queue of submitted jobs both bindings keep, as a page keeps it: ids from 1, at most kMaxJobs in flight, and a
+// job cancelled before it started does nothing. `Job` has `bool started` (Start was called for it, as the model
+// counts it: also for a cancelled job) and `bool cancelled`.
+template <typename Job>
+class JobQueue {
+ public:
+  StatusOr<uint32_t> Add(Job job) {
+    if (jobs_.size() >= kMaxJobs) return ResourceExhausted("the queue holds " + std::to_string(kMaxJobs) + " jobs");
+    jobs_.emplace(next_id_, std::move(job));
+    return next_id_++;
+  }
+  StatusOr<Job*> Find(uint32_t id) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) return NotFound("no job " + std::to_string(id));
+    return &it->second;
+  }
+  // Marks the job started and returns it when it must now run (it was not cancelled).
+  StatusOr<Job*> Start(uint32_t id) {
+    StatusOr<Job*> job = Find(id);
+    if (!job.ok()) return job;
+    job.value()->started = true;
+    return job.value()->cancelled ? nullptr : job.value();
+  }
+  Status Cancel(uint32_t id) {
+    StatusOr<Job*> job = Find(id);
+    if (!job.ok()) return job.status();
+    if (job.value()->started) return FailedPrecondition("job " + std::to_string(id) + " has started");
+    job.value()->cancelled = true;
+    return Status::Ok();
+  }
+  // Join's answer for a cancelled job, which the queue then forgets; nullopt for a job that must run first.
+  std::optional<WorkerReport> JoinCancelled(uint32_t id) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end() || !it->second.cancelled) return std::nullopt;
+    jobs_.erase(it);
+    WorkerReport r;
+    r.cancelled = true;
+    return r;
+  }
+  void Erase(uint32_t id) { jobs_.erase(id); }
+  size_t size() const { return jobs_.size(); }
+  std::map<uint32_t, Job>& all() { return jobs_; }
+  const std::map<uint32_t, Job>& all() const { return jobs_; }
+
+ private:
+  std::map<uint32_t, Job> jobs_;
+  uint32_t next_id_ = 1;
+};
 
 }  // namespace lifeline::handoff

@@ -102,7 +102,7 @@ class WhisperCApiBinding final : public JobBinding {
   WhisperCApiBinding() { QuietWhisperLog(); }
   ~WhisperCApiBinding() override {
     // Nothing of an iteration outlives it: every worker is joined, every state and context freed.
-    for (auto& [id, job] : jobs_) Finish(job);
+    for (auto& [id, job] : jobs_.all()) Finish(job);
     for (Slot& slot : slots_) {
       if (slot.ctx != nullptr) whisper_free(slot.ctx);
     }
@@ -133,9 +133,7 @@ class WhisperCApiBinding final : public JobBinding {
   StatusOr<uint32_t> SubmitAsync(size_t slot, const std::vector<float>& audio, const std::string& language,
                                  int n_threads, bool translate) override {
     if (Status s = Admit(slot, n_threads); !s.ok()) return s;
-    if (jobs_.size() >= kMaxJobs) return ResourceExhausted("the queue holds " + std::to_string(kMaxJobs) + " jobs");
-    jobs_[next_id_] = MakeJob(slot, audio, language, n_threads, translate);
-    return next_id_++;
+    return jobs_.Add(MakeJob(slot, audio, language, n_threads, translate));
   }
 
   StatusOr<WorkerReport> SubmitSync(size_t slot, const std::vector<float>& audio, const std::string& language,
@@ -167,49 +165,36 @@ class WhisperCApiBinding final : public JobBinding {
   }
 
   Status Start(uint32_t id) override {
-    auto it = jobs_.find(id);
-    if (it == jobs_.end()) return NotFound("no job " + std::to_string(id));
-    Job& job = it->second;
-    job.started = true;
-    if (!job.cancelled && job.state == nullptr) return Launch(job);
+    StatusOr<Job*> job = jobs_.Start(id);
+    if (!job.ok()) return job.status();
+    if (job.value() != nullptr && job.value()->state == nullptr) return Launch(*job.value());
     return Status::Ok();
   }
 
-  Status Cancel(uint32_t id) override {
-    auto it = jobs_.find(id);
-    if (it == jobs_.end()) return NotFound("no job " + std::to_string(id));
-    if (it->second.started) return FailedPrecondition("job " + std::to_string(id) + " has started");
-    it->second.cancelled = true;
-    return Status::Ok();
-  }
+  Status Cancel(uint32_t id) override { return jobs_.Cancel(id); }
 
   StatusOr<WorkerReport> Join(uint32_t id) override {
-    auto it = jobs_.find(id);
-    if (it == jobs_.end()) return NotFound("no job " + std::to_string(id));
-    Job& job = it->second;
-    if (job.cancelled) {
-      jobs_.erase(it);
-      WorkerReport r;
-      r.cancelled = true;
-      return r;
-    }
+    if (std::optional<WorkerReport> r = jobs_.JoinCancelled(id)) return *r;
+    StatusOr<Job*> found = jobs_.Find(id);
+    if (!found.ok()) return found.status();
+    Job& job = *found.value();
     if (job.state == nullptr) {
       if (Status s = Launch(job); !s.ok()) {
-        jobs_.erase(it);
+        jobs_.Erase(id);
         return s;
       }
     }
     if (job.worker.joinable()) job.worker.join();  // SubmitSync or Free may have joined it already
     StatusOr<WorkerReport> report = Collect(job, ResultOf{slots_[job.slot].ctx, job.state});
     Finish(job);
-    jobs_.erase(it);
+    jobs_.Erase(id);
     return report;
   }
 
   size_t JobsInFlight() const override { return jobs_.size(); }
   // The job's strings are the copies handed to its worker: live from its launch until its Join.
   std::optional<int64_t> LiveLanguageCopies() const override {
-    return std::count_if(jobs_.begin(), jobs_.end(), [](const auto& kv) { return kv.second.state != nullptr; });
+    return std::count_if(jobs_.all().begin(), jobs_.all().end(), [](const auto& kv) { return kv.second.state != nullptr; });
   }
   int LangId(std::string_view language) const override { return whisper_lang_id(std::string(language).c_str()); }
 
@@ -288,7 +273,7 @@ class WhisperCApiBinding final : public JobBinding {
 
   // Joins the launched workers of a slot (their results stay in their states until their Join).
   void JoinWorkersOf(size_t slot) {
-    for (auto& [id, job] : jobs_) {
+    for (auto& [id, job] : jobs_.all()) {
       if (job.slot == slot && job.worker.joinable()) job.worker.join();
     }
   }
@@ -312,8 +297,7 @@ class WhisperCApiBinding final : public JobBinding {
   }
 
   Slot slots_[kSlots];
-  std::map<uint32_t, Job> jobs_;
-  uint32_t next_id_ = 1;
+  JobQueue<Job> jobs_;
 };
 
 }  // namespace

@@ -108,9 +108,7 @@ class WhisperWasmBinding final : public JobBinding {
   StatusOr<uint32_t> SubmitAsync(size_t slot, const std::vector<float>& audio, const std::string& language,
                                  int n_threads, bool translate) override {
     if (Status s = Admit(slot, n_threads); !s.ok()) return s;
-    if (jobs_.size() >= kMaxJobs) return ResourceExhausted("the page's queue holds " + std::to_string(kMaxJobs) + " jobs");
-    jobs_[next_id_] = MakeJob(slot, audio, language, n_threads, translate);
-    return next_id_++;
+    return jobs_.Add(MakeJob(slot, audio, language, n_threads, translate));
   }
 
   StatusOr<WorkerReport> SubmitSync(size_t slot, const std::vector<float>& audio, const std::string& language,
@@ -134,36 +132,23 @@ class WhisperWasmBinding final : public JobBinding {
   }
 
   Status Start(uint32_t id) override {
-    auto it = jobs_.find(id);
-    if (it == jobs_.end()) return NotFound("no job " + std::to_string(id));
-    Job& job = it->second;
-    job.started = true;
-    if (!job.cancelled && !job.launched) Launch(id, job);
+    StatusOr<Job*> job = jobs_.Start(id);
+    if (!job.ok()) return job.status();
+    if (job.value() != nullptr && !job.value()->launched) Launch(id, *job.value());
     return Status::Ok();
   }
 
-  Status Cancel(uint32_t id) override {
-    auto it = jobs_.find(id);
-    if (it == jobs_.end()) return NotFound("no job " + std::to_string(id));
-    if (it->second.started) return FailedPrecondition("job " + std::to_string(id) + " has started");
-    it->second.cancelled = true;
-    return Status::Ok();
-  }
+  Status Cancel(uint32_t id) override { return jobs_.Cancel(id); }
 
   StatusOr<WorkerReport> Join(uint32_t id) override {
-    auto it = jobs_.find(id);
-    if (it == jobs_.end()) return NotFound("no job " + std::to_string(id));
-    Job& job = it->second;
-    if (job.cancelled) {
-      jobs_.erase(it);
-      WorkerReport r;
-      r.cancelled = true;
-      return r;
-    }
+    if (std::optional<WorkerReport> r = jobs_.JoinCancelled(id)) return *r;
+    StatusOr<Job*> found = jobs_.Find(id);
+    if (!found.ok()) return found.status();
+    Job& job = *found.value();
     if (!job.launched) Launch(id, job);
     if (running_ == id) JoinRunning();
     StatusOr<WorkerReport> report = std::move(job.report);
-    jobs_.erase(it);
+    jobs_.Erase(id);
     return report;
   }
 
@@ -232,7 +217,7 @@ class WhisperWasmBinding final : public JobBinding {
     const uint32_t id = running_;
     running_ = 0;
     Status s = JsFree(0);
-    Job& job = jobs_.at(id);
+    Job& job = *jobs_.Find(id).value();
     job.report = s.ok() ? Collect(job) : StatusOr<WorkerReport>(s);
   }
 
@@ -267,8 +252,7 @@ class WhisperWasmBinding final : public JobBinding {
     return r;
   }
 
-  std::map<uint32_t, Job> jobs_;
-  uint32_t next_id_ = 1;
+  JobQueue<Job> jobs_;
   uint32_t running_ = 0;  // the job whose worker the binding may be running (0: none)
   bool has_mel_[kSlots] = {};  // the slot's context has computed a spectrogram (or been given one by the guard)
 };

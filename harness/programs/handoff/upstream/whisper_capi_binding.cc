@@ -290,6 +290,13 @@ class WhisperCApiBinding final : public JobBinding {
       return Internal("value oracle: whisper_full prompted language id " + std::to_string(result.LangId()) + " for " +
                       r.language_seen);
     }
+    // The name whisper gives the language it used (named or detected): a static string that names it back.
+    if (const int used = result.LangId(); used >= 0) {
+      const char* name = whisper_lang_str(used);
+      if (name == nullptr || whisper_lang_id(name) != used) {
+        return Internal("whisper_lang_str(" + std::to_string(used) + ") does not name language " + std::to_string(used));
+      }
+    }
     r.n_threads = job.n_threads;
     r.translate = job.translate;
     r.checksum = ProgramChecksum(job.audio);

@@ -13,7 +13,7 @@
 // texts (whisper_full_get_segment_text_from_state, whisper_full_get_token_text_from_state) are read on the
 // caller's thread after the worker was joined and before the state is freed or run again, and copied; a
 // segment's text must be the texts of its tokens below end-of-text, in order (how whisper_full builds it).
-// whisper_lang_str's names are static.
+// whisper_lang_str's names are static: the name of the language a result used must name it back.
 //
 // The synchronous control runs whisper_full_parallel on the slot's context (its default state) on the calling
 // thread, after joining the slot's workers (whisper.h: not thread safe on one context), with as many

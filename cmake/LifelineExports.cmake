@@ -1,5 +1,6 @@
 # `lifeline export`'s standalone reproducers, generated, built and checked in the asan lane (cli/lifeline/export.py,
-# EXPORTERS: ggml_graph_topology and ggml_vulkan_graph_topology export C, torch_capsule_lifecycle Python):
+# EXPORTERS: ggml_graph_topology and ggml_vulkan_graph_topology export C on ggml, whisper_string_handoff C on
+# whisper.h, torch_capsule_lifecycle Python):
 #
 #   build/asan/exports/<id>/<input>.c|.py  generated at build time from repro/<id>/<input>: the target decodes
 #                                          the input into its program (`--program decode`), the exporter writes
@@ -54,8 +55,12 @@ function(lifeline_register_exports)
         add_executable(${name} ${dir}/${input}.c)
         set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${dir} OUTPUT_NAME ${input} C_STANDARD 11
                                                  LINKER_LANGUAGE CXX)
-        target_include_directories(${name} PRIVATE ${LIFELINE_GGML_DIR}/include)
-        target_link_libraries(${name} PRIVATE ggml ggml-base ggml-cpu lifeline_lane)
+        if(target STREQUAL "whisper_string_handoff")  # whisper.h and whisper.cpp's own ggml, as the lane built them
+          target_link_libraries(${name} PRIVATE lifeline_whisper lifeline_lane)
+        else()
+          target_include_directories(${name} PRIVATE ${LIFELINE_GGML_DIR}/include)
+          target_link_libraries(${name} PRIVATE ggml ggml-base ggml-cpu lifeline_lane)
+        endif()
         if(target STREQUAL "ggml_vulkan_graph_topology")
           target_link_libraries(${name} PRIVATE lifeline_ggml_vulkan)  # ggml-vulkan's own sources, built per lane
         endif()

@@ -5,8 +5,8 @@ For each reproducer input of repro/<bug-id>/bug.json, the target decodes the inp
 (`<target> --program decode`, run as the reproducer's pinned check runs it: the finding's guard off), and the
 target's exporter (cli/lifeline/exporters/) writes that program as one short standalone file in upstream's own
 terms, on upstream's public API only: C on ggml for ggml_graph_topology (CPU backend) and
-ggml_vulkan_graph_topology (ggml-vulkan, ggml_backend_sched), Python on PyTorch and NumPy for
-torch_capsule_lifecycle. Inputs are reduced programs (`lifeline reduce`), so the files are short; the file
+ggml_vulkan_graph_topology (ggml-vulkan, ggml_backend_sched), C on whisper.h for whisper_string_handoff, Python
+on PyTorch and NumPy for torch_capsule_lifecycle. Inputs are reduced programs (`lifeline reduce`), so the files are short; the file
 prints the contract it shows broken and what it expects, and fails while the bug is there. `report.md` beside
 them is the report in a maintainer's form (see _report): title in upstream's words, the version upstream can
 check out, the configurations affected, the contract, expected vs actual, the short stack, the fix direction
@@ -47,7 +47,7 @@ from typing import Callable, Optional
 from . import crash as crashmod
 from . import repro
 from .bugs import BUG_ID, switch_env
-from .exporters import ggml_c
+from .exporters import ggml_c, whisper_c
 from .paths import LANES, ROOT
 from .usage import UsageError
 
@@ -56,6 +56,8 @@ PLAIN_NAME = re.compile(r"[A-Za-z0-9._-]+")
 UBSAN_UPSTREAM_SUPP = ROOT / "core" / "suppressions" / "ubsan-upstream.supp"
 GGML_VERSION = ("ggml-org/llama.cpp at \"llama.cpp : bump version to 0.5.0 (#29333)\" (tag v0.5.0), whose ggml/ is "
                 "ggml 0.25.1; lifeline takes it from npm node-llama-cpp@3.22.1 (its git bundle, head de3ff815)")
+WHISPER_VERSION = ("ggml-org/whisper.cpp v1.9.1 (its CMakeLists.txt's version; lifeline takes the tree from npm "
+                   "nodejs-whisper@0.3.1, package/cpp/whisper.cpp)")
 # Statuses whose findings are exported: a finding the pinned upstream has, reported or not, fixed since or not
 # (an export of a fixed one shows a maintainer's newer version passing).
 EXPORTED_STATUSES = ("upstream-open", "upstream-reported", "upstream-fixed")
@@ -78,6 +80,7 @@ class Exporter:
     build: str = ""   # how to build a file ({file}, {exe}, {include}, {libdir}, {cflags}); "" when nothing to build
     run: str = "{env} {exe}"  # how to run it ({exe}, {file}, {env})
     lane: str = "asan"  # the lane that builds the target and checks the exports
+    build_help: str = ""  # report.md's build-and-run lines ({file}, {exe}), when not ggml's
 
 
 _C_BUILD = ("clang -std=c11 -g -O1 -fsanitize=address,undefined {cflags} -c {file} -I{include} -o repro.o\n"
@@ -93,6 +96,22 @@ EXPORTERS = {
         version=GGML_VERSION, generate=ggml_c.generate, extra={"backend": "vulkan"},
         build=_C_BUILD.replace("{libs}", "-lggml -lggml-vulkan -lggml-cpu -lggml-base -lvulkan -lstdc++"),
         run="{env} {exe}"),
+    "whisper_string_handoff": Exporter(
+        target="whisper_string_handoff", language="C", extension="c",
+        upstream="whisper.cpp's C API (whisper.h) on its CPU backend",
+        version=WHISPER_VERSION, generate=whisper_c.generate,
+        build_help="\n".join([
+            "Build and run, against whisper.cpp built with `-fsanitize=address,undefined` (e.g. `cmake -B build "
+            "-DCMAKE_C_FLAGS=-fsanitize=address,undefined -DCMAKE_CXX_FLAGS=-fsanitize=address,undefined "
+            "-DBUILD_SHARED_LIBS=OFF && cmake --build build --target whisper`), in its source folder $WHISPER, with any "
+            "multilingual model:", "", "```sh",
+            "cc -g -fsanitize=address,undefined {file} -I$WHISPER/include -I$WHISPER/ggml/include -L$WHISPER/build/src "
+            "-L$WHISPER/build/ggml/src -lwhisper -lggml -lggml-cpu -lggml-base -lstdc++ -lm -lpthread -o {exe}",
+            "# ggml_graph_nbytes's report on every graph build (finding ggml-graph-nbytes-null-offset; its helper",
+            "# incr_ptr_aligned where it is not inlined)",
+            "printf 'pointer-overflow:ggml_graph_nbytes\\npointer-overflow:incr_ptr_aligned\\n' > ubsan.supp",
+            "ASAN_OPTIONS=detect_stack_use_after_return=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:"
+            "suppressions=ubsan.supp WHISPER_MODEL=models/ggml-tiny.bin ./{exe}", "```", ""])),
     "torch_capsule_lifecycle": Exporter(
         target="torch_capsule_lifecycle", language="Python", extension="py", upstream="PyTorch and NumPy",
         version="PyTorch 1.13.1 (Debian 12 python3-torch 1.13.1+dfsg-4) with NumPy 1.24.2 (python3-numpy)",
@@ -115,6 +134,10 @@ def run_env(rep: repro.Reproducer, exporter: Optional[Exporter] = None) -> dict:
     env.update(ASAN_OPTIONS=asan, UBSAN_OPTIONS=ubsan, GGML_NO_BACKTRACE="1")
     if exporter is not None and exporter.extra.get("backend") == "vulkan":
         env.setdefault("GGML_VK_VISIBLE_DEVICES", "0")
+    if exporter is not None and exporter.target == "whisper_string_handoff":  # the lane's generated models
+        models = ROOT / "build" / exporter.lane / "whisper-models"
+        env.setdefault("WHISPER_MODEL", str(models / "tiny-multilingual.bin"))
+        env.setdefault("WHISPER_MODEL_EN", str(models / "tiny-en.bin"))
     for key, value in rep.env.items():
         if key.endswith("SAN_OPTIONS"):
             env[key] = env[key] + ":" + value if key in env else value
@@ -344,7 +367,9 @@ def _report(bug: repro.Bug, exporter: Exporter, rows: list) -> str:
             md += [f"Actual: fails with `{sig['type']}`" + (f" in `{sig['frame']}`" if sig.get("frame") else "")
                    + " (not run here: the exported program is not built).", ""]
         q = shlex.quote
-        if exporter.language == "C":
+        if exporter.build_help:
+            md += [exporter.build_help.format(file=q(name), exe=q(Path(name).stem))]
+        elif exporter.language == "C":
             exe = Path(name).stem
             env = "ASAN_OPTIONS=handle_abort=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:suppressions=ubsan.supp " \
                   "GGML_NO_BACKTRACE=1" + (" GGML_VK_VISIBLE_DEVICES=0" if exporter.extra.get("backend") == "vulkan" else "")

@@ -197,7 +197,7 @@ class Export(unittest.TestCase):
 
     def test_a_target_without_exporter(self):
         self.assertIn("target 'numpy_capsules' of bug 'other-target-finding' has no exporter (targets with one: "
-                      "ggml_graph_topology, ggml_vulkan_graph_topology, torch_capsule_lifecycle)",
+                      "ggml_graph_topology, ggml_vulkan_graph_topology, torch_capsule_lifecycle, whisper_string_handoff)",
                       self.usage_error("export", "other-target-finding"))
 
     def test_target_not_built_says_how_to_build_it(self):
@@ -416,3 +416,39 @@ class RealExport(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class WhisperC(unittest.TestCase):
+    """The whisper.h exporter writes each whisper_full the binding would make, in program order, with the page's
+    audio in a heap block of exactly its samples; refused ops and cancelled jobs make none."""
+
+    PROGRAM = {"format": "handoff", "ops": [
+        {"id": 0, "op": "bind", "multilingual": True, "model": {"slot": 0}},
+        {"id": 1, "op": "bind", "multilingual": False, "model": {"slot": 1}},
+        {"id": 2, "op": "submit-async", "slot": 0, "language": "d\u00e9\"\\", "audio": [0.5, -0.25], "threads": 2,
+         "translate": True, "model": {"job_id": 1}},
+        {"id": 3, "op": "submit-async", "slot": 1, "language": "fr", "audio": [], "threads": 1, "model": {"job_id": 2}},
+        {"id": 4, "op": "cancel", "job": "#3", "model": {}},
+        {"id": 5, "op": "submit-sync", "slot": 2, "language": "en", "audio": [1.0], "threads": 1,
+         "model": {"expect": "NOT_FOUND"}},
+        {"id": 6, "op": "submit-sync", "slot": 1, "language": "ja\u0000xx", "audio": [1.0], "threads": 1, "model": {}},
+        {"id": 7, "op": "start", "job": "#2", "model": {}},
+    ]}
+
+    def test_calls_in_the_programs_order(self):
+        from lifeline.exporters import whisper_c
+        c = whisper_c.generate(self.PROGRAM, {"id": "x", "title": "t", "report": {"contract": "c"}})
+        calls = [line.strip() for line in c.splitlines() if line.strip().startswith("transcribe(")]
+        self.assertEqual(calls, [
+            'transcribe(ctx[1], "en", 1, false, clip(1, (const float[]){1.0f}, 100), 100);',
+            'transcribe(ctx[0], "d\\351\\"\\\\", 2, true, clip(2, (const float[]){0.5f, -0.25f}, 400), 800);'])
+        self.assertIn("refuses it (NOT_FOUND)", c)
+        self.assertIn("WHISPER_MODEL_EN", c)
+        self.assertIn('fprintf(stderr, "contract: %s\\n", "c");', c)
+
+    def test_other_programs_are_refused(self):
+        from lifeline.exporters import whisper_c
+        with self.assertRaises(ValueError):
+            whisper_c.generate({"format": "graph", "ops": []}, {"id": "x"})
+        with self.assertRaises(ValueError):
+            whisper_c.generate({"format": "handoff", "ops": [{"id": 0, "op": "join", "job": "#9"}]}, {"id": "x"})

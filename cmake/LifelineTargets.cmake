@@ -119,7 +119,7 @@ endfunction()
 # Registers fuzz-smoke.<name> where the lane fuzzes it (the fuzz lane; the tsan lane for "threads" targets): a
 # bounded run with a fixed seed from the seed corpus into a scratch corpus, which any crash fails; corpus.<name>
 # (replays corpus/<name>/) in the lanes without it; and regression.<name> (corpus/regression/<name>/, when there
-# is one) in every lane.
+# is one) in every lane but fuzz.
 # NO_VALGRIND_CORPUS: the valgrind lane does not replay corpus/<name>/ (its reproducers still run there): for a
 # target whose inputs take seconds each under memcheck.
 function(lifeline_add_fuzz_target name)
@@ -168,9 +168,11 @@ function(lifeline_add_fuzz_target name)
                          COST 100)  # among the longest of a lane (10-80 s): started before the short ones
   endif()
   # regression.<name>: the coverage-merged regression corpus beside the seeds (corpus/regression/<name>/,
-  # `lifeline corpus merge --into regression`), replayed the same way in every lane that builds the target.
+  # `lifeline corpus merge --into regression`), replayed the same way in every lane that builds the target but
+  # fuzz, whose objects and sanitizer options are the asan lane's (it takes them from the compiler cache): there
+  # the replay would run the same code on the same inputs a second time.
   lifeline_regression_corpus(${name} regression)
-  if(regression)
+  if(regression AND NOT LIFELINE_LANE STREQUAL "fuzz")
     lifeline_add_replay_test(regression.${name} ${name} ${regression})
     set_tests_properties(regression.${name} PROPERTIES LABELS "corpus;regression;${ARG_LABELS}" TIMEOUT 600)
   endif()

@@ -122,8 +122,11 @@ endfunction()
 # is one) in every lane but fuzz.
 # NO_VALGRIND_CORPUS: the valgrind lane does not replay corpus/<name>/ (its reproducers still run there): for a
 # target whose inputs take seconds each under memcheck.
+# SEEDS_IN_FUZZ_SMOKE: nor does the asan lane: the fuzz lane's fuzz-smoke.<name> runs every seed on the same objects
+# (taken from the asan lane's compiler cache) with the same sanitizer options, and with libFuzzer's leak check after
+# each input, which the target's .options leave on. For a target whose seeds take seconds each.
 function(lifeline_add_fuzz_target name)
-  cmake_parse_arguments(ARG "NO_VALGRIND_CORPUS" "SMOKE_RUNS;TSAN_SMOKE_RUNS" "LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "NO_VALGRIND_CORPUS;SEEDS_IN_FUZZ_SMOKE" "SMOKE_RUNS;TSAN_SMOKE_RUNS" "LIBS;LABELS" ${ARGN})
   if(NOT ARG_SMOKE_RUNS)
     set(ARG_SMOKE_RUNS 20000)
   endif()
@@ -153,7 +156,8 @@ function(lifeline_add_fuzz_target name)
   # pass runs the whole seed corpus whatever -runs says) and fails on any crash, so beside it a replay of the
   # same seeds with the same binary would only run them twice.
   if(NOT (LIFELINE_ENGINE STREQUAL "libfuzzer" AND smoke) AND
-     NOT (ARG_NO_VALGRIND_CORPUS AND LIFELINE_LANE STREQUAL "valgrind"))
+     NOT (ARG_NO_VALGRIND_CORPUS AND LIFELINE_LANE STREQUAL "valgrind") AND
+     NOT (ARG_SEEDS_IN_FUZZ_SMOKE AND LIFELINE_LANE STREQUAL "asan"))
     lifeline_add_replay_test(corpus.${name} ${name} ${corpus})
     set_tests_properties(corpus.${name} PROPERTIES LABELS "corpus;${ARG_LABELS}")
   endif()

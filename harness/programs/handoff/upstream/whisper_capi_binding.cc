@@ -124,7 +124,15 @@ class WhisperCApiBinding final : public JobBinding {
 
   Status Free(size_t slot) override {
     if (slot >= kSlots || slots_[slot].ctx == nullptr) return NotFound("slot " + std::to_string(slot) + " is not bound");
-    JoinWorkersOf(slot);
+    // Its jobs end with it (the executor joins them first; a state must not outlive its context).
+    std::vector<uint32_t> ended;
+    for (auto& [id, job] : jobs_.all()) {
+      if (job.slot == slot) {
+        Finish(job);
+        ended.push_back(id);
+      }
+    }
+    for (uint32_t id : ended) jobs_.Erase(id);
     whisper_free(slots_[slot].ctx);
     slots_[slot] = Slot{};
     return Status::Ok();

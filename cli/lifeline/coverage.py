@@ -99,7 +99,8 @@ def find_tools() -> dict[str, str]:
 
 def under_test(path: str) -> str | None:
     """How `path` (a source file in the coverage mapping) is reported: its name relative to the project or to
-    an upstream tree ("ggml/src/ggml-alloc.c", "whisper.cpp/src/whisper.cpp"), or None when it is not code under test (core/, targets/,
+    an upstream tree ("ggml/src/ggml-alloc.c", "whisper.cpp/src/whisper.cpp"), or None when it is not code under
+    test (core/, targets/,
     tests, system and third-party headers)."""
     p = Path(path)
     for up, prefix in UPSTREAM_TREES:
@@ -282,7 +283,8 @@ def summary_table(per_target: dict[str, dict]) -> list[str]:
     lines = ["| target | file | lines | functions | branches |", "|---|---|---|---|---|"]
     for t, files in per_target.items():
         g_of = groups(files)
-        for key, group in (("project", "project (layers/, harness/)"), ("upstream", "upstream (every upstream file linked)")):
+        for key, group in (("project", "project (layers/, harness/)"),
+                           ("upstream", "upstream (every upstream file linked)")):
             g = g_of[key]
             if g["lines"]["count"]:
                 lines.append(f"| {t} | **{group}** | {pct(g['lines'])} | {pct(g['functions'])} | {pct(g['branches'])} |")

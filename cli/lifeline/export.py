@@ -6,10 +6,10 @@ For each reproducer input of repro/<bug-id>/bug.json, the target decodes the inp
 target's exporter (cli/lifeline/exporters/) writes that program as one short standalone file in upstream's own
 terms, on upstream's public API only: C on ggml for ggml_graph_topology (CPU backend) and
 ggml_vulkan_graph_topology (ggml-vulkan, ggml_backend_sched), C on whisper.h for whisper_string_handoff, Python
-on PyTorch and NumPy for torch_capsule_lifecycle. Inputs are reduced programs (`lifeline reduce`), so the files are short; the file
-prints the contract it shows broken and what it expects, and fails while the bug is there. `report.md` beside
-them is the report in a maintainer's form (see _report): title in upstream's words, the version upstream can
-check out, the configurations affected, the contract, expected vs actual, the short stack, the fix direction
+on PyTorch and NumPy for torch_capsule_lifecycle. Inputs are reduced programs (`lifeline reduce`), so the files
+are short; the file prints the contract it shows broken and what it expects, and fails while the bug is there.
+`report.md` beside them is the report in a maintainer's form (see _report): title in upstream's words, the
+version upstream can check out, the configurations affected, the contract, expected vs actual, the short stack, the fix direction
 where the mechanism makes it plain, prior art, and the first bad commit when `lifeline bisect` found it.
 
 bug.json's "report" object holds the words: "title", "contract", "expected", "actual", "fix", "check" (what

@@ -84,7 +84,8 @@ class Writer:
             self.uses_en |= not ml
             if kind == "rebind":
                 old = int(op["slot"])
-                self.body.append(f"    whisper_free(ctx[{old}]); ctx[{old}] = NULL;  /* {label}: its jobs joined first */")
+                self.body.append(f"    whisper_free(ctx[{old}]); ctx[{old}] = NULL;"
+                                 f"  /* {label}: its jobs joined first */")
             self.body.append(f"    ctx[{slot}] = load({1 if ml else 0});  /* {label} "
                              f"{'multilingual' if ml else 'english-only'} -> slot {slot} */")
             self.multilingual[slot] = ml
@@ -127,27 +128,30 @@ class Writer:
                  "static struct whisper_context * load(int multilingual) {",
                  "    const char * path = getenv(multilingual ? \"WHISPER_MODEL\" : \"WHISPER_MODEL_EN\");",
                  "    if (path == NULL) {",
-                 "        fprintf(stderr, \"set %s to a whisper.cpp model file\\n\", multilingual ? \"WHISPER_MODEL\" : \"WHISPER_MODEL_EN\");",
+                 "        fprintf(stderr, \"set %s to a whisper.cpp model file\\n\",",
+                 "                multilingual ? \"WHISPER_MODEL\" : \"WHISPER_MODEL_EN\");",
                  "        exit(2);", "    }",
                  "    struct whisper_context_params cparams = whisper_context_default_params();",
                  "    cparams.use_gpu = false;",
                  "    struct whisper_context * ctx = whisper_init_from_file_with_params(path, cparams);",
-                 "    if (ctx == NULL) {", "        fprintf(stderr, \"cannot load %s\\n\", path);", "        exit(2);", "    }",
+                 "    if (ctx == NULL) {", "        fprintf(stderr, \"cannot load %s\\n\", path);",
+                 "        exit(2);", "    }",
                  "    return ctx;", "}", "",
                  "/* n values, each held for `per` samples, in a heap block of exactly that many floats */",
                  "static float * clip(int n, const float * values, int per) {",
                  "    float * pcm = malloc(sizeof(float) * (size_t) (n * per));",
                  "    for (int i = 0; i < n * per; ++i) pcm[i] = values[i / per];",
                  "    return pcm;", "}", "",
-                 "static void transcribe(struct whisper_context * ctx, const char * language, int n_threads, bool translate,",
-                 "                       float * pcm, int n_samples) {",
+                 "static void transcribe(struct whisper_context * ctx, const char * language, int n_threads,",
+                 "                       bool translate, float * pcm, int n_samples) {",
                  "    struct whisper_full_params params = whisper_full_default_params(WHISPER_SAMPLING_GREEDY);",
                  "    params.language = language;",
                  "    params.n_threads = n_threads;",
                  "    params.translate = translate;",
                  "    params.print_progress = false;",
                  "    int rc = whisper_full(ctx, params, pcm, n_samples);",
-                 "    fprintf(stderr, \"whisper_full(%d samples, language \\\"%s\\\") returned %d\\n\", n_samples, language, rc);",
+                 "    fprintf(stderr, \"whisper_full(%d samples, language \\\"%s\\\") returned %d\\n\",",
+                 "            n_samples, language, rc);",
                  "    free(pcm);", "}", "", "int main(void) {"]
         said = [(k, r[k]) for k in ("contract", "expected") if r.get(k)]
         if said:

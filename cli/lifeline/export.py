@@ -9,8 +9,9 @@ ggml_vulkan_graph_topology (ggml-vulkan, ggml_backend_sched), C on whisper.h for
 on PyTorch and NumPy for torch_capsule_lifecycle. Inputs are reduced programs (`lifeline reduce`), so the files
 are short; the file prints the contract it shows broken and what it expects, and fails while the bug is there.
 `report.md` beside them is the report in a maintainer's form (see _report): title in upstream's words, the
-version upstream can check out, the configurations affected, the contract, expected vs actual, the short stack, the fix direction
-where the mechanism makes it plain, prior art, and the first bad commit when `lifeline bisect` found it.
+version upstream can check out, the configurations affected, the contract, expected vs actual, the short stack,
+the fix direction where the mechanism makes it plain, prior art, and the first bad commit when `lifeline bisect`
+found it.
 
 bug.json's "report" object holds the words: "title", "contract", "expected", "actual", "fix", "check" (what
 the C exporter adds to show the contract: supports-op, fresh-gallocr), and "configurations" (measured by

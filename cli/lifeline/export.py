@@ -82,6 +82,7 @@ class Exporter:
     run: str = "{env} {exe}"  # how to run it ({exe}, {file}, {env})
     lane: str = "asan"  # the lane that builds the target and checks the exports
     build_help: str = ""  # report.md's build-and-run lines ({file}, {exe}), when not ggml's
+    env: dict = field(default_factory=dict)  # what its programs need in their environment (unless already set)
 
 
 _C_BUILD = ("clang -std=c11 -g -O1 -fsanitize=address,undefined {cflags} -c {file} -I{include} -o repro.o\n"
@@ -96,11 +97,14 @@ EXPORTERS = {
         upstream="ggml-vulkan (lavapipe here) and ggml_backend_sched over ggml-vulkan and the CPU backend",
         version=GGML_VERSION, generate=ggml_c.generate, extra={"backend": "vulkan"},
         build=_C_BUILD.replace("{libs}", "-lggml -lggml-vulkan -lggml-cpu -lggml-base -lvulkan -lstdc++"),
-        run="{env} {exe}"),
+        run="{env} {exe}", env={"GGML_VK_VISIBLE_DEVICES": "0"}),
     "whisper_string_handoff": Exporter(
         target="whisper_string_handoff", language="C", extension="c",
         upstream="whisper.cpp's C API (whisper.h) on its CPU backend",
         version=WHISPER_VERSION, generate=whisper_c.generate,
+        # the asan lane's generated models (scripts/make-whisper-model.py)
+        env={"WHISPER_MODEL": str(ROOT / "build" / "asan" / "whisper-models" / "tiny-multilingual.bin"),
+             "WHISPER_MODEL_EN": str(ROOT / "build" / "asan" / "whisper-models" / "tiny-en.bin")},
         build_help="\n".join([
             "Build and run, against whisper.cpp built with `-fsanitize=address,undefined` (e.g. `cmake -B build "
             "-DCMAKE_C_FLAGS=-fsanitize=address,undefined -DCMAKE_CXX_FLAGS=-fsanitize=address,undefined "
@@ -123,9 +127,9 @@ EXPORTERS = {
 def run_env(rep: repro.Reproducer, exporter: Optional[Exporter] = None) -> dict:
     """The environment an exported program runs in: sanitizer reports with stacks (a SIGABRT from assert()
     or GGML_ABORT included: handle_abort=1), findings fatal, ggml's gdb backtrace off, UBSan's suppression of
-    the ggml_graph_nbytes report every graph build gives (finding ggml-graph-nbytes-null-offset), and
-    ggml-vulkan shown the CPU device lavapipe is; the reproducer's sanitizer options go on top (appended, so
-    that they win). The harness's own variables (LIFELINE_*) never reach an exported program."""
+    the ggml_graph_nbytes report every graph build gives (finding ggml-graph-nbytes-null-offset), and the
+    exporter's own variables (ggml-vulkan shown the CPU device lavapipe is; whisper's models); the reproducer's
+    sanitizer options go on top (appended, so that they win). The harness's own variables (LIFELINE_*) never reach an exported program."""
     sym = shutil.which("llvm-symbolizer-14") or shutil.which("llvm-symbolizer")
     asan = "handle_abort=1:detect_stack_use_after_return=1:detect_leaks=1:halt_on_error=1"
     if sym:
@@ -133,12 +137,8 @@ def run_env(rep: repro.Reproducer, exporter: Optional[Exporter] = None) -> dict:
     ubsan = f"halt_on_error=1:print_stacktrace=1:suppressions={_option_value(str(UBSAN_UPSTREAM_SUPP))}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("LIFELINE_")}
     env.update(ASAN_OPTIONS=asan, UBSAN_OPTIONS=ubsan, GGML_NO_BACKTRACE="1")
-    if exporter is not None and exporter.extra.get("backend") == "vulkan":
-        env.setdefault("GGML_VK_VISIBLE_DEVICES", "0")
-    if exporter is not None and exporter.target == "whisper_string_handoff":  # the lane's generated models
-        models = ROOT / "build" / exporter.lane / "whisper-models"
-        env.setdefault("WHISPER_MODEL", str(models / "tiny-multilingual.bin"))
-        env.setdefault("WHISPER_MODEL_EN", str(models / "tiny-en.bin"))
+    for key, value in (exporter.env if exporter is not None else {}).items():
+        env.setdefault(key, value)
     for key, value in rep.env.items():
         if key.endswith("SAN_OPTIONS"):
             env[key] = env[key] + ":" + value if key in env else value

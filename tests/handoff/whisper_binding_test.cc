@@ -22,13 +22,9 @@
 namespace lifeline::handoff {
 namespace {
 
-std::string Model(const char* name) { return std::string(BuiltWhisperModelDir()) + "/" + name; }
-
-void Quiet(enum ggml_log_level, const char*, void*) {}
-
 class WhisperModel : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { whisper_log_set(&Quiet, nullptr); }
+  static void SetUpTestSuite() { QuietWhisperLog(); }
 };
 
 whisper_context* Load(const std::string& path) {
@@ -44,13 +40,13 @@ std::vector<float> OneSecond() {
 }
 
 TEST_F(WhisperModel, TheMultilingualModelLoadsFromAFileAndFromABuffer) {
-  whisper_context* ctx = Load(Model("tiny-multilingual.bin"));
+  whisper_context* ctx = Load(WhisperModelPath(true));
   ASSERT_NE(ctx, nullptr);
   EXPECT_EQ(whisper_is_multilingual(ctx), 1);
   EXPECT_EQ(whisper_n_vocab(ctx), 51865);
   whisper_free(ctx);
 
-  std::ifstream in(Model("tiny-multilingual.bin"), std::ios::binary);
+  std::ifstream in(WhisperModelPath(true), std::ios::binary);
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   ASSERT_FALSE(bytes.empty());
   whisper_context_params params = whisper_context_default_params();
@@ -62,15 +58,16 @@ TEST_F(WhisperModel, TheMultilingualModelLoadsFromAFileAndFromABuffer) {
 }
 
 TEST_F(WhisperModel, TheEnglishModelIsNotMultilingual) {
-  whisper_context* ctx = Load(Model("tiny-en.bin"));
+  whisper_context* ctx = Load(WhisperModelPath(false));
   ASSERT_NE(ctx, nullptr);
   EXPECT_EQ(whisper_is_multilingual(ctx), 0);
   whisper_free(ctx);
 }
 
 TEST_F(WhisperModel, WhisperFullRunsToItsEndOnASecondOfAudio) {
-  for (const char* name : {"tiny-multilingual.bin", "tiny-en.bin"}) {
-    whisper_context* ctx = Load(Model(name));
+  for (const bool multilingual : {true, false}) {
+    const std::string name = WhisperModelPath(multilingual);
+    whisper_context* ctx = Load(name);
     ASSERT_NE(ctx, nullptr) << name;
     whisper_full_params params = whisper_full_default_params(WHISPER_SAMPLING_GREEDY);
     params.n_threads = 2;
@@ -218,7 +215,7 @@ TEST(WhisperCApiBinding, JobsOfOneContextRunAtOnceOnStatesOfTheirOwn) {
 TEST(WhisperCApiBinding, TheTextsItChecksAreTheModelsTranscript) {
   whisper_context_params cparams = whisper_context_default_params();
   cparams.use_gpu = false;
-  whisper_context* ctx = whisper_init_from_file_with_params(Model("tiny-multilingual.bin").c_str(), cparams);
+  whisper_context* ctx = whisper_init_from_file_with_params(WhisperModelPath(true).c_str(), cparams);
   ASSERT_NE(ctx, nullptr);
   whisper_state* state = whisper_init_state(ctx);
   whisper_full_params params = whisper_full_default_params(WHISPER_SAMPLING_GREEDY);

@@ -2,7 +2,7 @@
 # CTest tests; nothing else in the tree needs to know which lane it is in.
 #
 #   lifeline_add_executable(name SOURCES ... LIBS ...)   any project executable (sanitizer defaults, launcher)
-#   lifeline_add_gtest(name SOURCES ... LIBS ... LABELS ...)
+#   lifeline_add_gtest(name SOURCES ... LIBS ... LABELS ... LANES ...)
 #   lifeline_add_fuzz_target(name LIBS ... LABELS ...)   targets/<name>.cc + corpus.<name>, regression.<name>
 #                                                       (+ fuzz-smoke.<name>)
 #   lifeline_register_reproducers()                     one test pair per repro/<id>/ and lane; call last
@@ -41,8 +41,16 @@ function(lifeline_embed_text out_dir source var)
   endif()
 endfunction()
 
+# LANES: the lanes besides asan that build and run the binary, by what each lane is for (DESIGN.md's lane
+# table): tsan the tests of code that runs on several threads, lsan the DLPack ledger's and accounting
+# oracle's, valgrind what only memcheck checks (the client requests' glue) and the negative control. The fuzz
+# lane builds the fuzz binaries, never the unit tests: with asan's sanitizers and the same code, its runs of them
+# found nothing asan's did not, and took 45 s of its ctest and the links of twelve binaries (2026-11-28).
 function(lifeline_add_gtest name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;LABELS;LANES" ${ARGN})
+  if(NOT LIFELINE_LANE STREQUAL "asan" AND NOT LIFELINE_LANE IN_LIST ARG_LANES)
+    return()
+  endif()
   lifeline_add_executable(${name} SOURCES ${ARG_SOURCES} LIBS ${ARG_LIBS} GTest::gtest GTest::gtest_main)
   # A test's own files compile at -O0, after the lane's -O1 (sanitizers, coverage and everything else as the lane
   # has them): the code under test is in the libraries, built at the lane's -O1. At -O1 clang spent 2 to 2.5 times
@@ -133,6 +141,11 @@ function(lifeline_add_fuzz_target name)
   # TSAN_SMOKE_RUNS: the tsan lane's run count where SMOKE_RUNS would cost that lane too much time.
   if(ARG_TSAN_SMOKE_RUNS AND LIFELINE_LANE STREQUAL "tsan")
     set(ARG_SMOKE_RUNS ${ARG_TSAN_SMOKE_RUNS})
+  endif()
+  # The tsan lane builds only the targets that start threads (label "threads"): in the others TSan has no second
+  # thread to watch, and none of their reproducers lists the lane.
+  if(LIFELINE_LANE STREQUAL "tsan" AND NOT "threads" IN_LIST ARG_LABELS)
+    return()
   endif()
   lifeline_add_fuzz_executable(${name} ${name} ${CMAKE_BINARY_DIR}/targets LIBS ${ARG_LIBS})
   set_property(GLOBAL PROPERTY LIFELINE_TARGET_LIBS_${name} "${ARG_LIBS}")

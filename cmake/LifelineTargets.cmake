@@ -44,8 +44,8 @@ endfunction()
 # LANES: the lanes besides asan that build and run the binary, by what each lane is for (DESIGN.md's lane
 # table): tsan the tests of code that runs on several threads, lsan the DLPack ledger's and accounting
 # oracle's, valgrind what only memcheck checks (the client requests' glue) and the negative control. The fuzz
-# lane builds the fuzz binaries, never the unit tests: with asan's sanitizers and the same code, its runs of them
-# found nothing asan's did not, and took 45 s of its ctest and the links of twelve binaries (2026-11-28).
+# lane builds the fuzz binaries, never the unit tests: it compiles the same code with asan's sanitizers, so its runs
+# of them repeated asan's, at 45 s of its ctest (2026-11-28). The coverage lane builds targets only.
 function(lifeline_add_gtest name)
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;LABELS;LANES" ${ARGN})
   if(NOT LIFELINE_LANE STREQUAL "asan" AND NOT LIFELINE_LANE IN_LIST ARG_LANES)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # unit.ossfuzz-build: runs .clusterfuzzlite/build.sh as OSS-Fuzz would (ASan + libFuzzer, clang-14; -O0 where
-# OSS-Fuzz says -O1: build.sh passes the flags through, and -O0 nearly halves this test's compile, 157 -> 88 CPU-s) into a
-# fresh $OUT, then checks each expected target: the fuzzer exists and runs, its seed corpus zip exists and
+# OSS-Fuzz says -O1: build.sh passes the flags through, and -O0 nearly halves this test's compile, 157 -> 88
+# CPU-s) into a fresh $OUT, then checks each expected target: the fuzzer exists and runs, its seed corpus zip exists and
 # holds every file of corpus/<t>/, its .options exists and holds the settings of targets/<t>.options (and .dict
 # when corpus/<t>.dict does), and the fuzzer replays its unzipped seed corpus (-runs=0) with the flags of its
 # .options.

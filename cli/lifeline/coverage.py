@@ -47,7 +47,7 @@ TOOLS = {"llvm-profdata-14": "merges the raw profiles", "llvm-cov-14": "writes t
 UPSTREAM_TREES = [(ROOT / "build" / "upstream" / "llama.cpp" / "ggml" / "src", "ggml/src/"),
                   (ROOT / "build" / "upstream" / "ggml-vulkan" / "src", "ggml/src/"),
                   (ROOT / "build" / "upstream" / "whisper.cpp", "whisper.cpp/")]
-UPSTREAM_PREFIXES = ("ggml/src/", "whisper.cpp/")
+UPSTREAM_PREFIXES = tuple(dict.fromkeys(prefix for _, prefix in UPSTREAM_TREES))  # a tree added later reuses one
 PROJECT_DIRS = ("layers", "harness")
 NOT_UNDER_TEST = {"harness/replay_main.cc"}  # the replay driver: it runs the inputs, nothing tests it
 

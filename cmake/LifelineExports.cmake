@@ -7,7 +7,7 @@
 #                                          it in upstream's terms (`lifeline export-source`; never checked in)
 #   build/asan/exports/<id>/<input>        a C file compiled on its own, linked with the lane's ggml only (the pinned one, or --ggml-source's) (ggml,
 #                                          ggml-base, ggml-cpu; ggml-vulkan's sources for the Vulkan target) and
-#                                          the lane's flags (lifeline_lane: sanitizers, -O1 -g, -UNDEBUG); no
+#                                          the lane's flags (lifeline_lane: sanitizers, -O1, line tables, -UNDEBUG); no
 #                                          lifeline library, no compiled-in sanitizer options
 #   repro.<id>.asan.export                 runs each and checks it fails with its signature (bug.json's "export"
 #                                          signature, else the lane's; a Python file with its AssertionError):

@@ -101,14 +101,19 @@ if(LIFELINE_GGML_DIR)
       message(FATAL_ERROR "${LIFELINE_GGML_DIR}: its CMake defines no target '${t}'; "
                           "lifeline builds ggml trees whose CMake has ggml-base, ggml-cpu and ggml")
     endif()
-    # Sanitizers, libFuzzer coverage, -O1 -g and -UNDEBUG, as for the project's own code.
+    # Sanitizers, libFuzzer coverage, -O1, line tables and -UNDEBUG, as for the project's own code.
     target_link_libraries(${t} PRIVATE lifeline_lane lifeline_ggml_recover)
   endforeach()
   # Files of ggml-base and ggml-cpu that no lifeline program reaches compile at -O0, with the lane's
   # sanitizers and coverage as before: GGUF files, the meta backend (only for its own buffer type),
   # quantization and repacking (the programs make F32, F16 and I8 tensors, never a quantized one) and
-  # ggml-opt (training). The five took 50 s of a fuzz lane build at -O1 and 21 s at -O0.
-  set(LIFELINE_GGML_COLD_SOURCES gguf.cpp ggml-backend-meta.cpp ggml-quants.c ggml-opt.cpp ggml-cpu/repack.cpp)
+  # ggml-opt (training). The first five took 50 s of a fuzz lane build at -O1 and 21 s at -O0; the CPU backend's
+  # quantized kernels (the last four) 12.6 CPU-s of an asan lane build at -O1 and 4.5 at -O0 (2026-11-28).
+  # Tried and left at -O1: the kernels the programs run (ops.cpp, unary-ops.cpp, binary-ops.cpp, ggml-cpu.c) at
+  # -O0 saved about 50 CPU-s of that build but made a replay of corpus/ggml_graph_topology 1.2 to 1.6 times slower.
+  set(LIFELINE_GGML_COLD_SOURCES gguf.cpp ggml-backend-meta.cpp ggml-quants.c ggml-opt.cpp ggml-cpu/repack.cpp
+                                 ggml-cpu/quants.c ggml-cpu/iqp.cpp ggml-cpu/arch/x86/quants.c
+                                 ggml-cpu/arch/x86/repack.cpp)
   list(TRANSFORM LIFELINE_GGML_COLD_SOURCES PREPEND "${LIFELINE_GGML_DIR}/src/")
   set_source_files_properties(${LIFELINE_GGML_COLD_SOURCES} DIRECTORY "${LIFELINE_GGML_DIR}/src"
                               PROPERTIES COMPILE_OPTIONS -O0)

@@ -14,7 +14,7 @@ from pathlib import Path
 from .paths import ROOT
 from .usage import UsageError
 
-SAN = "-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fsanitize-recover=pointer-overflow"
+SAN = "-O1 -gline-tables-only -fno-omit-frame-pointer -fsanitize=address,undefined -fsanitize-recover=pointer-overflow"
 
 
 @dataclass(frozen=True)

@@ -124,17 +124,19 @@ if(LIFELINE_ENGINE STREQUAL "external")
 else()
   target_compile_options(lifeline_lane INTERFACE -O1 -fno-omit-frame-pointer -UNDEBUG)
 endif()
-# Debug info: line tables by default (-gline-tables-only, as OSS-Fuzz compiles). Every report the lanes read names
-# functions, files and lines, inlined frames included (ASan, TSan, LSan and UBSan through llvm-symbolizer,
-# valgrind through its own reader), and that is what line tables hold. Full debug info (types and variables, for
-# a debugger) cost 10 to 24% more compile time on the heavy files (2026-11-28, asan lane: ggml.c 9.2 against
-# 7.0 CPU-s, the capsule codec 13.1 against 10.4, ggml-cpu/ops.cpp 36.2 against 29.9) and bigger objects to link;
-# -DLIFELINE_DEBUG_INFO=full asks for it. Added to lifeline_lane after every other flag (below): clang takes the
-# kind of debug info from the last -g option, and -gdwarf-4 alone would mean full debug info.
+# Debug info: line tables by default (-gline-tables-only, as OSS-Fuzz compiles), with the functions' linkage names
+# (-fdebug-info-for-profiling), without which clang names an inlined frame by its bare name: a reproducer's
+# frame lifeline::runtime::PassDescriptor::New came out as "New" (F60, 2026-11-28). Every report the lanes read
+# names functions, files and lines, inlined frames included (ASan, TSan, LSan and UBSan through llvm-symbolizer,
+# valgrind through its own reader), and that is what these hold. Full debug info (types and variables, for a
+# debugger) took 15% more compile time on seven heavy files (asan lane, 2026-11-28: 92.8 CPU-s against 79.3;
+# ggml-cpu/ops.cpp 29.8 against 23.8, harness/programs/graph/format.cc 11.4 against 6.9) and bigger objects to
+# link; -DLIFELINE_DEBUG_INFO=full asks for it. Added to lifeline_lane after every other flag (below): clang takes
+# the kind of debug info from the last -g option, and -gdwarf-4 alone would mean full debug info.
 set(LIFELINE_DEBUG_INFO "lines" CACHE STRING "debug info in the lanes: lines (-gline-tables-only) or full (-g)")
 set_property(CACHE LIFELINE_DEBUG_INFO PROPERTY STRINGS lines full)
 if(LIFELINE_DEBUG_INFO STREQUAL "lines")
-  set(LIFELINE_DEBUG_FLAG -gline-tables-only)
+  set(LIFELINE_DEBUG_FLAG -gline-tables-only -fdebug-info-for-profiling)
 elseif(LIFELINE_DEBUG_INFO STREQUAL "full")
   set(LIFELINE_DEBUG_FLAG -g)
 else()

@@ -16,12 +16,12 @@ include/, src/ (or ggml/). `git bisect run` checks out each commit there and run
   1. compiles the C file against that commit's public headers (include/, before 2024-06-26 include/ggml/), a
      function they do not declare being an error,
   2. builds ggml-base and ggml-cpu (before ggml had them: ggml) with ggml's CMake, static, ASan+UBSan as the
-     asan lane builds ggml (-O1 -gline-tables-only -fno-omit-frame-pointer -UNDEBUG; UBSan fatal except
-     pointer-overflow, which the reproducers' suppression file needs recoverable), GGML_OPENMP=OFF,
-     GGML_NATIVE=OFF, no tests or examples. Builds are cached in build/bisect/cache/, keyed by what a build
-     reads (the git trees of CMakeLists.txt, cmake/, include/ and src/), the flags and the compiler, so commits
-     that change only docs, examples or tests share a build and a second bisection reuses the first one's; a
-     build that fails is remembered; one build at a time per machine (a lock),
+     asan lane builds ggml (-O1 -gline-tables-only -fdebug-info-for-profiling -fno-omit-frame-pointer -UNDEBUG;
+     UBSan fatal except pointer-overflow, which the reproducers' suppression file needs recoverable),
+     GGML_OPENMP=OFF, GGML_NATIVE=OFF, no tests or examples. Builds are cached in build/bisect/cache/, keyed
+     by what a build reads (the git trees of CMakeLists.txt, cmake/, include/ and src/), the flags and the
+     compiler, so commits that change only docs, examples or tests share a build and a second bisection reuses
+     the first one's; a build that fails is remembered; one build at a time per machine (a lock),
   3. links the file with those libraries, runs it in the reproducer's environment and parses its output with
      the project's crash parser (crash.py `parse`, `matches`):
        exit 0   good: it runs clean
@@ -81,7 +81,7 @@ CC = shutil.which("clang-14") or "clang"
 CXX = shutil.which("clang++-14") or "clang++"
 # As the asan lane builds ggml (cmake/LifelineLane.cmake, LifelineGgml.cmake) and configs.py measures it.
 SAN_FLAGS = ("-fsanitize=address,undefined -fno-sanitize-recover=all -fsanitize-recover=pointer-overflow "
-             "-O1 -gline-tables-only -fno-omit-frame-pointer -UNDEBUG")
+             "-O1 -gline-tables-only -fdebug-info-for-profiling -fno-omit-frame-pointer -UNDEBUG")
 CMAKE_OPTIONS = ["-G", "Ninja", f"-DCMAKE_C_COMPILER={CC}", f"-DCMAKE_CXX_COMPILER={CXX}",
                  "-DCMAKE_BUILD_TYPE=lifeline",  # a build type without flags of its own: no -O3 -DNDEBUG
                  "-DBUILD_SHARED_LIBS=OFF", "-DGGML_OPENMP=OFF", "-DGGML_NATIVE=OFF", "-DGGML_LLAMAFILE=OFF",

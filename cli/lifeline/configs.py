@@ -14,7 +14,8 @@ from pathlib import Path
 from .paths import ROOT
 from .usage import UsageError
 
-SAN = "-O1 -gline-tables-only -fno-omit-frame-pointer -fsanitize=address,undefined -fsanitize-recover=pointer-overflow"
+SAN = ("-O1 -gline-tables-only -fdebug-info-for-profiling -fno-omit-frame-pointer -fsanitize=address,undefined "
+       "-fsanitize-recover=pointer-overflow")
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,15 @@ LIFELINE_SANITIZER_CALLBACK const char* __tsan_default_suppressions() {
       // ... and its own mutexes, taken in different orders by its internal thread and at device teardown.
       "deadlock:libVkLayer_khronos_validation.so\n"
       // Mesa's lavapipe (llvmpipe) ICD: its rasterizer/compute thread pool and fence signalling.
-      "race:libvulkan_lvp.so\n";
+      "race:libvulkan_lvp.so\n"
+      // And one function of libstdc++ that is compiled into our binaries from its header: ctype<char>::narrow
+      // fills its facet's cache on first use without synchronization, so two threads narrowing a character
+      // for the first time write the same byte at once (GCC PR libstdc++/77704, known and left as is; the
+      // workaround upstreams use is to fill the cache before starting threads). std::regex narrows every
+      // character of its pattern: whisper.cpp's tokenize builds one per call, and two whisper_full_with_state
+      // threads of whisper_string_handoff raced there (fresh clone F61, 2026-11-28, tsan lane's smoke). Only
+      // reports with this frame are dropped; lane.tsan.libstdcxx-narrow-cache makes that race on purpose and
+      // must stay quiet, lane.tsan.data-race must still report.
+      "race:std::ctype<char>::narrow\n";
 }
 }

@@ -140,7 +140,8 @@ if(LIFELINE_DEBUG_INFO STREQUAL "lines")
 elseif(LIFELINE_DEBUG_INFO STREQUAL "full")
   set(LIFELINE_DEBUG_FLAG -g)
 else()
-  message(FATAL_ERROR "LIFELINE_DEBUG_INFO='${LIFELINE_DEBUG_INFO}' is neither lines (line tables, the default) nor full (-g)")
+  message(FATAL_ERROR
+          "LIFELINE_DEBUG_INFO='${LIFELINE_DEBUG_INFO}' is neither lines (line tables, the default) nor full (-g)")
 endif()
 target_compile_features(lifeline_lane INTERFACE cxx_std_17)
 

@@ -7,8 +7,8 @@
 #
 # whisper.cpp and its ggml cannot be added to this project beside the other ggml (both define the targets
 # ggml, ggml-base and ggml-cpu), so they are a project of their own per lane (ExternalProject, in
-# build/<lane>/whisper/build), compiled with the lane's compile options (sanitizers, libFuzzer coverage, -O1, line tables,
-# -UNDEBUG: what lifeline_lane gives the project's own code) through the lane's compiler cache. Lanes:
+# build/<lane>/whisper/build), compiled with the lane's compile options (sanitizers, libFuzzer coverage, -O1, line
+# tables, -UNDEBUG: what lifeline_lane gives the project's own code) through the lane's compiler cache. Lanes:
 # asan, fuzz, tsan, valgrind (the reproducer's two-way tests and the campaigns) and coverage.
 # The two tiny models the binding loads are generated at build time (scripts/make-whisper-model.py).
 #

@@ -40,7 +40,8 @@ LIFELINE_SANITIZER_CALLBACK const char* __lsan_default_suppressions() {
 // TSan suppressions, one library per line. Only libraries we do not build: TSan sees none of their
 // atomics, so their internal synchronization (reader-writer locks built on atomics, worker threads) looks
 // like races between their own threads and ours. A report is dropped when a frame of that library is in
-// it; none of these libraries is project code.
+// it; none of these libraries is project code. The last line is one function of a library's header instead
+// (its comment says why).
 LIFELINE_SANITIZER_CALLBACK const char* __tsan_default_suppressions() {
   return
       // The Khronos validation layer: its object-tracking maps use lock-free reader-writer locks.

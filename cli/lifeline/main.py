@@ -43,19 +43,31 @@ bisect.py (bisect).
 """
 from __future__ import annotations
 
+import importlib
 import sys
 
-from . import (bisect, classify, coverage, ctest, export, fuzz, inventory, options, plan, promote, reduce, report, repro,
-               triage)
-from .bugs import known_bug_ids
+from . import repro
 from .paths import LANES, ROOT
 from .usage import Parser, UsageError
 
-COMMANDS = {"test": ctest.cmd_test, "fuzz": fuzz.cmd_fuzz, "list": inventory.cmd_list,
-            "classify": classify.cmd_classify, "repro-check": repro.cmd_repro_check,
-            "expect-crash": classify.cmd_expect_crash, "triage": triage.cmd_triage, "promote": promote.cmd_promote,
-            "report": report.cmd_report, "corpus": promote.cmd_corpus, "export": export.cmd_export,
-            "coverage": coverage.cmd_coverage, "reduce": reduce.cmd_reduce, "bisect": bisect.cmd_bisect}
+# Each verb's module and function, imported when the verb runs: ctest starts this CLI hundreds of times a suite
+# (repro-check, expect-crash, libfuzzer-flags), and importing every verb's module (bisect's and export's above all)
+# took 110 ms of each start's 140 (python3 -X importtime, 2026-11-28).
+COMMANDS = {"test": ("ctest", "cmd_test"), "fuzz": ("fuzz", "cmd_fuzz"), "list": ("inventory", "cmd_list"),
+            "classify": ("classify", "cmd_classify"), "repro-check": ("repro", "cmd_repro_check"),
+            "expect-crash": ("classify", "cmd_expect_crash"), "triage": ("triage", "cmd_triage"),
+            "promote": ("promote", "cmd_promote"), "report": ("report", "cmd_report"),
+            "corpus": ("promote", "cmd_corpus"), "export": ("export", "cmd_export"),
+            "coverage": ("coverage", "cmd_coverage"), "reduce": ("reduce", "cmd_reduce"),
+            "bisect": ("bisect", "cmd_bisect")}
+# The verbs whose parsers their own modules add (reduce, bisect): built only when the command line may need them.
+MODULE_PARSERS = ("reduce", "bisect")
+# The internal verbs of export.py (add_internal_parsers).
+EXPORT_INTERNAL = ("export-plan", "export-source", "export-check")
+
+
+def _module(name: str):
+    return importlib.import_module(f".{name}", __package__)
 
 
 def _repro_plan_parser() -> Parser:
@@ -74,6 +86,8 @@ def main(argv: list[str]) -> int:
         # argparse, where it ends the options: `lifeline classify -- -report`.
         i = argv.index("--")
         argv, launcher = argv[:i], argv[i + 1:]
+    # Another verb's command line never reaches reduce's or bisect's parser; help, errors and those two verbs do.
+    every_parser = not argv or argv[0] not in COMMANDS or argv[0] in MODULE_PARSERS
     p = Parser(prog="lifeline", description="fuzzing and sanitizer regression harness")
     sub = p.add_subparsers(dest="command", parser_class=Parser)
     t = sub.add_parser("test", help="build every lane and run its ctest")
@@ -109,7 +123,8 @@ def main(argv: list[str]) -> int:
     pr.add_argument("--lanes", help="lanes the reproducer runs in (default asan; tsan for a crash of a tsan job)")
     pr.add_argument("--title")
     pr.add_argument("--runs", type=int, default=2000, help="minimization runs (default 2000)")
-    reduce.add_parser(sub)
+    if every_parser:
+        _module("reduce").add_parser(sub)
     rp = sub.add_parser("report", help="triage results as JSON, SARIF 2.1.0 or Markdown")
     rp.add_argument("--triage", required=True)
     rp.add_argument("--format", choices=("json", "sarif", "markdown"), default="markdown")
@@ -158,28 +173,31 @@ def main(argv: list[str]) -> int:
     x.add_argument("--out", help="where to write (default export-out/<BUG_ID>/)")
     x.add_argument("--configs", action="store_true", help="also build ggml with asserts and -DNDEBUG, with and without "
                    "OpenMP, run each C reproducer in each, and record what each gave in bug.json's report")
-    bisect.add_parser(sub)
+    if every_parser:
+        _module("bisect").add_parser(sub)
     e = sub.add_parser("expect-crash", help="run a command that must fail with a given crash type and frame")
     e.add_argument("--type", required=True)
     e.add_argument("--frame", help="a function that must be in the crash state")
     e.add_argument("--message", help="text the check or UBSan message must contain")
     try:
         if argv[:1] == ["repro-plan"]:
-            return plan.cmd_repro_plan(_repro_plan_parser().parse_args(argv[1:]))
+            return _module("plan").cmd_repro_plan(_repro_plan_parser().parse_args(argv[1:]))
         if argv[:1] == ["libfuzzer-flags"]:
-            return options.cmd_libfuzzer_flags(argv[1:])
-        internal = export.add_internal_parsers(Parser)
-        if argv[:1] and argv[0] in internal:
-            parser, run = internal[argv[0]]
+            return _module("options").cmd_libfuzzer_flags(argv[1:])
+        if argv[:1] and argv[0] in EXPORT_INTERNAL:
+            parser, run = _module("export").add_internal_parsers(Parser)[argv[0]]
             return run(parser.parse_args(argv[1:]))
         args = p.parse_args(argv)
         args.launcher = launcher
         if args.command is None:
             raise UsageError("lifeline: a command is required (test, fuzz, coverage, triage, promote, reduce, report, "
                              "corpus, list, classify, repro-check, export, bisect)")
-        if getattr(args, "reintroduce", None) and args.reintroduce not in known_bug_ids():
-            raise UsageError(f"lifeline {args.command}: unknown bug id '{args.reintroduce}'; see `lifeline list`")
-        return COMMANDS[args.command](args)
+        if getattr(args, "reintroduce", None):
+            from .bugs import known_bug_ids
+            if args.reintroduce not in known_bug_ids():
+                raise UsageError(f"lifeline {args.command}: unknown bug id '{args.reintroduce}'; see `lifeline list`")
+        module, function = COMMANDS[args.command]
+        return getattr(_module(module), function)(args)
     except UsageError as e:
         print(str(e), file=sys.stderr)
         return 2

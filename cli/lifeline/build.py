@@ -95,32 +95,26 @@ def describe_ggml(info: dict) -> str:
 CCACHE_DIR = ROOT / "build" / "ccache"  # the lanes' compiler cache (cmake/LifelineLane.cmake)
 
 
-def _ccache(*args: str) -> subprocess.CompletedProcess | None:
+def ccache_stats_log(lane: str) -> Path:
+    """Where the lane's compiler launcher logs each compilation's outcome (cmake/LifelineLane.cmake)."""
+    return ROOT / "build" / lane / "ccache-stats.log"
+
+
+def ccache_zero_stats(lane: str) -> None:
+    """Starts the lane's count of compilations afresh."""
+    ccache_stats_log(lane).unlink(missing_ok=True)
+
+
+def ccache_stats(lane: str) -> tuple[int, int] | None:
+    """(compilations the lane took from build/ccache, compilations it missed) since ccache_zero_stats(lane), or None
+    when nothing went through ccache (not installed, or nothing compiled)."""
     try:
-        return subprocess.run(["ccache", *args], env=dict(os.environ, CCACHE_DIR=str(CCACHE_DIR)),
-                              capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
+        lines = ccache_stats_log(lane).read_text(errors="replace").splitlines()
+    except OSError:
         return None
-
-
-def ccache_zero_stats() -> None:
-    """Zeroes build/ccache's statistics (nothing without ccache)."""
-    _ccache("--zero-stats")
-
-
-def ccache_stats() -> tuple[int, int] | None:
-    """(compilations taken from build/ccache, compilations it missed) since its statistics were last zeroed,
-    or None when ccache is not installed or has no cache there yet."""
-    out = _ccache("--print-stats")
-    if out is None or out.returncode != 0 or not CCACHE_DIR.is_dir():
-        return None
-    counts = {}
-    for line in out.stdout.splitlines():
-        key, _, value = line.partition("\t")
-        if value.strip().isdigit():
-            counts[key] = int(value)
-    hits = counts.get("direct_cache_hit", 0) + counts.get("preprocessed_cache_hit", 0)
-    return hits, counts.get("cache_miss", 0)
+    hits = sum(line in ("direct_cache_hit", "preprocessed_cache_hit") for line in lines)
+    misses = sum(line == "cache_miss" for line in lines)
+    return (hits, misses) if hits or misses else None
 
 
 def configure_and_build(lane: str, targets: list | None = None, ggml_source: Path | None = None,

@@ -82,6 +82,34 @@ class CtestSkips(unittest.TestCase):
             self.assertEqual(self.ctest.skip_reasons_from_log(Path(d) / "nope.log", ["x"]), {})
 
 
+class CcacheCounts(unittest.TestCase):
+    """A lane's "N of M compilations taken from ccache" comes from its own stats log (CCACHE_STATSLOG, set by
+    cmake/LifelineLane.cmake), never from the cache's counters, which a build beside it would add to."""
+
+    def test_each_lane_counts_its_own_log(self):
+        sys.path.insert(0, str(ROOT / "cli"))
+        from lifeline import build
+        with tempfile.TemporaryDirectory() as d:
+            build_root = Path(d)
+            original = build.ROOT
+            build.ROOT = build_root
+            try:
+                self.assertIsNone(build.ccache_stats("asan"))  # nothing compiled through ccache
+                log = build_root / "build" / "asan" / "ccache-stats.log"
+                log.parent.mkdir(parents=True)
+                # ccache 4.7's stats log: a "# source" line, then the counters that compilation touched.
+                log.write_text("# /p/a.cc\ncache_miss\ndirect_cache_miss\nlocal_storage_miss\npreprocessed_cache_miss\n"
+                               "# /p/b.cc\ndirect_cache_hit\nlocal_storage_hit\n# /p/c.cc\npreprocessed_cache_hit\n"
+                               "direct_cache_miss\n")
+                self.assertEqual(build.ccache_stats("asan"), (2, 1))
+                self.assertIsNone(build.ccache_stats("lsan"))
+                build.ccache_zero_stats("asan")
+                self.assertFalse(log.exists())
+                self.assertIsNone(build.ccache_stats("asan"))
+            finally:
+                build.ROOT = original
+
+
 def scratch_lanes(root: Path, lists: str, lanes: list[str]) -> None:
     """A scratch checkout `lifeline test` can run: the CLI, a no-op install-deps.sh, CMakeLists.txt `lists` and a
     preset per lane (build/<lane>/)."""
@@ -158,10 +186,10 @@ class LifelineTestOverlap(unittest.TestCase):
     def test_builds_run_ahead_of_the_ctests_one_at_a_time(self):
         with tempfile.TemporaryDirectory() as d:
             root = Path(d)
-            mark = root / "lsan-built"
-            # lane asan's test passes only once lane lsan's build has run: beside asan's ctest, after fuzz's build.
+            mark = root / "tsan-built"
+            # lane asan's test passes only once lane tsan's build has run: beside asan's ctest, after fuzz's build.
             scratch_lanes(root, f"""add_custom_target(say ALL COMMAND sh -c "echo built-lane-${{LANE}}" VERBATIM)
-if(LANE STREQUAL "lsan")
+if(LANE STREQUAL "tsan")
   add_custom_target(mark ALL COMMAND touch "{mark}" VERBATIM)
 endif()
 if(LANE STREQUAL "asan")
@@ -169,22 +197,44 @@ if(LANE STREQUAL "asan")
 else()
   add_test(NAME unit.${{LANE}} COMMAND true)
 endif()
-""", ["asan", "fuzz", "lsan"])
-            rc, out = run([PY, root / "cli" / "lifeline_main.py", "test", "--lanes", "asan,fuzz,lsan"])
+""", ["asan", "fuzz", "tsan"])
+            rc, out = run([PY, root / "cli" / "lifeline_main.py", "test", "--lanes", "asan,fuzz,tsan"])
             self.assertEqual(rc, 0, out)
-            self.assertIn("==== lane asan: ctest ==== (beside it, at nice 19, the builds of lanes fuzz, lsan)", out)
+            self.assertIn("==== lane asan: ctest ==== (beside it, at nice 19, the builds of lanes fuzz, tsan)", out)
             self.assertIn("lifeline: 3 passed, 0 failed, 0 skipped", out)
-            # lane lsan's build may still be finishing (its last step, ninja's and cmake's exits) when lane fuzz's
+            # lane tsan's build may still be finishing (its last step, ninja's and cmake's exits) when lane fuzz's
             # ctest starts, right after asan's test saw the mark: that heading names it or not (a fresh clone's run
             # of 2026-11-27 saw it named, under load).
             fuzz_ctest = "==== lane fuzz: ctest ===="
-            order = [fuzz_ctest if line == fuzz_ctest + " (beside it, at nice 19, the builds of lanes lsan)" else line
+            order = [fuzz_ctest if line == fuzz_ctest + " (beside it, at nice 19, the builds of lanes tsan)" else line
                      for line in out.splitlines() if line.startswith("==== lane") or line.startswith("built-lane")]
             self.assertEqual(order, ["==== lane asan: build ====", "built-lane-asan",
-                                     "==== lane asan: ctest ==== (beside it, at nice 19, the builds of lanes fuzz, lsan)",
+                                     "==== lane asan: ctest ==== (beside it, at nice 19, the builds of lanes fuzz, tsan)",
                                      "==== lane fuzz: build ====", "built-lane-fuzz", fuzz_ctest,
-                                     "==== lane lsan: build ====", "built-lane-lsan", "==== lane lsan: ctest ===="],
+                                     "==== lane tsan: build ====", "built-lane-tsan", "==== lane tsan: ctest ===="],
                              out)
+
+    def test_lsan_builds_beside_the_first_build_and_valgrind_after_it(self):
+        with tempfile.TemporaryDirectory() as d:
+            root = Path(d)
+            started, built = root / "lsan-started", root / "lsan-built"
+            # asan's build finishes only once lsan's has started (so they ran at once); lsan's takes 6 s more, and
+            # valgrind's build fails unless lsan's has finished (valgrind takes lsan's objects from the cache).
+            scratch_lanes(root, f"""add_custom_target(say ALL COMMAND sh -c "echo built-lane-${{LANE}}" VERBATIM)
+if(LANE STREQUAL "asan")
+  add_custom_target(wait ALL COMMAND timeout 60 sh -c "until [ -f '{started}' ]; do sleep 0.1; done" VERBATIM)
+elseif(LANE STREQUAL "lsan")
+  add_custom_target(slow ALL COMMAND sh -c "touch '{started}'; sleep 6; touch '{built}'" VERBATIM)
+else()
+  add_custom_target(check ALL COMMAND test -f "{built}" VERBATIM)
+endif()
+add_test(NAME unit.${{LANE}} COMMAND true)
+""", ["asan", "lsan", "valgrind"])
+            rc, out = run([PY, root / "cli" / "lifeline_main.py", "test", "--lanes", "asan,lsan,valgrind"])
+            self.assertEqual(rc, 0, out)
+            self.assertIn("lifeline: 3 passed, 0 failed, 0 skipped", out)
+            order = [line for line in out.splitlines() if line.startswith("built-lane")]
+            self.assertEqual(order, ["built-lane-asan", "built-lane-lsan", "built-lane-valgrind"], out)
 
     def test_a_failed_build_beside_is_the_lanes_failure_with_its_output(self):
         with tempfile.TemporaryDirectory() as d:

@@ -79,7 +79,7 @@ for t in "$@"; do
   log=$work/replay/$t/replay.log
   if (cd "$work/replay/$t" && env -u ASAN_OPTIONS -u UBSAN_OPTIONS -u LSAN_OPTIONS \
         "$bin" -runs=0 "${opts[@]}" -artifact_prefix="$work/replay/$t/" "$replay") > "$log" 2>&1; then
-    echo "ok [$t]: replayed $sampled of its $got seeds ($(grep -o 'Done [0-9]* runs' "$log" | tail -1 || true)) with ${opts[*]}"
+    echo "ok [$t]: replayed $sampled of its $got zipped inputs ($(grep -o 'Done [0-9]* runs' "$log" | tail -1 || true)) with ${opts[*]}"
   else
     tail -40 "$log" >&2
     fail "$t" "replaying its seed corpus failed; log: $log"

@@ -110,9 +110,9 @@ def skip_reasons_from_log(log: Path, names: list[str]) -> dict[str, str]:
 # and a lane whose ctest keeps both processors busy last (the last ctest has no build beside it).
 RUN_ORDER = ("asan", "fuzz", "tsan", "lsan", "valgrind")
 # Lanes whose build shares nothing with the others' but the compiler cache (no upstream ggml, whisper.cpp or
-# ggml-vulkan under build/upstream/, no build/tools/): their build starts with the first lane's, at nice 19, and takes
-# what that build leaves idle (its configure, its links, its last long compiles; about a twentieth of the two
-# processors over a fresh clone's asan build, process accounting 2026-11-28).
+# ggml-vulkan under build/upstream/, no build/tools/): their build starts before the fetch, at nice 19, and takes
+# what the fetch and the first lane's build leave idle (its configure, its links, its last long compiles; about a
+# twentieth of the two processors over a fresh clone's asan build, process accounting 2026-11-28).
 INDEPENDENT_BUILDS = ("lsan",)
 # The lane whose objects a lane's build takes from the compiler cache (the same compiler and flags): it waits for
 # that build too (fuzz's is the first lane's, already done when the others start).
@@ -232,19 +232,20 @@ def cmd_test(args) -> int:
     lanes = sorted(dict.fromkeys(lanes), key=RUN_ORDER.index)
     ggml_source = resolve_ggml_source(args.ggml_source) if args.ggml_source else None
     ensure_deps()
-    ensure_upstream()
     rows, total_pass, total_fail, total_skip = [], 0, 0, 0
     ggml_lines = {}  # the line naming each lane's upstream ggml -> the lanes built from it
     skipped_by_lane = []
     t_all = time.monotonic()
     builds: dict[str, LaneBuild] = {}  # the lanes after the first: built one after another beside the ctests
     try:
+        # An independent lane's build needs no upstream source: it starts before the fetch.
+        for later in lanes[1:]:
+            if later in INDEPENDENT_BUILDS:
+                builds[later] = LaneBuild(later, ggml_source).start()
+        ensure_upstream()
         for i, lane in enumerate(lanes):
             print(f"\n==== lane {lane}: build ====", flush=True)
             if i == 0:
-                for later in lanes[1:]:
-                    if later in INDEPENDENT_BUILDS:
-                        builds[later] = LaneBuild(later, ggml_source).start()
                 built, cached, t_build = _foreground_build(lane, ggml_source)
                 previous = ()
                 for later in lanes[1:]:

@@ -72,7 +72,8 @@ for t in "$@"; do
   # (2026-11-28).
   replay=$work/replay/$t/sample
   mkdir -p "$replay"
-  find "$seeds" -type f -printf '%f\n' | LC_ALL=C sort | head -n "$REPLAY_MAX" | while IFS= read -r f; do
+  # (sed, not head: head would end the pipe early, and sort's SIGPIPE would fail the script under pipefail)
+  find "$seeds" -type f -printf '%f\n' | LC_ALL=C sort | sed -n "1,${REPLAY_MAX}p" | while IFS= read -r f; do
     cp "$seeds/$f" "$replay/"
   done
   sampled=$(find "$replay" -type f | wc -l)

@@ -9,6 +9,7 @@ import tempfile
 import time
 import unittest
 from pathlib import Path
+from unittest import mock
 
 from support import PY, ROOT, run
 
@@ -89,25 +90,19 @@ class CcacheCounts(unittest.TestCase):
     def test_each_lane_counts_its_own_log(self):
         sys.path.insert(0, str(ROOT / "cli"))
         from lifeline import build
-        with tempfile.TemporaryDirectory() as d:
-            build_root = Path(d)
-            original = build.ROOT
-            build.ROOT = build_root
-            try:
-                self.assertIsNone(build.ccache_stats("asan"))  # nothing compiled through ccache
-                log = build_root / "build" / "asan" / "ccache-stats.log"
-                log.parent.mkdir(parents=True)
-                # ccache 4.7's stats log: a "# source" line, then the counters that compilation touched.
-                log.write_text("# /p/a.cc\ncache_miss\ndirect_cache_miss\nlocal_storage_miss\npreprocessed_cache_miss\n"
-                               "# /p/b.cc\ndirect_cache_hit\nlocal_storage_hit\n# /p/c.cc\npreprocessed_cache_hit\n"
-                               "direct_cache_miss\n")
-                self.assertEqual(build.ccache_stats("asan"), (2, 1))
-                self.assertIsNone(build.ccache_stats("lsan"))
-                build.ccache_zero_stats("asan")
-                self.assertFalse(log.exists())
-                self.assertIsNone(build.ccache_stats("asan"))
-            finally:
-                build.ROOT = original
+        with tempfile.TemporaryDirectory() as d, mock.patch.object(build, "ROOT", Path(d)):
+            self.assertIsNone(build.ccache_stats("asan"))  # nothing compiled through ccache
+            log = Path(d) / "build" / "asan" / "ccache-stats.log"
+            log.parent.mkdir(parents=True)
+            # ccache 4.7's stats log: a "# source" line, then the counters that compilation touched.
+            log.write_text("# /p/a.cc\ncache_miss\ndirect_cache_miss\nlocal_storage_miss\npreprocessed_cache_miss\n"
+                           "# /p/b.cc\ndirect_cache_hit\nlocal_storage_hit\n# /p/c.cc\npreprocessed_cache_hit\n"
+                           "direct_cache_miss\n")
+            self.assertEqual(build.ccache_stats("asan"), (2, 1))
+            self.assertIsNone(build.ccache_stats("lsan"))
+            build.ccache_zero_stats("asan")
+            self.assertFalse(log.exists())
+            self.assertIsNone(build.ccache_stats("asan"))
 
 
 def scratch_lanes(root: Path, lists: str, lanes: list[str]) -> None:

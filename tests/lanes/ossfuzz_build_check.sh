@@ -73,9 +73,8 @@ for t in "$@"; do
   replay=$work/replay/$t/sample
   mkdir -p "$replay"
   # (sed, not head: head would end the pipe early, and sort's SIGPIPE would fail the script under pipefail)
-  find "$seeds" -type f -printf '%f\n' | LC_ALL=C sort | sed -n "1,${REPLAY_MAX}p" | while IFS= read -r f; do
-    cp "$seeds/$f" "$replay/"
-  done
+  find "$seeds" -type f -printf '%f\n' | LC_ALL=C sort | sed -n "1,${REPLAY_MAX}p" |
+    (cd "$seeds" && xargs -r -d '\n' cp -t "$replay" --)
   sampled=$(find "$replay" -type f | wc -l)
   log=$work/replay/$t/replay.log
   if (cd "$work/replay/$t" && env -u ASAN_OPTIONS -u UBSAN_OPTIONS -u LSAN_OPTIONS \

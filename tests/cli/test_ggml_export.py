@@ -106,6 +106,20 @@ class GgmlExport(unittest.TestCase):
         with self.assertRaises(ggml_c.Unexportable):
             c_of(program(*ONE, {"op": "fly"}))
 
+    def test_a_scheduled_program_places_every_graph_by_the_scheduler_splitting_every_other_placement_alone(self):
+        p = program(*ONE, {"op": "alloc+compute", "graph": "#2", "allocator": 0})
+        p["scheduled"] = True
+        c = ggml_c.generate(p, {"id": "ggml-test-finding", "title": "t", "backend": "vulkan", "report": {}})
+        self.assertNotIn("ggml_gallocr_alloc_graph", c)
+        self.assertEqual(c.count("ggml_backend_sched_alloc_graph(sched, "), 2)
+        self.assertEqual(c.count("ggml_backend_sched_split_graph(sched, "), 1)
+        # The split alone is of a build of its own (gf3), between the second build (gf2) and its placement.
+        self.assertLess(c.index("ggml_new_graph(ctx2)"), c.index("ggml_backend_sched_split_graph(sched, gf3);"))
+        self.assertLess(c.index("ggml_backend_sched_split_graph(sched, gf3);"),
+                        c.index("ggml_backend_sched_alloc_graph(sched, gf2)"))
+        del p["scheduled"]
+        self.assertNotIn("sched", ggml_c.generate(p, {"id": "x", "title": "t", "backend": "vulkan", "report": {}}))
+
     def test_code_lines_leave_out_blank_and_comment_lines(self):
         self.assertEqual(ggml_c.code_lines("/* a\n * b */\nint x;\n\n// c\n  y = 1; /* d */\n"), 2)
 

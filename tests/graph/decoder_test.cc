@@ -334,6 +334,34 @@ TEST(GraphDecoderGolden, TheSecondOptionsByteAsksAnUnplannedAllocatorToPlace) {
   EXPECT_EQ(Describe(q.steps[3]), "reserve g0 with allocator 0");
 }
 
+// Bit 2 of the second options byte sends every graph to the scheduler where the allocator under test has one
+// (AllocatorRules::splits_cpu_marks): a scheduler places a graph without a plan of its allocator's gallocr, so the
+// alloc+compute that an unplanned allocator of two buffers would turn into a reserve stays one. Elsewhere the bit
+// is ignored.
+TEST(GraphDecoderGolden, TheSecondOptionsByteSchedulesEveryGraph) {
+  std::vector<uint8_t> b = {0x01, 0x01, 0x03, 0x08, 0x00, 0x00, 0x00, 0x01, 0x01, 0x00, 0x07, 0x01,
+                            0x00, 0x03, 0x02, 0x00, 0x03, 0x07, 0x00, 0x00, 0x00, 0x01, 0x01, 0x01,
+                            0x03, 0x00, 0x05, 0x00, 0x04, 0x05, 0x04, 0x80, 0x81};
+  AllocatorRules vulkan;
+  vulkan.splits_cpu_marks = true;
+  const Program p = Decode(b.data(), b.size(), vulkan);
+  EXPECT_TRUE(p.scheduled);
+  EXPECT_NE(Describe(p).find("allocator 0: buffer(align 32) buffer(align 16) (every graph through the scheduler)\n"),
+            std::string::npos)
+      << Describe(p);
+  ASSERT_GE(p.steps.size(), 4u);
+  EXPECT_EQ(Describe(p.steps[3]), "alloc+compute g0 with allocator 0");
+  const Program cpu = Decode(b.data(), b.size());  // no scheduler: the bit is read and changes nothing
+  EXPECT_TRUE(cpu.scheduled);
+  ASSERT_GE(cpu.steps.size(), 4u);
+  EXPECT_EQ(Describe(cpu.steps[3]), "reserve g0 with allocator 0");
+  b[b.size() - 3] = 0x00;
+  const Program q = Decode(b.data(), b.size(), vulkan);
+  EXPECT_FALSE(q.scheduled);
+  ASSERT_GE(q.steps.size(), 4u);
+  EXPECT_EQ(Describe(q.steps[3]), "reserve g0 with allocator 0");
+}
+
 // No destination a set_rows step picks shares its float32 rows' bytes (where none fits, the step copies the rows).
 TEST(GraphDecoder, SetRowsNeverWritesWhereItsRowsLie) {
   int set_rows = 0;

@@ -5,7 +5,9 @@ backend) and ggml_vulkan_graph_topology (ggml-vulkan, and ggml_backend_sched ove
 The C does what the harness's adapters do (harness/programs/graph/upstream/ggml_graph_adapter.cc), step by
 step: every reserve and placement builds its graph afresh in a new ggml context; a leaf view of another
 graph's tensor views that tensor as last placed; a pre-allocated leaf gets a backend buffer of its own; a
-graph with an op marked for the CPU goes to a ggml_backend_sched (Vulkan only); an allocator with several
+graph with an op marked for the CPU, or every graph of a "scheduled" program, goes to a ggml_backend_sched (Vulkan
+only), whose every other placement is split alone first as the harness does (ggml_backend_sched_split_graph of a
+build of its own, as llama.cpp counts a graph's splits); an allocator with several
 threads computes on a ggml_threadpool of its own, kept for the program. Tensors are named by their role
 (`x`, `w`, `neg_x`, `x_plus_w`, `view_of_y`), graphs and contexts by number, and the steps that only change
 what the next build looks like (a rewired edge, a new output) are comments.
@@ -106,6 +108,7 @@ class Writer:
         self.threads_now = 1
         self.pools: dict[int, str] = {}
         self.split_graphs_placed: dict[int, bool] = {}
+        self.sched_placements = 0  # placements by the scheduler so far: every other one is split alone first
         self.buffers: list[str] = []
         self.contexts: list[str] = []
         self.uses = set()  # helpers the body calls
@@ -390,10 +393,20 @@ class Writer:
     def split(self, g: Graph) -> bool:
         if self.backend != "vulkan":
             return False
-        if any(t.cpu for t in self.reachable(g)):
+        if self.program.get("scheduled") or any(t.cpu for t in self.reachable(g)):
             return True
         return any(self.split_graphs_placed.get(self.of_tensor[t.of].index, False)
                    for t in self.reachable(g) if t.kind == "view-external")
+
+    def assign_backends(self, g: Graph, names: dict) -> None:
+        """The scheduler reset, and the backends the harness sets by hand (SchedulerFor): the CPU for an op marked
+        for it, ggml-vulkan for a plain leaf (no memory, not an input)."""
+        self.emit("ggml_backend_sched_reset(sched);")
+        for t in self.reachable(g):
+            if t.cpu:
+                self.emit(f"ggml_backend_sched_set_tensor_backend(sched, {names[t.id]}, cpu);")
+            elif t.kind == "leaf" and not t.input and not t.preallocated:
+                self.emit(f"ggml_backend_sched_set_tensor_backend(sched, {names[t.id]}, vk);")
 
     def place(self, k: int, g: Graph, compute: bool, last: bool = False) -> None:
         """A reserve (`compute` false) or a placement and compute of graph g by allocator k. With check
@@ -424,12 +437,16 @@ class Writer:
             ctx, gf, names = self.build(g, why)
         if split:
             self.uses.add("sched")
-            self.emit("ggml_backend_sched_reset(sched);")
-            for t in self.reachable(g):
-                if t.cpu:
-                    self.emit(f"ggml_backend_sched_set_tensor_backend(sched, {names[t.id]}, cpu);")
-                elif t.kind == "leaf" and not t.input and not t.preallocated:
-                    self.emit(f"ggml_backend_sched_set_tensor_backend(sched, {names[t.id]}, vk);")
+            if compute:
+                self.sched_placements += 1
+            if compute and self.sched_placements % 2 == 0:
+                _, probe, probe_names = self.build(g, f"{what} split alone first, on a build of its own "
+                                                      "(ggml_backend_sched_split_graph: \"Split graph without "
+                                                      "allocating it\")")
+                self.assign_backends(g, probe_names)
+                self.emit(f"ggml_backend_sched_split_graph(sched, {probe});")
+                self.emit(f"/* then {what} itself */")
+            self.assign_backends(g, names)
             call = f"ggml_backend_sched_{'alloc_graph' if compute else 'reserve'}(sched, {gf})"
         elif not compute:
             call = (f"ggml_gallocr_reserve_n({ga}, {gf}, buffer_ids, buffer_ids)" if nbuf > 1

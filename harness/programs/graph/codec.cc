@@ -302,6 +302,7 @@ class GraphCodec : public programs::Codec {
     if (p.reuse) j["reuse"] = true;
     if (p.chunked) j["chunked"] = true;
     if (p.unplanned_allocs) j["unplanned_allocs"] = true;
+    if (p.scheduled) j["scheduled"] = true;
     for (size_t i = 0; i < p.steps.size(); ++i) j["ops"].push_back(StepJson(p.steps[i], i));
     return programs::ProgramText(j);
   }
@@ -323,6 +324,7 @@ class GraphCodec : public programs::Codec {
     target.reuse = programs::GetOr<bool>(j, "reuse", false);
     target.chunked = programs::GetOr<bool>(j, "chunked", false);
     target.unplanned_allocs = programs::GetOr<bool>(j, "unplanned_allocs", false);
+    target.scheduled = programs::GetOr<bool>(j, "scheduled", false);
     programs::OpIds ids;
     target.steps.resize(j["ops"].size());
     programs::ReadOps(j, ids, [&](const Json& op, size_t i) {

@@ -420,7 +420,7 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
     // (read only then, so every input without the bit keeps its bytes' meaning): its bit 0 is Program::shared_pool,
     // bit 1 Program::reuse, bit 2 Program::chunked, bit 3 Program::layout_ops, bit 4 Program::get_rows, bit 5
     // Program::rope, bit 6 Program::set_rows, bit 7 a second options byte follows (its bit 0 Program::f16_mul_mat, bit 1
-    // Program::unplanned_allocs; the others for options to come, written 0, read and ignored).
+    // Program::unplanned_allocs, bit 2 Program::scheduled; the others for options to come, written 0, read and ignored).
     const uint8_t head = src.Full<uint8_t>([&] {
       if (want->buffers.empty() || want->buffers.size() > 2) throw Unencodable("an allocator has 1 or 2 buffers");
       if (want->cpu_threads < 1 || want->cpu_threads > kMaxCpuThreads) throw Unencodable("an allocator has 1 to 4 CPU threads");
@@ -431,17 +431,20 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
                                   (k == 0 && (target->shared_pool || target->reuse || target->chunked ||
                                               uses(StepKind::kTranspose) || uses(StepKind::kGetRows) ||
                                               uses(StepKind::kRope) || uses(StepKind::kSetRows) ||
-                                              F16MulMat(*target) || target->unplanned_allocs) ? 128 : 0));
+                                              F16MulMat(*target) || target->unplanned_allocs || target->scheduled)
+                                                 ? 128
+                                                 : 0));
     });
     const uint8_t options = k == 0 && (head & 128) != 0 ? src.Full<uint8_t>([&] {
       auto uses = [&](StepKind kind) { return Uses(*target, kind); };
       return static_cast<uint8_t>((target->shared_pool ? 1 : 0) | (target->reuse ? 2 : 0) | (target->chunked ? 4 : 0) |
                                   (uses(StepKind::kTranspose) ? 8 : 0) | (uses(StepKind::kGetRows) ? 16 : 0) |
                                   (uses(StepKind::kRope) ? 32 : 0) | (uses(StepKind::kSetRows) ? 64 : 0) |
-                                  (F16MulMat(*target) || target->unplanned_allocs ? 128 : 0));
+                                  (F16MulMat(*target) || target->unplanned_allocs || target->scheduled ? 128 : 0));
     }) : 0;
     const uint8_t options2 = (options & 128) != 0 ? src.Full<uint8_t>([&] {
-      return static_cast<uint8_t>((F16MulMat(*target) ? 1 : 0) | (target->unplanned_allocs ? 2 : 0));
+      return static_cast<uint8_t>((F16MulMat(*target) ? 1 : 0) | (target->unplanned_allocs ? 2 : 0) |
+                                  (target->scheduled ? 4 : 0));
     }) : 0;
     const int n = 1 + (head & 1);
     p.allocators[k].cpu_threads = 1 + ((head >> 1) & 3);
@@ -459,6 +462,7 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
       p.set_rows = m.set_rows = (options & 64) != 0;
       p.f16_mul_mat = m.f16_mul_mat = (options2 & 1) != 0;
       p.unplanned_allocs = m.unplanned_allocs = (options2 & 2) != 0;
+      p.scheduled = m.scheduled = (options2 & 4) != 0;
     }
     for (int b = 0; b < n; ++b) {
       alloc::BufferSpec spec;
@@ -573,7 +577,7 @@ namespace {
 
 bool SameAllocators(const Program& a, const Program& b) {
   if (a.weights != b.weights || a.shared_pool != b.shared_pool || a.reuse != b.reuse ||
-      a.chunked != b.chunked || a.unplanned_allocs != b.unplanned_allocs)
+      a.chunked != b.chunked || a.unplanned_allocs != b.unplanned_allocs || a.scheduled != b.scheduled)
     return false;
   for (int k = 0; k < kAllocators; ++k) {
     const AllocatorSpec& x = a.allocators[k];
@@ -758,6 +762,7 @@ std::string DescribeAllocators(const Program& p) {
     if (k == 0 && p.set_rows) out += " (the program may set rows)";
     if (k == 0 && p.f16_mul_mat) out += " (mul_mat may take float16 weights)";
     if (k == 0 && p.unplanned_allocs) out += " (an unplanned allocator of several buffers is asked to place)";
+    if (k == 0 && p.scheduled) out += " (every graph through the scheduler)";
     out += "\n";
   }
   return out;

@@ -164,6 +164,11 @@ struct Program {
   // itself and returns false; the stand-in refuses alike), instead of becoming a reserve. Draws no step
   // ("unplanned_allocs": true).
   bool unplanned_allocs = false;
+  // Bit 2 of the second options byte: every graph an allocator places or plans goes through its ggml_backend_sched,
+  // as llama.cpp and whisper.cpp compute every graph, not only those with an op marked `cpu`; nothing marked, the
+  // scheduler runs the graph on the first backend with its inputs copied in. Only where the allocator under test
+  // has a scheduler (AllocatorRules::splits_cpu_marks); others ignore it. Draws no step ("scheduled": true).
+  bool scheduled = false;
   std::vector<Step> steps;
 };
 
@@ -178,7 +183,8 @@ struct AllocatorRules {
   // ggml-cpu-rope-odd-row-overflow on: its kernel writes one element past each row).
   bool refuses_odd_rope = false;
   // A graph is computed by a scheduler splitting it between two backends when it holds a reachable op marked
-  // `cpu`, or reads bytes of a graph whose last placement was split (they may lie in CPU memory). Such a graph
+  // `cpu`, or reads bytes of a graph whose last placement was split (they may lie in CPU memory), or when the
+  // program says every graph is (Program::scheduled). Such a graph
   // is placed by the scheduler of the step's allocator, not by its gallocr: it never needs a reserve first,
   // and reserving it leaves the gallocr's plan as it was (ggml_vulkan_adapter.h).
   bool splits_cpu_marks = false;

@@ -196,6 +196,7 @@ std::vector<int> Model::ViewedGraphs(int gi) const {
 
 bool Model::Split(int gi) const {
   if (!rules.splits_cpu_marks) return false;
+  if (scheduled) return true;
   const ModelGraph& mg = g[gi];
   std::vector<bool> r = mg.Reachable();
   for (size_t i = 0; i < mg.t.size(); ++i) {

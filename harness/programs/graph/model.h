@@ -64,6 +64,7 @@ struct Model {
   bool set_rows = false;    // Program::set_rows: kSetRows may be drawn
   bool f16_mul_mat = false;  // Program::f16_mul_mat: a kMatMul's first source may be float16
   bool unplanned_allocs = false;  // Program::unplanned_allocs
+  bool scheduled = false;         // Program::scheduled: every graph goes to the scheduler (where there is one)
   std::vector<ModelGraph> g;
   uint64_t epoch[kAllocators] = {};
   int buffers[kAllocators] = {};
@@ -96,7 +97,8 @@ struct Model {
   // view of a view, the graphs those view in turn (with two allocators, a graph viewing a view of another
   // graph's tensor can never be placed: one of the two would overwrite what it reads).
   std::vector<int> ViewedGraphs(int gi) const;
-  // Whether graph gi goes to a scheduler that splits it between backends (AllocatorRules::splits_cpu_marks).
+  // Whether graph gi goes to a scheduler that splits it between backends (AllocatorRules::splits_cpu_marks):
+  // every graph does in a Program::scheduled program.
   bool Split(int gi) const;
   // The tensor whose bytes tensor `idx` of graph gi uses, across graphs: RootOf, then through leaf views of other
   // graphs' tensors to theirs. Two tensors share bytes when theirs are the same (graph, tensor).

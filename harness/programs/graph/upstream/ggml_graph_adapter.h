@@ -116,6 +116,7 @@ class GgmlGraphAdapter : public AllocatorAdapter {
     shared_pool_ = program.shared_pool;
     reuse_ = program.reuse;
     chunked_ = program.chunked;
+    scheduled_ = program.scheduled;
   }
   Status Reserve(int k, int g) override;
   Status Measure(int k, int g) override;
@@ -154,8 +155,9 @@ class GgmlGraphAdapter : public AllocatorAdapter {
   // How this backend's outputs compare with the reference's and the CPU backend's.
   virtual oracles::Equality OutputEquality() const { return oracles::Equality::kBits; }
   // Split graphs (AllocatorRules::splits_cpu_marks): a graph with a reachable op marked `cpu`, or reading bytes
-  // of a graph whose last placement was split, is placed and computed by Scheduler(k), a ggml_backend_sched
-  // over this adapter's backend and ggml's CPU backend, instead of allocator k's gallocr. Scheduler(k)'s buffers
+  // of a graph whose last placement was split, or any graph of a Program::scheduled program, is placed and
+  // computed by Scheduler(k), a ggml_backend_sched over this adapter's backend and ggml's CPU backend, instead of
+  // allocator k's gallocr. Scheduler(k)'s buffers
   // belong to allocator id SchedulerId(k) (AllocatorOf, Extents); Compute gets the scheduler to compute with.
   virtual bool SplitsCpuMarks() const { return false; }
   // Whether this adapter places pre-allocated leafs as weights when the program asks (Program::weights).
@@ -189,6 +191,7 @@ class GgmlGraphAdapter : public AllocatorAdapter {
   Status PlaceSplit(int k, int g, Instance** inst, const std::string& what);
   Status NoTensorWithoutMemory(int g, const Instance& inst) const;
   void CheckSchedulerAnswers(int k, ggml_backend_sched_t sched, const Instance& inst, const std::string& what);
+  const ggml_tensor* InForeignBuffer(int k, ggml_backend_sched_t sched, const Instance& inst);
   void ForgetPlacementsBy(int k);
   alloc::Graph InGgmlOrder(const Instance& inst, const alloc::Graph& mirror, int g);
   Status CompareWithFreshAllocator(int g, const Instance& inst);
@@ -201,6 +204,7 @@ class GgmlGraphAdapter : public AllocatorAdapter {
   bool weights_ = false;  // Program::weights, where PlacesWeights()
   bool shared_pool_ = false;  // Program::shared_pool
   bool reuse_ = false;        // Program::reuse
+  bool scheduled_ = false;    // Program::scheduled (where SplitsCpuMarks)
   bool chunked_ = false;      // Program::chunked
   // Program::reuse: what allocator k placed last, while that is its last act (ForgetPlacementsBy forgets it).
   struct LastPlacement {

@@ -449,6 +449,10 @@ def cmd_export(args) -> int:
         if exporter.language != "C":
             raise UsageError("lifeline export: --configs builds ggml in several configurations; "
                              f"{bug.target}'s exports are {exporter.language}")
+        if exporter.extra.get("backend", "cpu") != "cpu":
+            raise UsageError("lifeline export: --configs builds ggml's CPU backend only (ggml-base, ggml-cpu); "
+                             f"{bug.target}'s exports also need ggml-vulkan, which the asan lane builds and "
+                             f"repro.{bug.id}.asan.export checks")
         results = _measure_configs(bug, exporter, rows)
         doc = bug_json(bug)
         doc.setdefault("report", {})["configurations"] = results

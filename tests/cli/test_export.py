@@ -200,6 +200,16 @@ class Export(unittest.TestCase):
                       "ggml_graph_topology, ggml_vulkan_graph_topology, torch_capsule_lifecycle, whisper_string_handoff)",
                       self.usage_error("export", "other-target-finding"))
 
+    def test_configs_of_a_vulkan_finding_are_refused_before_anything_is_built(self):
+        self.install(self.root / "build" / "asan" / "targets" / "ggml_vulkan_graph_topology", FAKE_TARGET)
+        write_bug(self.root / "repro" / "ggml-vk-fake-finding", {
+            "status": "upstream-open", "triage": TRIAGE, "target": "ggml_vulkan_graph_topology", "report": REPORT,
+            "reproducers": [{"input": "in", "expect": {"asan": HBO_SIG}}]}, {"in": "x"})
+        err = self.usage_error("export", "ggml-vk-fake-finding", "--configs")
+        self.assertIn("--configs builds ggml's CPU backend only", err)
+        self.assertIn("repro.ggml-vk-fake-finding.asan.export checks", err)
+        self.assertFalse((self.root / "build" / "export-configs").exists())
+
     def test_target_not_built_says_how_to_build_it(self):
         self.target.unlink()
         err = self.usage_error("export", "ggml-fake-finding")

@@ -234,16 +234,20 @@ Status GgmlGraphAdapter::PlaceSplit(int k, int g, Instance** placed, const std::
   return NoTensorWithoutMemory(g, **placed);
 }
 
-// The first program tensor of `inst` that scheduler k placed (its own bytes, in one of the scheduler's buffers) in a
-// buffer whose type is not the one get_buffer_type reports for the tensor's backend; null when there is none (or the
-// tensor has no backend: CheckSchedulerAnswers says so).
+// The first leaf or node of `inst`'s graph that scheduler k placed (its own bytes, in one of the scheduler's buffers)
+// in a buffer whose type is not the one get_buffer_type reports for the tensor's backend; null when there is none (or
+// the tensor has no backend: CheckSchedulerAnswers says so for the program's tensors). The build's own helpers count
+// too: a copy's destination is a leaf of the graph, not a program tensor, and ggml-vulkan reads its buffer alike.
 const ggml_tensor* GgmlGraphAdapter::InForeignBuffer(int k, ggml_backend_sched_t sched, const Instance& inst) {
-  for (ggml_tensor* t : inst.t) {
-    if (t == nullptr || t->view_src != nullptr || t->buffer == nullptr || AllocatorOf(t->buffer) != SchedulerId(k))
-      continue;
-    ggml_backend_t b = ggml_backend_sched_get_tensor_backend(sched, t);
-    if (b != nullptr && ggml_backend_buffer_get_type(t->buffer) != ggml_backend_sched_get_buffer_type(sched, b)) {
-      return t;
+  for (int leafs = 1; leafs >= 0; --leafs) {
+    const int n = leafs ? inst.graph->n_leafs : ggml_graph_n_nodes(inst.graph);
+    for (int i = 0; i < n; ++i) {
+      ggml_tensor* t = leafs ? inst.graph->leafs[i] : ggml_graph_node(inst.graph, i);
+      if (t->view_src != nullptr || t->buffer == nullptr || AllocatorOf(t->buffer) != SchedulerId(k)) continue;
+      ggml_backend_t b = ggml_backend_sched_get_tensor_backend(sched, t);
+      if (b != nullptr && ggml_backend_buffer_get_type(t->buffer) != ggml_backend_sched_get_buffer_type(sched, b)) {
+        return t;
+      }
     }
   }
   return nullptr;
@@ -251,8 +255,9 @@ const ggml_tensor* GgmlGraphAdapter::InForeignBuffer(int k, ggml_backend_sched_t
 
 // What the scheduler says of the graph it has just placed (ggml-backend.h's queries), against what it did:
 // get_n_backends is the 2 it was made with and get_n_copies 1 (it was made without pipeline parallelism); every
-// program tensor it placed (its own bytes, in one of its buffers) lies in a buffer of the type get_buffer_type
-// reports for the tensor's backend, no larger than the get_buffer_size it reports for that backend; and
+// leaf and node of the build it placed (its own bytes, in one of its buffers) lies in a buffer of the type
+// get_buffer_type reports for the tensor's backend (InForeignBuffer); every such program tensor has a backend and a
+// buffer no larger than the get_buffer_size it reports for that backend; and
 // get_n_splits is at least the number of runs of nodes on one backend in the order it runs them (view ops
 // aside: the split pass skips them).
 void GgmlGraphAdapter::CheckSchedulerAnswers(int k, ggml_backend_sched_t sched, const Instance& inst,

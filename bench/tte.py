@@ -228,8 +228,9 @@ def run_trial(binary: Path, target: str, seeds: Path, env: dict, budget: int, tr
         # An unexpected crash is a finding: keep its input where the summary says.
         keep = ROOT / "bench" / "results" / "artifacts" / f"tte-{label}-seed{seed}"
         keep.mkdir(parents=True, exist_ok=True)
-        for a in work.glob("crash-*"):
-            shutil.copy2(a, keep / a.name)
+        for kind in ("crash", "timeout", "oom", "leak", "slow-unit"):  # libFuzzer's artifact prefixes
+            for a in work.glob(f"{kind}-*"):
+                shutil.copy2(a, keep / a.name)
         (keep / "output.txt").write_text(out)
         row["kept"] = str(keep)
         print(f"      kept the input and the report in {keep}", flush=True)

@@ -41,6 +41,18 @@ class TimeToExposure(ScratchProject):
         self.assertEqual((row["result"], row["execs"]), ("found", 42), row)
         self.assertNotIn("-fork=1", json.loads((self.fake.parent / "fake-argv.json").read_text()))
 
+    def test_a_trial_stopped_on_a_timeout_keeps_the_timeout_input(self):
+        self.guarded_finding()
+        self.artifacts({"timeout-b": "slow", "crash-c": "slow"})  # no report of the finding: kept
+        rc, out, err = self.run_tte("fake-guarded")
+        self.assertEqual(rc, 0, out + err)
+        row = json.loads((self.root / "bench" / "results" / "tte-fake-guarded-pinned-upstream.json")
+                         .read_text())["rows"][0]
+        self.assertNotEqual(row["result"], "found", row)
+        kept = sorted(p.name for p in (self.root / "bench" / "results" / "artifacts").rglob("*"))
+        self.assertIn("timeout-b", kept)
+        self.assertIn("crash-c", kept)
+
     def test_an_upstream_open_finding_without_a_guard_is_refused(self):
         rc, out, err = self.run_tte("fake-upstream-open")
         self.assertEqual(rc, 2, out + err)

@@ -11,8 +11,10 @@
 // and reproducers run here unchanged; the Vulkan side is harness/programs/graph/upstream/
 // ggml_vulkan_adapter.h. A graph holding an op ggml-vulkan does not support (scale of float16) is refused
 // before placement, as the model predicts.
-// A program that marks ops for the CPU runs as a split graph: ggml_backend_sched over ggml-vulkan and the CPU
-// backend (ggml_graph_split.cc), with the same oracles. Out of scope: quantized types, other devices than the first.
+// A program that marks ops for the CPU, or asks for every graph to be scheduled (Program::scheduled, as llama.cpp
+// computes), runs its graphs through ggml_backend_sched over ggml-vulkan and the CPU backend (ggml_graph_split.cc),
+// with the same oracles and the scheduler's own answers checked. Out of scope: quantized types, other devices than the first.
+// Half of libFuzzer's mutations edit the program rather than its bytes (harness/programs/graph/mutator.h).
 // Replay: build/<lane>/targets/ggml_vulkan_graph_topology FILE|DIR   (LIFELINE_TRACE=1 prints the program).
 #include <cstddef>
 #include <cstdint>
@@ -20,6 +22,7 @@
 #include "core/guards.h"
 #include "harness/programs/graph/codec.h"
 #include "harness/programs/graph/executor.h"
+#include "harness/programs/graph/mutator.h"
 #include "harness/programs/graph/upstream/ggml_vulkan_adapter.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -31,3 +34,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
 // `--program decode|encode` (harness/replay_main.cc): this target's decoder both ways, for `lifeline reduce`.
 LIFELINE_TARGET_CODEC(lifeline::graphs::MakeCodec(lifeline::graphs::GgmlVulkanRules()))
+
+// Structure-aware mutations (libFuzzer's LLVMFuzzerCustomMutator), with ggml-vulkan's rules for the model.
+LIFELINE_GRAPH_MUTATOR(lifeline::graphs::GgmlVulkanRules())

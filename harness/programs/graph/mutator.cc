@@ -1,0 +1,201 @@
+#include "harness/programs/graph/mutator.h"
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "harness/programs/common/source.h"
+
+namespace lifeline::graphs {
+namespace {
+
+using alloc::Op;
+
+// Every operand of a program in id form that names a step (format.h, ToIds), at or after `at`, moved by one:
+// what inserting a step at `at` asks of the steps around it.
+void MakeRoomAt(Program& p, int at) {
+  auto move = [at](int& id) {
+    if (id >= at) ++id;
+  };
+  for (Step& s : p.steps) {
+    move(s.graph);
+    move(s.tensor_index);
+    move(s.new_src);
+    move(s.tensor.src[0]);
+    move(s.tensor.src[1]);
+    move(s.tensor.external_tensor);
+    move(s.tensor.external_graph);
+  }
+}
+
+bool Derived(StepKind k) { return k == StepKind::kUnary || k == StepKind::kBinary || k == StepKind::kCopy; }
+
+// The steps `take` holds for, by position.
+template <typename Pred>
+std::vector<int> StepsWhere(const Program& p, Pred take) {
+  std::vector<int> out;
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    if (take(p.steps[i], static_cast<int>(i))) out.push_back(static_cast<int>(i));
+  }
+  return out;
+}
+
+// The position of the seal of the graph whose build steps carry `graph` (id form), or the end while it is open.
+int GraphEnd(const Program& p, int graph) { return graph >= 0 ? graph : static_cast<int>(p.steps.size()); }
+
+class Editor {
+ public:
+  Editor(Program& p, uint32_t seed) : p_(p), rng_(seed) {}
+
+  // One edit of the kind drawn; false when the program has nothing that kind of edit applies to.
+  bool Edit() {
+    switch (Below(7)) {
+      case 0: return ToggleFlag();
+      case 1: return FlipFunction();
+      case 2: return MoveSource();
+      case 3: return AddReader();
+      case 4: return Duplicate();
+      case 5: return ToggleOption();
+      default: return ChangeThreads();
+    }
+  }
+
+ private:
+  int Below(size_t n) { return static_cast<int>(std::uniform_int_distribution<size_t>(0, n - 1)(rng_)); }
+  bool Coin() { return Below(2) == 0; }
+  int PickOf(const std::vector<int>& from) { return from[static_cast<size_t>(Below(from.size()))]; }
+
+  // The CPU mark of a unary, binary or copy op that is not in place (an in-place op computes where its memory
+  // is), or the in-place flag of a unary or binary one (which then loses its mark).
+  bool ToggleFlag() {
+    const bool cpu = Coin();
+    std::vector<int> ops = StepsWhere(p_, [&](const Step& s, int) {
+      return cpu ? Derived(s.kind) && !s.tensor.inplace : (s.kind == StepKind::kUnary || s.kind == StepKind::kBinary);
+    });
+    if (ops.empty()) return false;
+    TensorSpec& t = p_.steps[static_cast<size_t>(PickOf(ops))].tensor;
+    if (cpu) {
+      t.cpu = !t.cpu;
+    } else {
+      t.inplace = !t.inplace;
+      t.cpu = t.cpu && !t.inplace;
+    }
+    return true;
+  }
+
+  // add <-> mul, scale <-> neg.
+  bool FlipFunction() {
+    std::vector<int> ops = StepsWhere(p_, [](const Step& s, int) {
+      return s.kind == StepKind::kUnary || s.kind == StepKind::kBinary;
+    });
+    if (ops.empty()) return false;
+    TensorSpec& t = p_.steps[static_cast<size_t>(PickOf(ops))].tensor;
+    switch (t.op) {
+      case Op::kAdd: t.op = Op::kMul; break;
+      case Op::kMul: t.op = Op::kAdd; break;
+      case Op::kScale: t.op = Op::kNeg; break;
+      default:
+        t.op = Op::kScale;
+        t.param = 2.0f;  // one of the format's factors
+        break;
+    }
+    return true;
+  }
+
+  // A source of an op that adds a tensor, moved to another tensor of the same graph made before the op.
+  bool MoveSource() {
+    std::vector<int> ops =
+        StepsWhere(p_, [](const Step& s, int) { return AddsTensor(s.kind) && s.tensor.src[0] >= 0; });
+    if (ops.empty()) return false;
+    const int i = PickOf(ops);
+    Step& s = p_.steps[static_cast<size_t>(i)];
+    const int slot = s.tensor.src[1] >= 0 && Coin() ? 1 : 0;
+    std::vector<int> others = StepsWhere(p_, [&](const Step& o, int j) {
+      return j < i && AddsTensor(o.kind) && o.graph == s.graph && j != s.tensor.src[slot];
+    });
+    if (others.empty()) return false;
+    s.tensor.src[slot] = PickOf(others);
+    return true;
+  }
+
+  // A unary op reading a tensor, inserted anywhere after it while its graph is open, and marked an output half
+  // the time (so that something reads it).
+  bool AddReader() {
+    // A grow's tensor is made after its graph is sealed: nothing may read it.
+    std::vector<int> tensors =
+        StepsWhere(p_, [](const Step& s, int) { return AddsTensor(s.kind) && s.kind != StepKind::kGrow; });
+    if (tensors.empty()) return false;
+    const int j = PickOf(tensors);
+    const int graph = p_.steps[static_cast<size_t>(j)].graph;
+    const int at = j + 1 + Below(static_cast<size_t>(GraphEnd(p_, graph) - j));
+    MakeRoomAt(p_, at);
+    Step reader;
+    reader.kind = StepKind::kUnary;
+    reader.graph = graph >= at ? graph + 1 : graph;
+    reader.tensor_index = at;
+    reader.tensor.op = Coin() ? Op::kNeg : Op::kScale;
+    reader.tensor.param = reader.tensor.op == Op::kScale ? 0.5f : 0.0f;
+    reader.tensor.src[0] = j;
+    reader.tensor.cpu = Coin();
+    p_.steps.insert(p_.steps.begin() + at, reader);
+    if (Coin()) {
+      MakeRoomAt(p_, at + 1);
+      Step mark;
+      mark.kind = StepKind::kMarkOutput;
+      mark.graph = p_.steps[static_cast<size_t>(at)].graph;  // the reader's, moved past the mark
+      mark.tensor_index = at;
+      p_.steps.insert(p_.steps.begin() + at + 1, mark);
+    }
+    return true;
+  }
+
+  // An op that adds a tensor, once more right after itself.
+  bool Duplicate() {
+    std::vector<int> ops = StepsWhere(p_, [](const Step& s, int) { return AddsTensor(s.kind); });
+    if (ops.empty()) return false;
+    const int i = PickOf(ops);
+    MakeRoomAt(p_, i + 1);
+    Step copy = p_.steps[static_cast<size_t>(i)];
+    copy.tensor_index = i + 1;
+    p_.steps.insert(p_.steps.begin() + i + 1, copy);
+    return true;
+  }
+
+  // One of the options that draw no step (format.h, Program).
+  bool ToggleOption() {
+    bool* options[] = {&p_.weights, &p_.shared_pool, &p_.reuse, &p_.chunked, &p_.unplanned_allocs, &p_.scheduled};
+    bool& o = *options[Below(sizeof(options) / sizeof(options[0]))];
+    o = !o;
+    return true;
+  }
+
+  bool ChangeThreads() {
+    AllocatorSpec& a = p_.allocators[Below(kAllocators)];
+    const int was = a.cpu_threads;
+    a.cpu_threads = 1 + Below(kMaxCpuThreads - 1);
+    if (a.cpu_threads >= was) ++a.cpu_threads;
+    return true;
+  }
+
+  Program& p_;
+  std::mt19937 rng_;
+};
+
+}  // namespace
+
+size_t MutateProgram(uint8_t* data, size_t size, size_t max_size, uint32_t seed, const AllocatorRules& rules) {
+  Program p = ToIds(Decode(data, size, rules));
+  Editor editor(p, seed);
+  if (!editor.Edit()) return 0;
+  std::vector<uint8_t> bytes;
+  try {
+    bytes = Encode(p, rules);
+  } catch (const programs::Unencodable& e) {
+    return 0;  // the format cannot write this edit (format.h, Encode)
+  }
+  if (bytes.empty() || bytes.size() > max_size) return 0;
+  std::memcpy(data, bytes.data(), bytes.size());
+  return bytes.size();
+}
+
+}  // namespace lifeline::graphs

@@ -1,0 +1,122 @@
+// The graph programs' structure-aware mutator (harness/programs/graph/mutator.h): what it writes is always an
+// input of the format, one edit away from the program it read; the steps it did not edit keep their meaning;
+// it is deterministic in its seed; and each of its edits is made on the seeds of ggml_vulkan_graph_topology.
+#include "harness/programs/graph/mutator.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "harness/programs/graph/upstream/ggml_rules.h"
+#include "tests/testing/codec_roundtrip.h"
+
+namespace lifeline::graphs {
+namespace {
+
+constexpr size_t kMaxSize = 4096;
+
+// The mutant of `in` under `seed`, or nothing when the mutator declined (size 0).
+std::vector<uint8_t> Mutant(const std::vector<uint8_t>& in, uint32_t seed, size_t max_size = kMaxSize) {
+  std::vector<uint8_t> buf(std::max(max_size, in.size()));
+  std::memcpy(buf.data(), in.data(), in.size());
+  const size_t n = MutateProgram(buf.data(), in.size(), max_size, seed, GgmlVulkanRules());
+  if (n == 0) {
+    EXPECT_EQ(0, std::memcmp(buf.data(), in.data(), in.size())) << "a declined mutation changed the input";
+    return {};
+  }
+  buf.resize(n);
+  return buf;
+}
+
+// What an edit changed, by comparing the programs in id form: the kinds of change this test knows.
+std::set<std::string> Changes(const Program& a, const Program& b) {
+  std::set<std::string> out;
+  if (a.weights != b.weights || a.shared_pool != b.shared_pool || a.reuse != b.reuse || a.chunked != b.chunked ||
+      a.unplanned_allocs != b.unplanned_allocs || a.scheduled != b.scheduled)
+    out.insert("option");
+  for (int k = 0; k < kAllocators; ++k) {
+    if (a.allocators[k].cpu_threads != b.allocators[k].cpu_threads) out.insert("threads");
+  }
+  if (b.steps.size() > a.steps.size()) {  // the first step that differs is the one inserted
+    size_t i = 0;
+    while (i < a.steps.size() && SameStep(a.steps[i], b.steps[i])) ++i;
+    if (i > 0 && SameStep(b.steps[i - 1], b.steps[i])) {
+      out.insert("duplicated");
+    } else {
+      out.insert(b.steps[i].kind == StepKind::kUnary ? "inserted unary" : "inserted");
+    }
+    return out;
+  }
+  for (size_t i = 0; i < a.steps.size() && i < b.steps.size(); ++i) {
+    const TensorSpec& x = a.steps[i].tensor;
+    const TensorSpec& y = b.steps[i].tensor;
+    if (x.cpu != y.cpu) out.insert("cpu");
+    if (x.inplace != y.inplace) out.insert("inplace");
+    if (x.op != y.op) out.insert("function");
+    if (x.src[0] != y.src[0] || x.src[1] != y.src[1]) out.insert("source");
+  }
+  return out;
+}
+
+// Every mutant is an input of the format: it decodes, and its program encodes back to the same bytes; a
+// mutant's program differs from the original's; over the seeds, most draws make an edit, and every kind of
+// edit is made.
+TEST(GraphMutator, MutantsAreProgramsOneEditAway) {
+  const std::vector<testing::fs::path> seeds =
+      testing::InputsOf(LIFELINE_SOURCE_DIR, "ggml_vulkan_graph_topology");
+  ASSERT_GE(seeds.size(), 40u);
+  size_t draws = 0, made = 0;
+  std::map<std::string, int> kinds;
+  uint32_t seed = 1;
+  for (size_t f = 0; f < seeds.size(); f += 2) {  // every other input: the test's time is the suite's
+    const testing::fs::path& path = seeds[f];
+    SCOPED_TRACE(path.string());
+    const std::vector<uint8_t> in = testing::ReadBytes(path);
+    const Program before = ToIds(Decode(in.data(), in.size(), GgmlVulkanRules()));
+    for (int draw = 0; draw < 4; ++draw) {
+      seed = seed * 1664525u + 1013904223u;  // seeds as varied as libFuzzer's, the same on every run
+      ++draws;
+      const std::vector<uint8_t> out = Mutant(in, seed);
+      if (out.empty()) continue;
+      ++made;
+      const Program after = ToIds(Decode(out.data(), out.size(), GgmlVulkanRules()));
+      EXPECT_EQ(Encode(after, GgmlVulkanRules()), out) << "seed " << seed;
+      const std::set<std::string> changes = Changes(before, after);
+      const bool same_steps = before.steps.size() == after.steps.size() &&
+                              std::equal(before.steps.begin(), before.steps.end(), after.steps.begin(), SameStep);
+      EXPECT_TRUE(!changes.empty() || !same_steps) << "seed " << seed << ": no edit\n" << Describe(after);
+      for (const std::string& c : changes) ++kinds[c];
+    }
+  }
+  std::printf("%zu of %zu draws made an edit\n", made, draws);
+  // Measured at 2026-11-28's seeds: 58 of 100 draws make an edit; the rest are edits the format cannot write.
+  EXPECT_GE(made * 100, draws * 35) << made << " of " << draws << " draws made an edit";
+  for (const char* kind : {"cpu", "inplace", "function", "source", "inserted unary", "duplicated", "option", "threads"})
+    EXPECT_GT(kinds[kind], 0) << "no mutant made a '" << kind << "' edit";
+}
+
+// The same input and seed give the same mutant.
+TEST(GraphMutator, DeterministicInItsSeed) {
+  const std::vector<testing::fs::path> seeds =
+      testing::InputsOf(LIFELINE_SOURCE_DIR, "ggml_vulkan_graph_topology");
+  ASSERT_FALSE(seeds.empty());
+  const std::vector<uint8_t> in = testing::ReadBytes(seeds.front());
+  for (uint32_t seed = 0; seed < 20; ++seed) EXPECT_EQ(Mutant(in, seed), Mutant(in, seed)) << "seed " << seed;
+}
+
+// An edit whose encoding does not fit libFuzzer's max_size is declined, the input left as it was.
+TEST(GraphMutator, DeclinesWhatDoesNotFit) {
+  const std::vector<testing::fs::path> seeds =
+      testing::InputsOf(LIFELINE_SOURCE_DIR, "ggml_vulkan_graph_topology");
+  ASSERT_FALSE(seeds.empty());
+  const std::vector<uint8_t> in = testing::ReadBytes(seeds.front());
+  for (uint32_t seed = 0; seed < 20; ++seed) EXPECT_TRUE(Mutant(in, seed, /*max_size=*/4).empty()) << "seed " << seed;
+}
+
+}  // namespace
+}  // namespace lifeline::graphs

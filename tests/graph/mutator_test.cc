@@ -94,7 +94,8 @@ TEST(GraphMutator, MutantsAreProgramsOneEditAway) {
     }
   }
   std::printf("%zu of %zu draws made an edit\n", made, draws);
-  // Measured at 2026-11-28's seeds: 58 of 100 draws make an edit; the rest are edits the format cannot write.
+  // Measured at 2026-11-28's seeds: 58 of 100 draws made an edit (364 of 544 once the 48 scheduled seeds came in); the
+  // rest are edits the format cannot write.
   EXPECT_GE(made * 100, draws * 35) << made << " of " << draws << " draws made an edit";
   for (const char* kind : {"cpu", "inplace", "function", "source", "inserted unary", "duplicated", "option", "threads"})
     EXPECT_GT(kinds[kind], 0) << "no mutant made a '" << kind << "' edit";

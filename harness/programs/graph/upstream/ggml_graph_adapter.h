@@ -157,8 +157,8 @@ class GgmlGraphAdapter : public AllocatorAdapter {
   // Split graphs (AllocatorRules::splits_cpu_marks): a graph with a reachable op marked `cpu`, or reading bytes
   // of a graph whose last placement was split, or any graph of a Program::scheduled program, is placed and
   // computed by Scheduler(k), a ggml_backend_sched over this adapter's backend and ggml's CPU backend, instead of
-  // allocator k's gallocr. Scheduler(k)'s buffers
-  // belong to allocator id SchedulerId(k) (AllocatorOf, Extents); Compute gets the scheduler to compute with.
+  // allocator k's gallocr. Scheduler(k)'s buffers belong to allocator id SchedulerId(k) (AllocatorOf, Extents);
+  // Compute gets the scheduler to compute with.
   virtual bool SplitsCpuMarks() const { return false; }
   // Whether this adapter places pre-allocated leafs as weights when the program asks (Program::weights).
   virtual bool PlacesWeights() const { return false; }

@@ -1,5 +1,6 @@
 #include "harness/programs/graph/mutator.h"
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -49,13 +50,15 @@ class Editor {
 
   // One edit of the kind drawn; false when the program has nothing that kind of edit applies to.
   bool Edit() {
-    switch (Below(7)) {
+    switch (Below(9)) {
       case 0: return ToggleFlag();
       case 1: return FlipFunction();
       case 2: return MoveSource();
       case 3: return AddReader();
       case 4: return Duplicate();
       case 5: return ToggleOption();
+      case 6: return AddReshape();
+      case 7: return AddBinary();
       default: return ChangeThreads();
     }
   }
@@ -147,6 +150,58 @@ class Editor {
       p_.steps.insert(p_.steps.begin() + at + 1, mark);
     }
     return true;
+  }
+
+  // A reshape of all of a tensor (a view of its memory), inserted right after it.
+  bool AddReshape() {
+    std::vector<int> tensors =
+        StepsWhere(p_, [](const Step& s, int) { return AddsTensor(s.kind) && s.kind != StepKind::kGrow; });
+    if (tensors.empty()) return false;
+    const int j = PickOf(tensors);
+    Step view;
+    view.kind = StepKind::kView;
+    view.tensor.op = Op::kReshape;
+    view.tensor.src[0] = j;
+    Insert(j + 1, view);
+    return true;
+  }
+
+  // An add or mul of a tensor and another of its graph (half the time a view of the first, as an op that
+  // updates a tensor from a view of itself), in place half the time, inserted right after the later of the
+  // two. The format declines a second operand of another shape or type.
+  bool AddBinary() {
+    std::vector<int> tensors =
+        StepsWhere(p_, [](const Step& s, int) { return AddsTensor(s.kind) && s.kind != StepKind::kGrow; });
+    if (tensors.empty()) return false;
+    const int j = PickOf(tensors);
+    const int graph = p_.steps[static_cast<size_t>(j)].graph;
+    std::vector<int> views = StepsWhere(p_, [&](const Step& s, int) {
+      return s.kind == StepKind::kView && s.tensor.src[0] == j;
+    });
+    std::vector<int> others = StepsWhere(p_, [&](const Step& s, int k) {
+      return k != j && AddsTensor(s.kind) && s.kind != StepKind::kGrow && s.graph == graph;
+    });
+    if (views.empty() && others.empty()) return false;
+    const int k = !views.empty() && (others.empty() || Coin()) ? PickOf(views) : PickOf(others);
+    Step op;
+    op.kind = StepKind::kBinary;
+    op.tensor.op = Coin() ? Op::kAdd : Op::kMul;
+    op.tensor.src[0] = j;
+    op.tensor.src[1] = k;
+    op.tensor.inplace = Coin();
+    Insert(std::max(j, k) + 1, op);
+    return true;
+  }
+
+  // `s`, whose graph is that of its first source, inserted as step `at` of a graph still open there.
+  void Insert(int at, Step s) {
+    const int graph = p_.steps[static_cast<size_t>(s.tensor.src[0])].graph;
+    MakeRoomAt(p_, at);
+    if (s.tensor.src[0] >= at) ++s.tensor.src[0];
+    if (s.tensor.src[1] >= at) ++s.tensor.src[1];
+    s.graph = graph >= at ? graph + 1 : graph;
+    s.tensor_index = at;
+    p_.steps.insert(p_.steps.begin() + at, s);
   }
 
   // An op that adds a tensor, once more right after itself.

@@ -12,6 +12,8 @@
 //   - an op's CPU mark, in-place flag or function (add/mul, scale/neg) toggled;
 //   - a source of an op moved to another tensor of its graph made before it;
 //   - a new unary op reading a tensor of a graph while it is open (a later reader);
+//   - a new reshape of a tensor (a view of its memory), right after it;
+//   - a new add or mul of a tensor and another of its graph, often a view of it, in place half the time;
 //   - an op that adds a tensor duplicated right after itself;
 //   - an option of the program that draws no step toggled, or an allocator's CPU thread count changed.
 // An edit the format cannot write (Unencodable: an operand the model does not offer there, an op it would make

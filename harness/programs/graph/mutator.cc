@@ -68,6 +68,12 @@ class Editor {
   bool Coin() { return Below(2) == 0; }
   int PickOf(const std::vector<int>& from) { return from[static_cast<size_t>(Below(from.size()))]; }
 
+  // The steps that add a tensor a later step of its graph may read: a grow's tensor is made after its graph is
+  // sealed, so nothing may read it.
+  std::vector<int> Readable() const {
+    return StepsWhere(p_, [](const Step& s, int) { return AddsTensor(s.kind) && s.kind != StepKind::kGrow; });
+  }
+
   // The CPU mark of a unary, binary or copy op that is not in place (an in-place op computes where its memory
   // is), or the in-place flag of a unary or binary one (which then loses its mark).
   bool ToggleFlag() {
@@ -124,23 +130,17 @@ class Editor {
   // A unary op reading a tensor, inserted anywhere after it while its graph is open, and marked an output half
   // the time (so that something reads it).
   bool AddReader() {
-    // A grow's tensor is made after its graph is sealed: nothing may read it.
-    std::vector<int> tensors =
-        StepsWhere(p_, [](const Step& s, int) { return AddsTensor(s.kind) && s.kind != StepKind::kGrow; });
+    std::vector<int> tensors = Readable();
     if (tensors.empty()) return false;
     const int j = PickOf(tensors);
-    const int graph = p_.steps[static_cast<size_t>(j)].graph;
-    const int at = j + 1 + Below(static_cast<size_t>(GraphEnd(p_, graph) - j));
-    MakeRoomAt(p_, at);
+    const int at = j + 1 + Below(static_cast<size_t>(GraphEnd(p_, p_.steps[static_cast<size_t>(j)].graph) - j));
     Step reader;
     reader.kind = StepKind::kUnary;
-    reader.graph = graph >= at ? graph + 1 : graph;
-    reader.tensor_index = at;
     reader.tensor.op = Coin() ? Op::kNeg : Op::kScale;
     reader.tensor.param = reader.tensor.op == Op::kScale ? 0.5f : 0.0f;
     reader.tensor.src[0] = j;
     reader.tensor.cpu = Coin();
-    p_.steps.insert(p_.steps.begin() + at, reader);
+    Insert(at, reader);
     if (Coin()) {
       MakeRoomAt(p_, at + 1);
       Step mark;
@@ -154,8 +154,7 @@ class Editor {
 
   // A reshape of all of a tensor (a view of its memory), inserted right after it.
   bool AddReshape() {
-    std::vector<int> tensors =
-        StepsWhere(p_, [](const Step& s, int) { return AddsTensor(s.kind) && s.kind != StepKind::kGrow; });
+    std::vector<int> tensors = Readable();
     if (tensors.empty()) return false;
     const int j = PickOf(tensors);
     Step view;
@@ -170,8 +169,7 @@ class Editor {
   // updates a tensor from a view of itself), in place half the time, inserted right after the later of the
   // two. The format declines a second operand of another shape or type.
   bool AddBinary() {
-    std::vector<int> tensors =
-        StepsWhere(p_, [](const Step& s, int) { return AddsTensor(s.kind) && s.kind != StepKind::kGrow; });
+    std::vector<int> tensors = Readable();
     if (tensors.empty()) return false;
     const int j = PickOf(tensors);
     const int graph = p_.steps[static_cast<size_t>(j)].graph;

@@ -26,7 +26,7 @@ std::string Range(const Tensor* t) {
 
 }  // namespace
 
-Status CheckNoLiveOverlap(const Graph& graph, const void* allocator) {
+Status CheckNoLiveOverlap(const Graph& graph, const void* allocator, const ReadAt& read_at) {
   const int n = static_cast<int>(graph.nodes.size());
   struct Life {
     int start;
@@ -57,17 +57,20 @@ Status CheckNoLiveOverlap(const Graph& graph, const void* allocator) {
   };
   for (const Tensor* t : graph.nodes) keep_to_end(t);
   for (const Tensor* t : graph.leafs) keep_to_end(t);
-  // Every read (and in-place write) at node i extends the life of the tensor it reaches through views.
+  // Every read (and in-place write) at node i extends the life of the tensor it reaches through views, to i or
+  // to where read_at says node i reads it.
   for (int i = 0; i < n; ++i) {
     const Tensor* node = graph.nodes[i];
-    auto touch = [&](const Tensor* s) {
+    auto touch = [&](const Tensor* s, int at) {
       for (; s != nullptr; s = s->view_src) {
         auto it = life.find(s);
-        if (it != life.end() && it->second.end < i) it->second.end = i;
+        if (it != life.end() && it->second.end < at) it->second.end = at;
       }
     };
-    for (const Tensor* s : node->src) touch(s);
-    touch(node->view_src);
+    for (const Tensor* s : node->src) {
+      if (s != nullptr) touch(s, read_at ? std::min(i, read_at(i, s)) : i);
+    }
+    touch(node->view_src, i);
   }
   for (size_t ia = 0; ia < order.size(); ++ia) {
     for (size_t ib = ia + 1; ib < order.size(); ++ib) {

@@ -4,6 +4,7 @@
 // an INTERNAL status whose message names the oracle and the tensors involved.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "core/status.h"
@@ -18,7 +19,12 @@ namespace lifeline::oracles {
 // definition (leafs and inputs: from the start) to its last reader, direct or through views; outputs to
 // the end. One exception, in-place reuse: an elementwise node may occupy exactly the bytes of a source
 // whose last reader it is.
-Status CheckNoLiveOverlap(const alloc::Graph& graph, const void* allocator);
+//
+// `read_at`, where given: the position in `graph.nodes` at which node i reads the bytes of its source s (at most
+// i). A scheduler that runs node i on another backend than s's memory reads s through a copy made when node i's
+// split starts, and may reuse s's bytes after that copy (ggml_backend_sched: the split's inputs).
+using ReadAt = std::function<int(int node, const alloc::Tensor* src)>;
+Status CheckNoLiveOverlap(const alloc::Graph& graph, const void* allocator, const ReadAt& read_at = nullptr);
 
 // Every view's bytes lie inside the bytes of the tensor its view chain ends in.
 Status CheckViewsInsideSources(const alloc::Graph& graph);

@@ -164,6 +164,28 @@ TEST(NoLiveOverlapOracle, FlagsNodeWrittenOverATensorStillToBeRead) {
   }
 }
 
+// A scheduler's split graph: a = -x runs on one backend, b = -x and c = b + a on another, which reads a through a
+// copy made before b runs. b may then take a's bytes. Where read_at says c reads a before b (the copy), that
+// passes; where it says c reads a after b is written, or without read_at (c reads a where it runs), it fails.
+TEST(NoLiveOverlapOracle, ReadsThroughACopyEndWhereReadAtSays) {
+  Context ctx;
+  Tensor* x = F32(ctx, {8}, "x");
+  Tensor* a = Named(Must(ctx.Unary(Op::kNeg, x, 0.0f, false)), "a");
+  Tensor* b = Named(Must(ctx.Unary(Op::kNeg, x, 0.0f, false)), "b");
+  Tensor* c = Named(Must(ctx.Binary(Op::kAdd, b, a, false)), "c");
+  Graph g = Must(BuildGraph({c}));
+  ASSERT_EQ(g.nodes, (std::vector<Tensor*>{b, a, c}));  // depth-first from c: b first
+  g.nodes = {a, b, c};                                  // the order the scheduler runs them in
+  HandBuffer buf(256);
+  buf.Place({{x, 0}, {a, 32}, {b, 32}, {c, 64}});
+  auto copied_before = [&](int at) {
+    return ReadAt([=](int node, const Tensor* src) { return node == 2 && src == a ? at : node; });
+  };
+  EXPECT_TRUE(IsOk(CheckNoLiveOverlap(g, buf.allocator(), copied_before(0))));
+  EXPECT_TRUE(FailsNaming(CheckNoLiveOverlap(g, buf.allocator(), copied_before(1)), {"a [", "b ["}));
+  EXPECT_TRUE(FailsNaming(CheckNoLiveOverlap(g, buf.allocator()), {"a [", "b ["}));
+}
+
 TEST(NoLiveOverlapOracle, AcceptsElementwiseNodeInPlaceOfItsLastSource) {
   // n = -a and m = 2n each take exactly their single source's bytes at its last use.
   Context ctx;

@@ -299,12 +299,11 @@ Status GgmlGraphAdapter::AllocAndCompute(int k, int g) {
 
   // A split graph runs in the scheduler's order (the splits one after the other, each as its backend's
   // graph_optimize reordered it): no two program tensors live at once in that order may share bytes. A tensor
-  // read by a node on the other backend is read through the scheduler's copy, made when that node's split
-  // starts; the scheduler keeps the original until then (its input_dep nodes), so liveness by the program's
-  // edges is never longer than the scheduler's own. The scheduler's copies themselves are not program tensors
-  // and are not checked.
+  // read by a node on a backend that cannot use its buffer is read through the scheduler's copy, made when that
+  // node's split starts: the scheduler keeps the original until then (its input_dep nodes) and may reuse its
+  // bytes after (SplitReads). The scheduler's copies themselves are not program tensors and are not checked.
   if (split) {
-    Status s = oracles::CheckNoLiveOverlap(executed, owner);
+    Status s = oracles::CheckNoLiveOverlap(executed, owner, SplitReads(Scheduler(k), *inst, executed, g));
     LIFELINE_CHECK(s.ok(), "ggml_backend_sched's placement of " + what + " (in the order it runs the splits): " +
                                s.ToString());
   }
@@ -675,7 +674,9 @@ void GgmlGraphAdapter::Mirror(int g, const Instance& inst, int id, const void* o
 // that the computed bytes were already read by (seen: a get_rows run before a mul that the reshape's place put
 // first, which made the no-overlap oracle see two live tensors in the same bytes where ggml ran them one after the
 // other, with right outputs).
-alloc::Graph GgmlGraphAdapter::InGgmlOrder(const Instance& inst, const alloc::Graph& mirror, int g) {
+// The program's tensors of graph g by the ggml tensor that stands for each in the build: an op ggml builds as
+// a reshape of its result (mul_mat, get_rows, transpose, rope, set_rows) by that result.
+std::unordered_map<const ggml_tensor*, alloc::Tensor*> GgmlGraphAdapter::MirrorOf(const Instance& inst, int g) {
   std::unordered_map<const ggml_tensor*, Tensor*> back;
   for (int i = 0; i < book_.size(g); ++i) {
     const ggml_tensor* t = inst.t[i];
@@ -688,6 +689,11 @@ alloc::Graph GgmlGraphAdapter::InGgmlOrder(const Instance& inst, const alloc::Gr
     }
     back[t] = book_.tensor(g, i);
   }
+  return back;
+}
+
+alloc::Graph GgmlGraphAdapter::InGgmlOrder(const Instance& inst, const alloc::Graph& mirror, int g) {
+  const std::unordered_map<const ggml_tensor*, Tensor*> back = MirrorOf(inst, g);
   alloc::Graph out;
   out.leafs = mirror.leafs;
   for (int i = 0; i < ggml_graph_n_nodes(inst.graph); ++i) {

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ggml-alloc.h"
@@ -193,7 +194,9 @@ class GgmlGraphAdapter : public AllocatorAdapter {
   void CheckSchedulerAnswers(int k, ggml_backend_sched_t sched, const Instance& inst, const std::string& what);
   const ggml_tensor* InForeignBuffer(int k, ggml_backend_sched_t sched, const Instance& inst);
   void ForgetPlacementsBy(int k);
+  std::unordered_map<const ggml_tensor*, alloc::Tensor*> MirrorOf(const Instance& inst, int g);
   alloc::Graph InGgmlOrder(const Instance& inst, const alloc::Graph& mirror, int g);
+  oracles::ReadAt SplitReads(ggml_backend_sched_t sched, const Instance& inst, const alloc::Graph& executed, int g);
   Status CompareWithFreshAllocator(int g, const Instance& inst);
   Status CheckMeasuredSizes(int k, ggml_cgraph* graph, const std::vector<size_t>& sizes, const std::string& what);
   oracles::Equality EqualityFor(int g) const;

@@ -1,7 +1,9 @@
 // GgmlGraphAdapter's scheduler path (ggml_graph_adapter.h, SplitsCpuMarks): which graphs go to a
 // ggml_backend_sched, and how they are placed there, with the guards of the findings that reach it.
 #include <algorithm>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/check.h"
@@ -251,6 +253,48 @@ const ggml_tensor* GgmlGraphAdapter::InForeignBuffer(int k, ggml_backend_sched_t
     }
   }
   return nullptr;
+}
+
+// Where each node of a placed split graph (`executed`, the program's tensors in the order the scheduler runs them)
+// reads each of its sources, for the no-overlap oracle: where the node runs, unless its backend cannot use the
+// buffer the source's bytes lie in. Then it reads the scheduler's copy of the source on its backend, made once,
+// when the first split on that backend that reads the source starts (ggml_backend_sched_split_graph makes one copy
+// per source and backend; the later splits read it too), and the original's bytes are free for reuse after that:
+// the original is read just before that split's first node (its position less one).
+// A split is taken to start where the run of nodes on one backend that holds its first reader starts (view ops
+// aside: the split pass skips them). The scheduler may start a split inside such a run too, later: the oracle
+// then ends such an original's life early, which can hide an overlap but never report one that is not there.
+oracles::ReadAt GgmlGraphAdapter::SplitReads(ggml_backend_sched_t sched, const Instance& inst,
+                                             const alloc::Graph& executed, int g) {
+  std::unordered_map<const Tensor*, ggml_tensor*> ggml_of;
+  for (const auto& [t, mirror] : MirrorOf(inst, g)) ggml_of[mirror] = const_cast<ggml_tensor*>(t);
+  std::map<std::pair<ggml_backend_t, const Tensor*>, int> copied_at;  // (backend, source) -> where it is copied
+  std::map<std::pair<int, const Tensor*>, int> read_at;               // (node, source) -> where it is read
+  ggml_backend_t run = nullptr;
+  int run_start = 0;
+  for (int i = 0; i < static_cast<int>(executed.nodes.size()); ++i) {
+    auto it = ggml_of.find(executed.nodes[i]);
+    if (it == ggml_of.end() || IsViewOp(it->second->op)) continue;
+    ggml_backend_t backend = ggml_backend_sched_get_tensor_backend(sched, it->second);
+    if (backend == nullptr) continue;
+    if (backend != run) {
+      run = backend;
+      run_start = i;
+    }
+    for (const Tensor* src : executed.nodes[i]->src) {
+      auto s = ggml_of.find(src);
+      if (s == ggml_of.end()) continue;
+      const ggml_tensor* root = s->second->view_src != nullptr ? s->second->view_src : s->second;
+      if (root->buffer == nullptr || ggml_backend_supports_buft(backend, ggml_backend_buffer_get_type(root->buffer))) {
+        continue;
+      }
+      read_at[{i, src}] = copied_at.emplace(std::make_pair(backend, src), run_start - 1).first->second;
+    }
+  }
+  return [read_at = std::move(read_at)](int i, const Tensor* src) {
+    auto it = read_at.find({i, src});
+    return it == read_at.end() ? i : it->second;
+  };
 }
 
 // What the scheduler says of the graph it has just placed (ggml-backend.h's queries), against what it did:

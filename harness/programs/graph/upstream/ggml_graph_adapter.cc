@@ -666,16 +666,9 @@ void GgmlGraphAdapter::Mirror(int g, const Instance& inst, int id, const void* o
   }
 }
 
-// The program's graph with its nodes in the order ggml runs them (lifetimes depend on it).
-//
-// A program tensor that Make gives the program's layout back by a reshape (mul_mat, get_rows, a 2-D transpose, rope)
-// takes the place of the node that computes it, the reshape's source: ggml-vulkan's graph_optimize moves computing
-// nodes forward and leaves reshapes (no compute) where they were, so the reshape's place can come after a node
-// that the computed bytes were already read by (seen: a get_rows run before a mul that the reshape's place put
-// first, which made the no-overlap oracle see two live tensors in the same bytes where ggml ran them one after the
-// other, with right outputs).
-// The program's tensors of graph g by the ggml tensor that stands for each in the build: an op ggml builds as
-// a reshape of its result (mul_mat, get_rows, transpose, rope, set_rows) by that result.
+// The program's tensors of graph g by the ggml tensor that stands for each in the build. A program tensor that
+// Make gives the program's layout back by a reshape (mul_mat, get_rows, a 2-D transpose, rope, set_rows) stands
+// for the node that computes it, the reshape's source (InGgmlOrder says why).
 std::unordered_map<const ggml_tensor*, alloc::Tensor*> GgmlGraphAdapter::MirrorOf(const Instance& inst, int g) {
   std::unordered_map<const ggml_tensor*, Tensor*> back;
   for (int i = 0; i < book_.size(g); ++i) {
@@ -692,6 +685,14 @@ std::unordered_map<const ggml_tensor*, alloc::Tensor*> GgmlGraphAdapter::MirrorO
   return back;
 }
 
+// The program's graph with its nodes in the order ggml runs them (lifetimes depend on it).
+//
+// A program tensor that Make gives the program's layout back by a reshape takes the place of the node that
+// computes it, the reshape's source (MirrorOf): ggml-vulkan's graph_optimize moves computing nodes forward and
+// leaves reshapes (no compute) where they were, so the reshape's place can come after a node that the computed
+// bytes were already read by (seen: a get_rows run before a mul that the reshape's place put first, which made the
+// no-overlap oracle see two live tensors in the same bytes where ggml ran them one after the other, with right
+// outputs).
 alloc::Graph GgmlGraphAdapter::InGgmlOrder(const Instance& inst, const alloc::Graph& mirror, int g) {
   const std::unordered_map<const ggml_tensor*, Tensor*> back = MirrorOf(inst, g);
   alloc::Graph out;

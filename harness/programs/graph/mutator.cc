@@ -176,9 +176,10 @@ class Editor {
     std::vector<int> views = StepsWhere(p_, [&](const Step& s, int) {
       return s.kind == StepKind::kView && s.tensor.src[0] == j;
     });
-    std::vector<int> others = StepsWhere(p_, [&](const Step& s, int k) {
-      return k != j && AddsTensor(s.kind) && s.kind != StepKind::kGrow && s.graph == graph;
-    });
+    std::vector<int> others;
+    for (int k : tensors) {
+      if (k != j && p_.steps[static_cast<size_t>(k)].graph == graph) others.push_back(k);
+    }
     if (views.empty() && others.empty()) return false;
     const int k = !views.empty() && (others.empty() || Coin()) ? PickOf(views) : PickOf(others);
     Step op;

@@ -165,8 +165,10 @@ struct Program {
   // ("unplanned_allocs": true).
   bool unplanned_allocs = false;
   // Bit 2 of the second options byte: every graph an allocator places or plans goes through its ggml_backend_sched,
-  // as llama.cpp and whisper.cpp compute every graph, not only those with an op marked `cpu`; nothing marked, the
-  // scheduler runs the graph on the first backend with its inputs copied in. Only where the allocator under test
+  // as llama.cpp and whisper.cpp compute every graph, not only those with an op marked `cpu`. Nothing marked, the
+  // scheduler gives an input the CPU and a leaf with memory its buffer's backend (a plain leaf the first backend:
+  // GgmlGraphAdapter::SchedulerFor), and an op the backend of what it reads: a graph fed by inputs alone runs on
+  // the CPU, as a llama.cpp graph without weights would. Only where the allocator under test
   // has a scheduler (AllocatorRules::splits_cpu_marks); others ignore it. Draws no step ("scheduled": true).
   bool scheduled = false;
   std::vector<Step> steps;

@@ -50,7 +50,7 @@ class Editor {
 
   // One edit of the kind drawn; false when the program has nothing that kind of edit applies to.
   bool Edit() {
-    switch (Below(9)) {
+    switch (Below(11)) {
       case 0: return ToggleFlag();
       case 1: return FlipFunction();
       case 2: return MoveSource();
@@ -59,6 +59,8 @@ class Editor {
       case 5: return ToggleOption();
       case 6: return AddReshape();
       case 7: return AddBinary();
+      case 8: return AddInPlaceUpdate();
+      case 9: return ToggleLeaf();
       default: return ChangeThreads();
     }
   }
@@ -89,6 +91,18 @@ class Editor {
       t.inplace = !t.inplace;
       t.cpu = t.cpu && !t.inplace;
     }
+    return true;
+  }
+
+  // A leaf's input flag or its memory from outside toggled: where a scheduler places a leaf's readers follows
+  // from them (ggml_backend_sched gives an input the CPU and a leaf with memory its buffer's backend, and the
+  // readers go where their sources are).
+  bool ToggleLeaf() {
+    std::vector<int> leafs = StepsWhere(p_, [](const Step& s, int) { return s.kind == StepKind::kLeaf; });
+    if (leafs.empty()) return false;
+    TensorSpec& t = p_.steps[static_cast<size_t>(PickOf(leafs))].tensor;
+    bool& flag = Coin() ? t.input : t.preallocated;
+    flag = !flag;
     return true;
   }
 
@@ -134,21 +148,43 @@ class Editor {
     if (tensors.empty()) return false;
     const int j = PickOf(tensors);
     const int at = j + 1 + Below(static_cast<size_t>(GraphEnd(p_, p_.steps[static_cast<size_t>(j)].graph) - j));
-    Step reader;
-    reader.kind = StepKind::kUnary;
-    reader.tensor.op = Coin() ? Op::kNeg : Op::kScale;
-    reader.tensor.param = reader.tensor.op == Op::kScale ? 0.5f : 0.0f;
-    reader.tensor.src[0] = j;
+    Step reader = UnaryOf(j);
     reader.tensor.cpu = Coin();
     Insert(at, reader);
+    if (Coin()) MarkOutput(at);
+    return true;
+  }
+
+  // A tensor x updated in place and read around the update, the steps inserted right after x: x's value
+  // through a state that changes (a residual or a cache updated in place, then read). Half the time a read after
+  // the write (w = f(x); x = x op w in place; r = g(x)), half the time a write after a read that waits on another
+  // op (w = f(x); r = w op x; x = h(x) in place). Both the write and r are outputs, in that order: a graph holds
+  // only what its outputs reach, and llama.cpp expands a cache's writes into its graph the same way. In both, one
+  // op of the pair waits on w and the other does not: an executor that reorders nodes by their sources alone may
+  // run them the wrong way round.
+  bool AddInPlaceUpdate() {
+    std::vector<int> tensors = Readable();
+    if (tensors.empty()) return false;
+    const int x = PickOf(tensors);
+    const int w = x + 1;
+    Insert(w, UnaryOf(x));
+    Step binary;
+    binary.kind = StepKind::kBinary;
+    binary.tensor.op = Coin() ? Op::kAdd : Op::kMul;
+    Step second = UnaryOf(x);
     if (Coin()) {
-      MakeRoomAt(p_, at + 1);
-      Step mark;
-      mark.kind = StepKind::kMarkOutput;
-      mark.graph = p_.steps[static_cast<size_t>(at)].graph;  // the reader's, moved past the mark
-      mark.tensor_index = at;
-      p_.steps.insert(p_.steps.begin() + at + 1, mark);
+      binary.tensor.src[0] = x;
+      binary.tensor.src[1] = w;
+      binary.tensor.inplace = true;
+    } else {
+      binary.tensor.src[0] = w;
+      binary.tensor.src[1] = x;
+      second.tensor.inplace = true;
     }
+    Insert(w + 1, binary);
+    MarkOutput(w + 1);
+    Insert(w + 3, second);
+    MarkOutput(w + 3);
     return true;
   }
 
@@ -201,6 +237,26 @@ class Editor {
     s.graph = graph >= at ? graph + 1 : graph;
     s.tensor_index = at;
     p_.steps.insert(p_.steps.begin() + at, s);
+  }
+
+  // A scale by 0.5 or a neg of step `src` (not yet inserted).
+  Step UnaryOf(int src) {
+    Step s;
+    s.kind = StepKind::kUnary;
+    s.tensor.op = Coin() ? Op::kNeg : Op::kScale;
+    s.tensor.param = s.tensor.op == Op::kScale ? 0.5f : 0.0f;
+    s.tensor.src[0] = src;
+    return s;
+  }
+
+  // An output mark of the tensor step `at` adds, inserted right after it.
+  void MarkOutput(int at) {
+    MakeRoomAt(p_, at + 1);
+    Step mark;
+    mark.kind = StepKind::kMarkOutput;
+    mark.graph = p_.steps[static_cast<size_t>(at)].graph;  // the tensor's, moved past the mark
+    mark.tensor_index = at;
+    p_.steps.insert(p_.steps.begin() + at + 1, mark);
   }
 
   // An op that adds a tensor, once more right after itself.

@@ -5,15 +5,19 @@
 // before it left, so a byte mutation in the middle of an input mostly rewrites every step after it. That keeps
 // conjunctions of a few features out of reach: `ggml-vk-graph-optimize-view-alias` needs an in-place binary op,
 // a later reader of the tensor it writes, and the scheduler's path with all three in one Vulkan split (a
-// Program::scheduled program, or an op marked for the CPU that does not split them apart); docs/upstream-targets.md
+// Program::scheduled program, or an op marked for the CPU that does not split them apart, and a leaf in
+// ggml-vulkan's memory that the ops read from: a graph fed by inputs alone runs on the CPU); docs/upstream-targets.md
 // has the times to exposure with and without it. This mutator decodes the
 // input to its program in id form (format.h, ToIds), makes one edit to it, and encodes it back (Encode), so the
 // steps it does not touch keep their meaning. The edits are generic, in terms of the format alone:
 //   - an op's CPU mark, in-place flag or function (add/mul, scale/neg) toggled;
+//   - a leaf's input flag or its memory from outside toggled;
 //   - a source of an op moved to another tensor of its graph made before it;
 //   - a new unary op reading a tensor of a graph while it is open (a later reader);
 //   - a new reshape of a tensor (a view of its memory), right after it;
 //   - a new add or mul of a tensor and another of its graph, often a view of it, in place half the time;
+//   - a tensor updated in place from a value computed from it, with a read of it just after the update or just
+//     before it (a residual or a cache updated in place, then read);
 //   - an op that adds a tensor duplicated right after itself;
 //   - an option of the program that draws no step toggled, or an allocator's CPU thread count changed.
 // An edit the format cannot write (Unencodable: an operand the model does not offer there, an op it would make

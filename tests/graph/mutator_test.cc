@@ -34,8 +34,8 @@ std::vector<uint8_t> Mutant(const std::vector<uint8_t>& in, uint32_t seed, size_
 }
 
 // Whether `p` (id form) holds an in-place update as the mutator writes it: steps w = f(x), then a pair of which
-// one writes x in place and the other reads x without writing, each followed by its output mark. Searched for rather than
-// taken at the first step that differs: w may equal the step that followed x before.
+// one writes x in place and the other reads x without writing, each followed by its output mark. Searched for
+// rather than taken at the first step that differs: w may equal the step that followed x before.
 bool HasInPlaceUpdate(const Program& p) {
   for (size_t w = 0; w + 4 < p.steps.size(); ++w) {
     const int x = p.steps[w].tensor.src[0];
@@ -132,11 +132,10 @@ TEST(GraphMutator, MutantsAreProgramsOneEditAway) {
   // Measured at 2026-11-28's seeds: 58 of 100 draws made an edit (364 of 544 once the 48 scheduled seeds came in,
   // 324 of 544 with the reshape and binary edits, whose second operand is often of another shape; 542 of 858 with
   // six draws an input, the in-place update and leaf edits and the 116 seeds of 2026-12-06; 537 of 864 with one more
-  // regression input); the rest are edits the
-  // format cannot write.
+  // regression input); the rest are edits the format cannot write.
   EXPECT_GE(made * 100, draws * 35) << made << " of " << draws << " draws made an edit";
-  for (const char* kind : {"cpu", "inplace", "leaf", "function", "source", "inserted unary", "inserted view", "inserted binary",
-                           "in-place update", "duplicated", "option", "threads"})
+  for (const char* kind : {"cpu", "inplace", "leaf", "function", "source", "inserted unary", "inserted view",
+                           "inserted binary", "in-place update", "duplicated", "option", "threads"})
     EXPECT_GT(kinds[kind], 0) << "no mutant made a '" << kind << "' edit";
 }
 

@@ -50,7 +50,7 @@ class Editor {
 
   // One edit of the kind drawn; false when the program has nothing that kind of edit applies to.
   bool Edit() {
-    switch (Below(11)) {
+    switch (Below(13)) {
       case 0: return ToggleFlag();
       case 1: return FlipFunction();
       case 2: return MoveSource();
@@ -61,6 +61,8 @@ class Editor {
       case 7: return AddBinary();
       case 8: return AddInPlaceUpdate();
       case 9: return ToggleLeaf();
+      case 10: return AddViewProduct();
+      case 11: return AddReplacement();
       default: return ChangeThreads();
     }
   }
@@ -185,6 +187,70 @@ class Editor {
     MarkOutput(w + 1);
     Insert(w + 3, second);
     MarkOutput(w + 3);
+    return true;
+  }
+
+  // A mul_mat reading a 1-D view of a float32 tensor x, as attention reads a slice of a cache (K times q), the
+  // steps inserted right after x: v = view of k elements of x from element o; m = mul_mat(v, u), where u is v
+  // itself or a second view of x of the same length at its own offset (a query read from the same buffer); m an
+  // output. The length and offsets are any the format allows (format.cc, kView), so most views start at an
+  // element offset that is not a multiple of a device's storage-buffer alignment, as a sliding window does.
+  bool AddViewProduct() {
+    std::vector<int> tensors = StepsWhere(p_, [](const Step& s, int) {
+      return AddsTensor(s.kind) && s.kind != StepKind::kGrow && s.tensor.type == alloc::DType::kF32 &&
+             s.tensor.ne[0] * s.tensor.ne[1] >= 2;
+    });
+    if (tensors.empty()) return false;
+    const int x = PickOf(tensors);
+    const int64_t n = p_.steps[static_cast<size_t>(x)].tensor.ne[0] * p_.steps[static_cast<size_t>(x)].tensor.ne[1];
+    const int64_t k = 1 + Below(static_cast<size_t>(n - 1));  // at most n - 1: some offset is not 0
+    auto view_of_x = [&] {
+      Step v;
+      v.kind = StepKind::kView;
+      v.tensor.op = Op::kView;
+      v.tensor.src[0] = x;
+      v.tensor.ne[0] = k;
+      v.tensor.view_offset = Below(static_cast<size_t>(n - k + 1));
+      return v;
+    };
+    Insert(x + 1, view_of_x());
+    int u = x + 1;
+    if (Coin()) Insert(++u, view_of_x());
+    Step product;
+    product.kind = StepKind::kMatMul;
+    product.tensor.op = Op::kMulMat;
+    product.tensor.src[0] = x + 1;
+    product.tensor.src[1] = u;
+    Insert(u + 1, product);
+    MarkOutput(u + 1);
+    return true;
+  }
+
+  // A graph placed and computed once more right after one of its placements, one of its leafs given memory from
+  // outside or taken it back in between: llama.cpp computes a graph of the same shape at every decode, and where a
+  // leaf's bytes live (a weight, a cache) may change between computes. Where a scheduler places the graph, its
+  // nodes then change backend from one placement to the next.
+  bool AddReplacement() {
+    std::vector<int> allocs = StepsWhere(p_, [](const Step& s, int) { return s.kind == StepKind::kAlloc; });
+    if (allocs.empty()) return false;
+    const int i = PickOf(allocs);
+    const Step placed = p_.steps[static_cast<size_t>(i)];
+    std::vector<int> leafs = StepsWhere(p_, [&](const Step& s, int) {
+      return s.kind == StepKind::kLeaf && s.graph == placed.graph;
+    });
+    if (leafs.empty()) return false;
+    Step toggle;
+    toggle.kind = StepKind::kTogglePrealloc;
+    toggle.graph = placed.graph;  // the seal's index, before i: the insertions do not move it
+    toggle.tensor_index = PickOf(leafs);
+    Step again;
+    again.kind = StepKind::kAlloc;
+    again.graph = placed.graph;
+    again.allocator = placed.allocator;
+    MakeRoomAt(p_, i + 1);
+    p_.steps.insert(p_.steps.begin() + i + 1, toggle);
+    MakeRoomAt(p_, i + 2);
+    p_.steps.insert(p_.steps.begin() + i + 2, again);
     return true;
   }
 

@@ -18,6 +18,10 @@
 //   - a new add or mul of a tensor and another of its graph, often a view of it, in place half the time;
 //   - a tensor updated in place from a value computed from it, with a read of it just after the update or just
 //     before it (a residual or a cache updated in place, then read);
+//   - a mul_mat of a 1-D view of a tensor, at any length and offset the format allows, by itself or by a second
+//     view of the same tensor (attention's read of a slice of a cache);
+//   - a graph placed and computed again right after a placement, a leaf of it given memory from outside or
+//     taken it back in between (the same graph computed at the next decode, a leaf's bytes moved);
 //   - an op that adds a tensor duplicated right after itself;
 //   - an option of the program that draws no step toggled, or an allocator's CPU thread count changed.
 // An edit the format cannot write (Unencodable: an operand the model does not offer there, an op it would make

@@ -74,7 +74,8 @@ int ViewProducts(const Program& p) {
 }
 
 size_t CountOf(const Program& p, StepKind kind) {
-  return static_cast<size_t>(std::count_if(p.steps.begin(), p.steps.end(), [&](const Step& s) { return s.kind == kind; }));
+  return static_cast<size_t>(
+      std::count_if(p.steps.begin(), p.steps.end(), [&](const Step& s) { return s.kind == kind; }));
 }
 
 // What an edit changed, by comparing the programs in id form: the kinds of change this test knows.
@@ -167,7 +168,8 @@ TEST(GraphMutator, MutantsAreProgramsOneEditAway) {
   // format's 48 steps (124 of 328 before the placed-again edit).
   EXPECT_GE(made * 100, draws * 35) << made << " of " << draws << " draws made an edit";
   for (const char* kind : {"cpu", "inplace", "leaf", "function", "source", "inserted unary", "inserted view",
-                           "inserted binary", "in-place update", "view product", "placed again", "duplicated", "option", "threads"})
+                           "inserted binary", "in-place update", "view product", "placed again", "duplicated",
+                           "option", "threads"})
     EXPECT_GT(kinds[kind], 0) << "no mutant made a '" << kind << "' edit";
 }
 

@@ -196,10 +196,11 @@ class Editor {
   // output. The length and offsets are any the format allows (format.cc, kView), so most views start at an
   // element offset that is not a multiple of a device's storage-buffer alignment, as a sliding window does.
   bool AddViewProduct() {
-    std::vector<int> tensors = StepsWhere(p_, [](const Step& s, int) {
-      return AddsTensor(s.kind) && s.kind != StepKind::kGrow && s.tensor.type == alloc::DType::kF32 &&
-             s.tensor.ne[0] * s.tensor.ne[1] >= 2;
-    });
+    std::vector<int> tensors;
+    for (int j : Readable()) {
+      const TensorSpec& t = p_.steps[static_cast<size_t>(j)].tensor;
+      if (t.type == alloc::DType::kF32 && t.ne[0] * t.ne[1] >= 2) tensors.push_back(j);
+    }
     if (tensors.empty()) return false;
     const int x = PickOf(tensors);
     const int64_t n = p_.steps[static_cast<size_t>(x)].tensor.ne[0] * p_.steps[static_cast<size_t>(x)].tensor.ne[1];
@@ -247,10 +248,8 @@ class Editor {
     again.kind = StepKind::kAlloc;
     again.graph = placed.graph;
     again.allocator = placed.allocator;
-    MakeRoomAt(p_, i + 1);
-    p_.steps.insert(p_.steps.begin() + i + 1, toggle);
-    MakeRoomAt(p_, i + 2);
-    p_.steps.insert(p_.steps.begin() + i + 2, again);
+    InsertStep(i + 1, toggle);
+    InsertStep(i + 2, again);
     return true;
   }
 
@@ -297,11 +296,18 @@ class Editor {
   // `s`, whose graph is that of its first source, inserted as step `at` of a graph still open there.
   void Insert(int at, Step s) {
     const int graph = p_.steps[static_cast<size_t>(s.tensor.src[0])].graph;
-    MakeRoomAt(p_, at);
     if (s.tensor.src[0] >= at) ++s.tensor.src[0];
     if (s.tensor.src[1] >= at) ++s.tensor.src[1];
     s.graph = graph >= at ? graph + 1 : graph;
     s.tensor_index = at;
+    InsertStep(at, s);
+  }
+
+  // `s` as step `at`, every operand of the program's steps at or after `at` moved by one first; `s`'s own operands
+  // name steps as they are numbered after the insertion. (MarkOutput and Duplicate read their operands from the
+  // program once it has made room instead.)
+  void InsertStep(int at, const Step& s) {
+    MakeRoomAt(p_, at);
     p_.steps.insert(p_.steps.begin() + at, s);
   }
 
@@ -331,7 +337,7 @@ class Editor {
     if (ops.empty()) return false;
     const int i = PickOf(ops);
     MakeRoomAt(p_, i + 1);
-    Step copy = p_.steps[static_cast<size_t>(i)];
+    Step copy = p_.steps[static_cast<size_t>(i)];  // its operands already moved
     copy.tensor_index = i + 1;
     p_.steps.insert(p_.steps.begin() + i + 1, copy);
     return true;

@@ -6,7 +6,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from .paths import ROOT
+from .paths import ROOT, target_labels
 from .usage import UsageError
 
 
@@ -65,7 +65,8 @@ def resolve_ggml_source(path: str, flag: str = "--ggml-source") -> Path | None:
 
 def upstream_ggml(lane_dir: Path) -> dict | None:
     """What the lane in `lane_dir` built as upstream ggml, from the upstream-ggml.txt its configuration wrote:
-    {"version", "source", "pinned" (bool), "pin" (the pinned package, when pinned), "targets" (list)}, or None
+    {"version", "source", "pinned" (bool), "pin" (the pinned package, when pinned), "targets" (list), "missing" (the
+    functions of ggml's API the adapters use that this tree lacks: cmake/LifelineGgml.cmake)}, or None
     when the lane builds no ggml (or was configured before the file existed)."""
     try:
         text = (lane_dir / "upstream-ggml.txt").read_text()
@@ -79,17 +80,27 @@ def upstream_ggml(lane_dir: Path) -> dict | None:
     if "version" not in info or "source" not in info:
         return None
     out = {"version": info["version"], "source": info["source"], "pinned": info.get("pinned") == "1",
-           "targets": info.get("targets", "").split()}
+           "targets": info.get("targets", "").split(), "missing": info.get("missing", "").split()}
     if info.get("pin"):
         out["pin"] = info["pin"]
     return out
 
 
-def describe_ggml(info: dict) -> str:
-    """One line naming the upstream ggml a lane was built from."""
+def describe_ggml(info: dict, lane_dir: Path | None = None) -> str:
+    """One line naming the upstream ggml a lane was built from, the ggml targets it built, and, when the lane's
+    folder is given, the ggml targets it skipped on that source and why."""
     if info["pinned"]:
-        return f"upstream ggml {info['version']}: the pinned source ({info.get('pin', 'scripts/fetch-ggml.sh')}), {info['source']}"
-    return f"upstream ggml {info['version']}: --ggml-source {info['source']} (not the pinned version)"
+        line = f"upstream ggml {info['version']}: the pinned source ({info.get('pin', 'scripts/fetch-ggml.sh')}), {info['source']}"
+    else:
+        line = f"upstream ggml {info['version']}: --ggml-source {info['source']} (not the pinned version)"
+    if not info["pinned"] and info.get("targets"):
+        line += f"; built: {', '.join(info['targets'])}"
+    if info.get("missing"):
+        line += f"; this tree has no {', '.join(info['missing'])} (what needs them is left out)"
+    skipped = {t: why for t, why in skipped_targets(lane_dir).items() if t.startswith("ggml_")} if lane_dir else {}
+    for t, why in skipped.items():
+        line += f"; skipped: {t} ({why})"
+    return line
 
 
 CCACHE_DIR = ROOT / "build" / "ccache"  # the lanes' compiler cache (cmake/LifelineLane.cmake)
@@ -117,11 +128,42 @@ def ccache_stats(lane: str) -> tuple[int, int] | None:
     return (hits, misses) if hits or misses else None
 
 
+def skipped_targets(lane_dir: Path) -> dict[str, str]:
+    """target -> why the lane's configuration did not define it (skipped-targets.txt, written by every configure:
+    cmake/LifelineGgml.cmake lifeline_write_skipped_targets); empty when the lane is not configured."""
+    try:
+        lines = (lane_dir / "skipped-targets.txt").read_text().splitlines()
+    except OSError:
+        return {}
+    out = {}
+    for line in lines:
+        name, _, why = line.partition(": ")
+        if name:
+            out[name] = why
+    return out
+
+
+def _unbuilt(lane: str, targets: list) -> list[str]:
+    """Which of `targets` (CMake target names) do not build in the lane, after a build that went on past its failures
+    (ninja -k 0): each is built again on its own, which does nothing for one that built and fails again for one that
+    did not (a dry run cannot tell: the always-run steps, the glob check, have work in every one)."""
+    out = []
+    for t in targets:
+        proc = subprocess.run(["cmake", "--build", "--preset", lane, "--target", t], cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if proc.returncode != 0:
+            out.append(t)
+    return out
+
+
 def configure_and_build(lane: str, targets: list | None = None, ggml_source: Path | None = None,
-                        emit=None, nice: bool = False, started=None) -> bool:
-    """Configures the lane's preset and builds it: everything, or only `targets` (CMake target names).
-    `ggml_source` (resolve_ggml_source) builds that ggml tree instead of the pinned one; without it the lane is
-    set back to the pinned tree, so a configuration always follows the command that made it.
+                        emit=None, nice: bool = False, started=None, verb: str = "test") -> bool:
+    """Configures the lane's preset and builds it: everything, or only `targets` (CMake target names) and what
+    they need. `ggml_source` (resolve_ggml_source) builds that ggml tree instead of the pinned one; without it the
+    lane is set back to the pinned tree, so a configuration always follows the command that made it.
+    A target the configuration skipped (skipped-targets.txt: it cannot build on this source) is named with its
+    reason; a build that fails goes on with everything else (ninja -k 0) and ends with one line naming the fuzz
+    targets that did not build and those that did (`verb` names the command in it).
     `emit` (a function taking one line) receives everything the build prints instead of this process's output;
     `nice` runs configure and build at the lowest CPU priority, each in a process group of its own (not a session:
     with the kernel's autogroup scheduling a new session shares the CPUs equally with this one, whatever its nice
@@ -150,5 +192,25 @@ def configure_and_build(lane: str, targets: list | None = None, ggml_source: Pat
         say(f"lifeline: configuring lane {lane} failed; rerun `cmake --preset {lane} {shlex.quote(source)}` to see "
             "why\n")
         return False
+    lane_dir = ROOT / "build" / lane
+    if targets:
+        skipped = skipped_targets(lane_dir)
+        missing = [t for t in targets if t in skipped]
+        if missing:
+            for t in missing:
+                say(f"lifeline {verb}: target {t} is not built in lane {lane} on this source: {skipped[t]}\n")
+            return False
     only = ["--target", *targets] if targets else []
-    return step(["cmake", "--build", "--preset", lane, "-j", str(os.cpu_count() or 2), *only], quiet_stdout=False) == 0
+    if step(["cmake", "--build", "--preset", lane, "-j", str(os.cpu_count() or 2), *only, "--", "-k", "0"],
+            quiet_stdout=False) == 0:
+        return True
+    fuzz = list(targets) if targets else sorted(target_labels(lane_dir))
+    failed = _unbuilt(lane, fuzz)
+    built = [t for t in fuzz if t not in failed]
+    what = (f"fuzz target(s) {', '.join(failed)}" if failed else
+            "something other than the fuzz targets (tests or tools)")
+    say(f"lifeline {verb}: building lane {lane} failed for {what} (the compiler's errors are above); "
+        + (f"built: {', '.join(built)}" + (f" (`./lifeline fuzz {' '.join(built)} --no-build` fuzzes them)"
+                                            if verb == "fuzz" and lane in ("fuzz", "tsan") else "")
+           if built else "no fuzz target built") + "\n")
+    return False

@@ -262,7 +262,7 @@ def cmd_test(args) -> int:
                       flush=True)
             info = upstream_ggml(ROOT / "build" / lane) if built else None
             if info:
-                ggml_lines.setdefault(describe_ggml(info), []).append(lane)
+                ggml_lines.setdefault(describe_ggml(info, ROOT / "build" / lane), []).append(lane)
             passed = failed = skipped = 0
             t0 = time.monotonic()
             if built:

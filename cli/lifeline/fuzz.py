@@ -84,6 +84,15 @@ class JobLog:
             self.final_rate = int(f.group(2))
         return False
 
+    def absorb(self, later: "JobLog") -> None:
+        """Takes in the figures of a fork-mode job that went on where this one stopped: the inputs of both, the
+        coverage and corpus where the later one ended, exec/s over the whole time (exec_per_s)."""
+        self.final_execs = self.total_execs() + later.total_execs()
+        self.cov = max(self.cov, later.cov)
+        if later.corpus is not None:
+            self.corpus = later.corpus
+        self.fork, self.fork_seconds, self.final_rate = True, None, None
+
     def total_execs(self) -> int:
         return self.final_execs if self.final_execs is not None else self.execs + self.unmerged_execs
 
@@ -135,51 +144,77 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
     job = JobLog()
     # Fork mode starts its jobs through a shell: every path it gets is a plain name (lifeline/shellsafe.py).
     with SafeLinks() as links, open(log_path, "w") as log:
-        cmd = [links.path(binary, target), *libfuzzer_flags(target), f"-max_total_time={seconds}",
-               "-print_final_stats=1", f"-timeout={per_input_timeout(target)}",
-               f"-artifact_prefix={links.path(artifacts, 'artifacts')}/", links.path(work, "corpus")]
-        if dict_file.is_file():
-            cmd.insert(1, f"-dict={links.path(dict_file, 'dict')}")
-        if seeds.is_dir():
-            cmd.append(links.path(seeds, "seeds"))
-        if jobs > 1:
-            # Fork mode: `jobs` child processes share the corpus; a crash is kept and the job goes on.
-            cmd[1:1] = [f"-fork={jobs}", "-ignore_crashes=1"]
-        try:
-            proc = subprocess.Popen(cmd, env=links.env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    text=True, errors="replace")
-        except OSError as e:
-            raise UsageError(f"lifeline fuzz: cannot run {binary} ({e.strerror}); is a build replacing it?")
-        try:
-            for line in proc.stdout:
-                log.write(line)
-                if job.feed(line):
-                    now = time.monotonic()
-                    if now - last_progress >= progress_every:
-                        last_progress = now
-                        found_now = sum(1 for p in artifacts.iterdir() if p.name not in before and not _slow(p))
-                        sys.stdout.write(f"{lead}  {target}: {job.execs} execs  {job.exec_per_s(now - t0)} exec/s  "
-                                         f"cov {job.cov}  corpus {job.corpus}  crashes {found_now}  "
-                                         f"{now - t0:.0f}/{seconds} s   {tail}")
-                        sys.stdout.flush()
-                if "libFuzzer: run interrupted" in line:
-                    stats["interrupted"] = True  # the child got the signal even if we did not
-            proc.wait()
-        except KeyboardInterrupt:
-            # libFuzzer handles SIGINT itself: it stops, prints its final stats and exits. The corpus it
-            # wrote and every artifact stay where they are.
-            stats["interrupted"] = True
-            proc.send_signal(signal.SIGINT)
+        def command(budget: int, fork: int) -> list:
+            cmd = [links.path(binary, target), *libfuzzer_flags(target), f"-max_total_time={budget}",
+                   "-print_final_stats=1", f"-timeout={per_input_timeout(target)}",
+                   f"-artifact_prefix={links.path(artifacts, 'artifacts')}/", links.path(work, "corpus")]
+            if dict_file.is_file():
+                cmd.insert(1, f"-dict={links.path(dict_file, 'dict')}")
+            if seeds.is_dir():
+                cmd.append(links.path(seeds, "seeds"))
+            if fork:
+                # Fork mode: `fork` child processes share the corpus; a crash is kept and the job goes on.
+                cmd[1:1] = [f"-fork={fork}", "-ignore_crashes=1"]
+            return cmd
+
+        def run(cmd: list, log_job: JobLog) -> int:
+            nonlocal last_progress
             try:
-                rest, _ = proc.communicate(timeout=30)
-                log.write(rest or "")
-                for line in (rest or "").splitlines():
-                    job.feed(line)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+                proc = subprocess.Popen(cmd, env=links.env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                        text=True, errors="replace")
+            except OSError as e:
+                raise UsageError(f"lifeline fuzz: cannot run {binary} ({e.strerror}); is a build replacing it?")
+            try:
+                for line in proc.stdout:
+                    log.write(line)
+                    if log_job.feed(line):
+                        now = time.monotonic()
+                        if now - last_progress >= progress_every:
+                            last_progress = now
+                            found_now = sum(1 for p in artifacts.iterdir() if p.name not in before and not _slow(p))
+                            execs = job.total_execs() + (log_job.execs if log_job is not job else 0)
+                            sys.stdout.write(f"{lead}  {target}: {execs} execs  "
+                                             f"{round(execs / max(now - t0, 1e-3))} exec/s  cov {log_job.cov}  "
+                                             f"corpus {log_job.corpus}  crashes {found_now}  "
+                                             f"{now - t0:.0f}/{seconds} s   {tail}")
+                            sys.stdout.flush()
+                    if "libFuzzer: run interrupted" in line:
+                        stats["interrupted"] = True  # the child got the signal even if we did not
+                return proc.wait()
+            except KeyboardInterrupt:
+                # libFuzzer handles SIGINT itself: it stops, prints its final stats and exits. The corpus it
+                # wrote and every artifact stay where they are.
+                stats["interrupted"] = True
+                proc.send_signal(signal.SIGINT)
+                try:
+                    rest, _ = proc.communicate(timeout=30)
+                    log.write(rest or "")
+                    for line in (rest or "").splitlines():
+                        log_job.feed(line)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+                return proc.returncode
+
+        returncode = run(command(seconds, jobs if jobs > 1 else 0), job)
+        stopped_at = time.monotonic() - t0
+        # An in-process job stops at its first crash. When that leaves time the user asked for (a seed that
+        # crashes on this upstream version, a finding no guard steps around here), the job goes on in fork
+        # mode, which keeps each crash and goes on, for the rest of the time, from the corpus so far; the
+        # summary says where it stopped and what ran after.
+        left = int(seconds - stopped_at)
+        crashed = returncode != 0 and any(p.name not in before and not _slow(p) for p in artifacts.iterdir())
+        if jobs == 1 and not stats["interrupted"] and crashed and left >= 1:
+            stats["stopped_early"] = {"at_s": round(stopped_at, 1), "exit_status": returncode,
+                                      "went_on": "fork mode (-fork=1 -ignore_crashes=1)", "for_s": left}
+            log.write(f"\n==lifeline== libFuzzer stopped on a crash at {stopped_at:.1f} s of {seconds}; going on "
+                      f"in fork mode for {left} s\n")
+            more = JobLog()
+            returncode = run(command(left, 1), more)
+            stats["stopped_early"]["execs"] = more.total_execs()
+            job.absorb(more)
     elapsed = time.monotonic() - t0
-    stats["exit_status"] = proc.returncode
+    stats["exit_status"] = returncode
     if tty:
         sys.stdout.write("\n")
     new = sorted(p for p in artifacts.iterdir() if p.name not in before)
@@ -193,7 +228,12 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
                  corpus=job.corpus if job.corpus is not None else saved, corpus_saved=saved,
                  seconds=round(elapsed, 1))
     stats["guards"] = guardsmod.summary_json(guard_file)
-    leak = None if stats["interrupted"] or jobs > 1 else _leak_at_exit(log_path, proc.returncode, target, lane)
+    # A job that ended before its time without being stopped by hand tested less than it says: the table and
+    # the exit status say so (cmd_fuzz). libFuzzer checks its time between inputs, so it never ends early by
+    # its own clock; a second's slack covers the start of the process.
+    stats["ended_early"] = not stats["interrupted"] and elapsed + 1 < seconds
+    in_process = jobs == 1 and "stopped_early" not in stats  # fork mode's children keep their own leak reports
+    leak = _leak_at_exit(log_path, returncode, target, lane) if in_process and not stats["interrupted"] else None
     if leak and leak.get("exit_unit"):
         # The unit libFuzzer's death handler wrote when LeakSanitizer aborted the exiting process: whatever
         # input was current then, not one that leaks. Kept on disk, named in the leak's entry, not replayed.
@@ -247,7 +287,8 @@ def _leak_at_exit(log_path: Path, returncode, target: str, lane: str = "fuzz") -
         return None
     entry = {"signature": c.signature, "short": c.type + (f" in {c.state[0]}" if c.state else ""),
              "log": str(log_path)}
-    bug, status = triagemod.match_known(c, triagemod.known_signatures(ROOT, target, lane))
+    bug, status = triagemod.match_known(c, triagemod.known_signatures(
+        ROOT, target, lane, triagemod.other_source(ROOT / "build" / lane / "targets" / target, target)))
     if bug:
         entry["bug"] = bug
     if status == "upstream-open":
@@ -284,7 +325,7 @@ def _replay_artifacts(binary: Path, target: str, artifacts: list,
     this job; anything else is, including an artifact that does not crash again. Entries: {"artifact",
     "signature", "short"} (+ "bug" when it matches a known bug; "short": crash type and top frame), or for
     an artifact without a report on replay {"artifact", "signature", "replay": "clean" or "no-report"}."""
-    known = triagemod.known_signatures(ROOT, target, lane) if artifacts else []
+    known = triagemod.known_signatures(ROOT, target, lane, triagemod.other_source(binary, target)) if artifacts else []
     crashes, upstream_open = [], []
     for i, a in enumerate(artifacts):
         try:
@@ -528,7 +569,9 @@ def cmd_fuzz(args) -> int:
                 return 1
         else:
             ensure_upstream()
-            if not configure_and_build(args.lane, ggml_source=ggml_source):
+            # The targets asked for and what they link, not the whole lane (every target when none is named).
+            if not configure_and_build(args.lane, targets=list(args.targets) or None, ggml_source=ggml_source,
+                                       verb="fuzz"):
                 return 1
     if args.engine == "afl":
         lane_dir = ROOT / "build" / "afl"
@@ -594,6 +637,13 @@ def cmd_fuzz(args) -> int:
             print(f"  crash: {r['signature']}")
             for a in r["new_artifacts"]:
                 print(f"    {a}")
+        early = r.get("stopped_early")
+        if early:
+            print(f"  libFuzzer stopped on a crash at {early['at_s']} s (exit status {early['exit_status']}); "
+                  f"{early['went_on']} went on for the {early['for_s']} s left: {early.get('execs', 0)} more inputs")
+        if r.get("ended_early"):
+            print(f"  ended at {r['seconds']} s of the {args.time} s asked (exit status {r.get('exit_status')}), "
+                  f"not stopped by hand: it tested less than asked; see {r['log']}")
         if r.get("slow_units"):
             print(f"  slow units (over 10 s, not crashes): {len(r['slow_units'])} kept in {r['artifacts']}")
         if r.get("leak_at_exit"):
@@ -615,7 +665,7 @@ def cmd_fuzz(args) -> int:
               "status upstream-open); not counted as crashes")
     ggml = upstream_ggml(lane_dir) if args.engine != "afl" else None
     if ggml and any(r["target"] in ggml["targets"] for r in results):
-        print(describe_ggml(ggml))
+        print(describe_ggml(ggml, lane_dir))
         for r in results:
             if r["target"] in ggml["targets"]:
                 r["upstream"] = {"ggml": ggml}
@@ -626,4 +676,7 @@ def cmd_fuzz(args) -> int:
         return 130
     if idle:
         raise UsageError(_ran_no_inputs(idle))
-    return 1 if any(r["crashes"] for r in results) else 0
+    short = [r["target"] for r in results if r.get("ended_early")]
+    if short:
+        print(f"lifeline fuzz: {', '.join(short)} ended before the {args.time} s asked (see above)")
+    return 1 if short or any(r["crashes"] for r in results) else 0

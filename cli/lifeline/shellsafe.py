@@ -52,11 +52,13 @@ class SafeLinks:
 
     def path(self, p, name: str) -> str:
         """A shell-safe absolute name for p (an existing file or directory); `name` is a plain file name,
-        unique within this SafeLinks."""
+        unique within this SafeLinks to one p (asking again for the same p and name gives the same link)."""
         full = os.path.abspath(p)
         if is_safe(full):
             return full
         link = self.dir / name
+        if link.is_symlink() and os.readlink(link) == full:
+            return str(link)
         link.symlink_to(full)
         return str(link)
 

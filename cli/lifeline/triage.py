@@ -77,10 +77,13 @@ def expectation_lanes(lane: str) -> tuple[str, ...]:
     return ("tsan",) if lane == "tsan" else ("fuzz", "asan")
 
 
-def known_signatures(root: Path, target: str, lane: str = "fuzz") -> list[tuple[str, dict, str]]:
+def known_signatures(root: Path, target: str, lane: str = "fuzz", other_source: bool = False) -> list[tuple[str, dict, str]]:
     """(bug id, expected signature, "fixed" or "upstream-open") of every repro/*/bug.json of `target`, from the expectations of
     the lane that replays (expectation_lanes). A patched upstream_variant's expectations are left out: they hold
-    only on its patched build; one without a patch is the bug's switch on its target, and counts there."""
+    only on its patched build; one without a patch is the bug's switch on its target, and counts there.
+    `other_source`: the target was built from an upstream source other than the pinned one (--ggml-source, a version
+    of `lifeline matrix`), which may be older than a fix: there a finding fixed before the pinned version, whose only
+    reproducers are its patched variant's, is known by their signatures too."""
     lanes = expectation_lanes(lane)
     out = []
     switches = known_bug_ids(root)
@@ -90,7 +93,8 @@ def known_signatures(root: Path, target: str, lane: str = "fuzz") -> list[tuple[
         except repro.BugJsonError:
             continue  # repro.<id>.bug-json reports it
         reproducers = list(bug.reproducers) if bug.target == target else []
-        if bug.variant and bug.variant.patch is None and bug.variant.target == target:
+        if bug.variant and bug.variant.target == target and (
+                bug.variant.patch is None or (other_source and bug.status in repro.UPSTREAM_STATUSES)):
             reproducers += bug.variant.reproducers
         # A finding in upstream code (open, reported, fixed after the pinned version, or not a bug) is one the
         # pinned upstream still has: triage and fuzz group it as "upstream-open", apart from the crashes.
@@ -100,6 +104,13 @@ def known_signatures(root: Path, target: str, lane: str = "fuzz") -> list[tuple[
                 if name in rep.expect:
                     out.append((bug.id, rep.expect[name], status))
     return out
+
+
+def other_source(binary: Path, target: str) -> bool:
+    """Whether `binary` (build/<lane>/targets/<target>) was built from an upstream ggml other than the pinned one."""
+    from .build import upstream_ggml
+    info = upstream_ggml(Path(binary).parent.parent)
+    return bool(info) and not info["pinned"] and target in info["targets"]
 
 
 def target_of(crash_file: Path) -> Optional[str]:
@@ -170,7 +181,7 @@ def triage_one(root: Path, binary: Path, crash_file: Path, target: str, reintrod
     r.signature = first.signature
     r.crash = first.to_json()
     r.flaky = any(s != first.signature for s in r.replays)
-    r.known, r.known_status = match_known(first, known_signatures(root, target, lane))
+    r.known, r.known_status = match_known(first, known_signatures(root, target, lane, other_source(binary, target)))
     return r
 
 

@@ -17,7 +17,8 @@ from support import TRIAGE, PY, ROOT, run, run_apart
 # LIFELINE_GUARD_COUNTS it got (fake-guard-env.json) and copies fake-guards.bin there when that exists.
 # With -fork=N it starts its job as libFuzzer's fork mode does: its argv without -fork, a corpus in $TMPDIR and a `> log`, joined
 # with blanks and run by system() (compiler-rt FuzzerFork.cpp, FuzzerCommand.h, FuzzerUtilLinux.cpp). The
-# job records its argv and, for each path in it, the path it names (fake-job.json); -merge=1 and
+# job records its argv and, for each path in it, the path it names (fake-job.json); with a file fake-fork-sleeps
+# beside it, fork mode then sleeps its -max_total_time, as a job that runs its time does; -merge=1 and
 # -minimize_crash=1 go through system() too. Nothing here needs a built lane.
 
 FAKE_TARGET = r"""#!/usr/bin/python3
@@ -71,6 +72,9 @@ if fork:
     print("#%d: cov: 3 ft: 3 corp: 7 exec/s 0 oom/timeout/crash: 0/0/0 time: 2s job: 1 dft_time: 0" % runs)
     print("\n".join(l for l in log.splitlines() if "ERROR:" in l))
     shutil.rmtree(tmp)
+    if os.path.exists(os.path.join(here, "fake-fork-sleeps")):  # fork mode runs its time (-max_total_time)
+        import time
+        time.sleep(int(next(a.split("=", 1)[1] for a in args if a.startswith("-max_total_time="))))
     if os.path.exists(os.path.join(here, "fake-interrupt")):  # a child got SIGINT: fork mode passes it on
         print("==9== ERROR: libFuzzer: deadly signal\n==9== libFuzzer: run interrupted; exiting")
         sys.exit(72)

@@ -120,6 +120,46 @@ class FuzzJob(ScratchProject):
         summary = json.loads((out / "summary.json").read_text())[0]
         self.assertTrue(summary["fork"])
 
+    def test_a_job_stopped_by_a_crash_goes_on_in_fork_mode_for_the_time_left(self):
+        """An in-process job stops at its first crash: a seed that crashes on this upstream version (a finding no
+        guard steps around here) would end a 60-s job in a second, and exit 0 when the crash is a known finding.
+        The job goes on in fork mode for the time left, and says so."""
+        self.artifacts({"crash-a1": "assert"})  # an upstream-open finding: not a crash of the job
+        (self.fake.parent / "fake-fork-sleeps").write_text("")
+        out = self.tmp / "fuzz-out"
+        rc, text = self.cli("fuzz", "fake_target", "--time", "3", "--no-build", "--out", out)
+        summary = json.loads((out / "summary.json").read_text())[0]
+        self.assertEqual(rc, 0, text)
+        early = summary["stopped_early"]
+        self.assertEqual((early["exit_status"], early["went_on"]), (1, "fork mode (-fork=1 -ignore_crashes=1)"))
+        self.assertIn(early["for_s"], (2, 3))
+        self.assertLess(early["at_s"], 2)
+        argv = json.loads((self.fake.parent / "fake-argv.json").read_text())  # the fork-mode run's
+        self.assertIn("-fork=1", argv)
+        self.assertIn("-ignore_crashes=1", argv)
+        self.assertIn(f"-max_total_time={early['for_s']}", argv)
+        self.assertFalse(summary["ended_early"])
+        self.assertGreaterEqual(summary["seconds"], 2.0)
+        self.assertEqual(summary["execs"], 42 + early["execs"])
+        self.assertIn(f"\n  libFuzzer stopped on a crash at {early['at_s']} s (exit status 1); fork mode "
+                      f"(-fork=1 -ignore_crashes=1) went on for the {early['for_s']} s left: {early['execs']} more "
+                      "inputs\n", text)
+        self.assertIn("fuzz.log", summary["log"])
+        self.assertIn("==lifeline== libFuzzer stopped on a crash at", Path(summary["log"]).read_text())
+
+    def test_a_job_that_ends_before_its_time_says_so_and_fails(self):
+        """A job whose libFuzzer ended before the time asked, not stopped by hand, tested less than it says."""
+        self.artifacts({"crash-a1": "assert"})  # fork mode then ends at once: no fake-fork-sleeps
+        out = self.tmp / "fuzz-out"
+        rc, text = self.cli("fuzz", "fake_target", "--time", "4", "--no-build", "--out", out)
+        summary = json.loads((out / "summary.json").read_text())[0]
+        self.assertEqual(rc, 1, text)
+        self.assertTrue(summary["ended_early"])
+        self.assertEqual(summary["crashes"], 0)  # its only artifact is a known upstream-open finding
+        self.assertIn(f"\n  ended at {summary['seconds']} s of the 4 s asked (exit status 0), not stopped by hand: it "
+                      f"tested less than asked; see {summary['log']}\n", text)
+        self.assertIn("\nlifeline fuzz: fake_target ended before the 4 s asked (see above)\n", text)
+
     def test_fork_mode_figures(self):
         """Fork mode's progress line carries its last job's exec/s (0 for a job that crashed at once) and the
         corpus libFuzzer keeps; the table shows execs over libFuzzer's time and that corpus."""
@@ -197,13 +237,17 @@ class FuzzJob(ScratchProject):
         rc, text, summary = self.fuzz()
         self.assertNotIn("upstream ggml", text)  # a lane without upstream-ggml.txt builds no ggml
         self.assertNotIn("upstream", summary)
-        for pinned, says in (("1", "upstream ggml 0.25.1: the pinned source (npm node-llama-cpp@3.22.1), /b/ggml"),
-                             ("0", "upstream ggml 0.26.0: --ggml-source /my src/ggml (not the pinned version)")):
+        (lane / "skipped-targets.txt").write_text("ggml_vulkan_graph_topology: its patch does not apply\n")
+        for pinned, says in (("1", "upstream ggml 0.25.1: the pinned source (npm node-llama-cpp@3.22.1), /b/ggml; "
+                                   "skipped: ggml_vulkan_graph_topology (its patch does not apply)"),
+                             ("0", "upstream ggml 0.26.0: --ggml-source /my src/ggml (not the pinned version); built: "
+                                   "other_target, fake_target; this tree has no ggml_frob (what needs them is left out); "
+                                   "skipped: ggml_vulkan_graph_topology (its patch does not apply)")):
             with self.subTest(pinned=pinned):
                 version, source = ("0.25.1", "/b/ggml") if pinned == "1" else ("0.26.0", "/my src/ggml")
                 (lane / "upstream-ggml.txt").write_text(
                     f"version {version}\nsource {source}\npinned {pinned}\npin npm node-llama-cpp@3.22.1\n"
-                    "targets other_target fake_target\n")
+                    "targets other_target fake_target\n" + ("missing ggml_frob\n" if pinned == "0" else ""))
                 rc, text, summary = self.fuzz()
                 self.assertEqual(rc, 0, text)
                 self.assertIn(f"\n{says}\n", text)

@@ -58,6 +58,18 @@ class ForkModePaths(ScratchProject):
         self.assertJobGotPlainNames(out)
         self.assertEqual(list(tmpdir.iterdir()), [])  # the job files went to a private folder, now gone
 
+    def test_a_job_that_goes_on_in_fork_mode_after_a_crash_links_its_paths_again(self):
+        """The fork-mode run after an in-process job's crash gets the same plain names as the first run."""
+        self.artifacts({"crash-a1": "assert"})
+        out = self.tmp / HOSTILE
+        cwd = self.tmp / "cwd"
+        cwd.mkdir(exist_ok=True)
+        rc, text = self.cli("fuzz", "fake_target", "--time", "3", "--no-build", "--out", out, cwd=cwd)
+        self.assertNothingRan()
+        summary = json.loads((out / "summary.json").read_text())[0]
+        self.assertIn("stopped_early", summary, text)
+        self.assertJobGotPlainNames(out)
+
     def test_a_job_that_ran_no_inputs_fails(self):
         (self.fake.parent / "fake-idle").write_text("")
         out = self.tmp / "out"
@@ -97,6 +109,7 @@ class SafeLinks(unittest.TestCase):
                 self.assertEqual(links.path("/usr/bin", "bin"), "/usr/bin")
                 linked = links.path(odd, "odd")
                 self.assertTrue(shellsafe.is_safe(linked), linked)
+                self.assertEqual(links.path(odd, "odd"), linked)  # asked again: the same link
                 self.assertEqual((Path(linked) / "f").read_text(), "kept")
                 self.assertEqual(links.env({"TMPDIR": "/tmp"}), {"TMPDIR": "/tmp"})
                 self.assertEqual(links.env({}), {})

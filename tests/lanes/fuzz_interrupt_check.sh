@@ -9,12 +9,12 @@ trap 'rm -rf "$out"' EXIT
 fail() { echo "FAIL: $*"; echo "---- job output"; cat "$out/job.log"; exit 1; }
 
 # metal-encode-async-block makes the first target crash on its first seed with a frame (deterministically:
-# every frame calls the dead callback); the second target, untouched by that switch, is still fuzzing at
-# the interrupt.
-setsid "$root/lifeline" fuzz runtime_encoder_lifetime alloc_graph_topology --time 60 --no-build \
+# every frame calls the dead callback), and its job goes on in fork mode for the rest of its 12 s; the second
+# target, untouched by that switch, is still fuzzing at the interrupt.
+setsid "$root/lifeline" fuzz runtime_encoder_lifetime alloc_graph_topology --time 12 --no-build \
   --reintroduce metal-encode-async-block --out "$out/fuzz" > "$out/job.log" 2>&1 &
 job=$!
-for _ in $(seq 1 120); do  # wait until the second target has started (up to 60 s)
+for _ in $(seq 1 120); do  # wait until the second target has started (up to 60 s: 12 s and the replays)
   [ -f "$out/fuzz/alloc_graph_topology/fuzz.log" ] && break
   sleep 0.5
 done

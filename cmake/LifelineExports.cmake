@@ -11,7 +11,9 @@
 #                                          lifeline library, no compiled-in sanitizer options
 #   repro.<id>.asan.export                 runs each and checks it fails with its signature (bug.json's "export"
 #                                          signature, else the lane's; a Python file with its AssertionError):
-#                                          `lifeline export-check`
+#                                          `lifeline export-check`. Against another ggml source (--ggml-source) the
+#                                          lane does not build the C programs: the test does, and one that does not
+#                                          compile there (an API that tree lacks) is skipped with the error
 #
 # So an exported program that stops reproducing its finding fails the suite. As for the reproducer tests,
 # CMake never parses bug.json: `lifeline export-plan` prints what to build.
@@ -43,6 +45,7 @@ function(lifeline_register_exports)
     string(REPLACE "," ";" inputs "${inputs}")
     set(dir ${CMAKE_BINARY_DIR}/exports/${id})
     set(sources)
+    set(executables)
     foreach(input IN LISTS inputs)
       add_custom_command(OUTPUT ${dir}/${input}.${ext}
         COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
@@ -53,6 +56,11 @@ function(lifeline_register_exports)
       if(ext STREQUAL "c")
         string(MAKE_C_IDENTIFIER "export_${id}_${input}" name)
         add_executable(${name} ${dir}/${input}.c)
+        list(APPEND executables ${name})
+        if(LIFELINE_GGML_OTHER_SOURCE)
+          # Against another ggml source a program may not compile (an API the tree lacks): its test builds it.
+          set_target_properties(${name} PROPERTIES EXCLUDE_FROM_ALL ON)
+        endif()
         set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${dir} OUTPUT_NAME ${input} C_STANDARD 11
                                                  LINKER_LANGUAGE CXX)
         if(target STREQUAL "whisper_string_handoff")  # whisper.h and whisper.cpp's own ggml, as the lane built them
@@ -72,14 +80,16 @@ function(lifeline_register_exports)
     endif()
     set(other "")
     if(ext STREQUAL "c" AND LIFELINE_GGML_OTHER_SOURCE)  # as for the pinned reproducer tests
-      set(other --other-source "${LIFELINE_GGML_OTHER_SOURCE}")
+      set(other --other-source "${LIFELINE_GGML_OTHER_SOURCE}" --build ${CMAKE_BINARY_DIR} ${executables})
     endif()
     add_test(NAME repro.${id}.${LIFELINE_LANE}.export
              COMMAND ${LIFELINE_CLI} export-check --repro-dir ${root}/${id} --lane ${LIFELINE_LANE} --exe-dir ${dir}
                      ${other})
     set_tests_properties(repro.${id}.${LIFELINE_LANE}.export PROPERTIES LABELS "repro;upstream;upstream-open" TIMEOUT 300)
     if(other)
-      set_tests_properties(repro.${id}.${LIFELINE_LANE}.export PROPERTIES SKIP_RETURN_CODE 77)
+      # One build at a time in the lane's folder: ninja takes no lock of its own.
+      set_tests_properties(repro.${id}.${LIFELINE_LANE}.export PROPERTIES SKIP_RETURN_CODE 77
+                           RESOURCE_LOCK lifeline-lane-build)
     endif()
   endforeach()
 endfunction()

@@ -40,7 +40,70 @@ if(LIFELINE_LANE IN_LIST LIFELINE_GGML_LANES OR LIFELINE_ENGINE STREQUAL "extern
   endif()
 endif()
 
-if(LIFELINE_GGML_DIR)
+# What of ggml's API the adapters use that a tree may lack, found in the tree's headers (never from its version):
+# LIFELINE_GGML_FEATURE_DEFINITIONS holds LIFELINE_GGML_HAS_<NAME>=0|1 for each (harness/CMakeLists.txt gives them
+# to the adapters, which leave out what a tree lacks: an oracle it needs is skipped, an op it needs is refused as
+# unsupported, and `lifeline list` / the lane's upstream-ggml.txt say which), and LIFELINE_GGML_MISSING the names
+# of those the tree lacks.
+function(lifeline_ggml_features)
+  set(headers "")
+  foreach(h ggml.h ggml-alloc.h ggml-backend.h ggml-cpu.h)
+    if(EXISTS "${LIFELINE_GGML_DIR}/include/${h}")
+      file(READ "${LIFELINE_GGML_DIR}/include/${h}" text)
+      string(APPEND headers "${text}")
+    endif()
+  endforeach()
+  set(defs "")
+  set(missing "")
+  # name            what the adapters do with it
+  foreach(fn ggml_backend_alloc_ctx_tensors_from_buft_size  # ggml_weights.cc: the weights' buffer size oracle
+             ggml_gallocr_reserve_n_size                    # measure oracle (ggml_graph_adapter.cc)
+             ggml_backend_sched_get_buffer_type             # the scheduler's answers (ggml_graph_split.cc)
+             ggml_backend_sched_split_graph                 # llama.cpp's graph_reserve(split_only)
+             ggml_set_abort_callback                        # GGML_ABORT reported through the harness
+             ggml_set_rows)                                 # the set_rows op (a KV cache write)
+    string(TOUPPER "${fn}" name)
+    string(REGEX REPLACE "^GGML_" "" name "${name}")
+    string(REGEX MATCH "[ *]${fn}[ \t\n]*\\(" found "${headers}")
+    if(found)
+      list(APPEND defs LIFELINE_GGML_HAS_${name}=1)
+    else()
+      list(APPEND defs LIFELINE_GGML_HAS_${name}=0)
+      list(APPEND missing ${fn})
+    endif()
+  endforeach()
+  # What ggml_set_rows accepts, from its asserts in ggml.c: int32 row indices (the adapters' kind) beside int64, and
+  # float16 source rows beside float32. Each is refused as unsupported where the tree says no (ggml_rules.cc).
+  set(i32 0)
+  set(f16 0)
+  file(READ "${LIFELINE_GGML_DIR}/src/ggml.c" ggml_c)
+  string(FIND "${ggml_c}" "struct ggml_tensor * ggml_set_rows(" at)
+  if(NOT at EQUAL -1)
+    string(SUBSTRING "${ggml_c}" ${at} 2000 body)
+    if(body MATCHES "c->type == GGML_TYPE_I32|GGML_TYPE_I32 == c->type")
+      set(i32 1)
+    endif()
+    if(body MATCHES "b->type == GGML_TYPE_F16")
+      set(f16 1)
+    endif()
+  endif()
+  list(APPEND defs LIFELINE_GGML_SET_ROWS_I32=${i32} LIFELINE_GGML_SET_ROWS_F16=${f16})
+  set(LIFELINE_GGML_FEATURE_DEFINITIONS "${defs}" PARENT_SCOPE)
+  set(LIFELINE_GGML_MISSING "${missing}" PARENT_SCOPE)
+  if(missing)
+    list(JOIN missing ", " m)
+    message(STATUS "lifeline: this ggml has no ${m}: what needs them is left out")
+  endif()
+endfunction()
+
+if(LIFELINE_GGML_DIR AND NOT EXISTS "${LIFELINE_GGML_DIR}/src/ggml-cpu/CMakeLists.txt")
+  # ggml before its CPU backend became a library of its own (ggml-cpu, late 2024) builds one library, `ggml`,
+  # whose CMake the adapters' build does not take apart; told before ggml's own CMake runs.
+  set(LIFELINE_GGML_SKIP_REASON "${LIFELINE_GGML_DIR} has no src/ggml-cpu/: ggml from before its CPU backend was split "
+                                "out of ggml-base (late 2024), which lifeline does not build (it links ggml-base, "
+                                "ggml-cpu and ggml)")
+endif()
+if(LIFELINE_GGML_DIR AND NOT LIFELINE_GGML_SKIP_REASON)
   # ggml's options, as normal variables so its option() calls take them (policy CMP0077).
   set(BUILD_SHARED_LIBS OFF)
   set(GGML_CPU ON)
@@ -96,6 +159,8 @@ if(LIFELINE_GGML_DIR)
     # ggml-vulkan.cpp again (31 s). Lanes build one at a time, each rewriting the copies from the same sources.
     set(LIFELINE_GGML_VARIANTS_DIR ${PROJECT_SOURCE_DIR}/build/upstream/variants-${_ggml_key})
   endif()
+endif()
+if(LIFELINE_GGML_DIR AND NOT LIFELINE_GGML_SKIP_REASON)
   foreach(t ggml-base ggml-cpu ggml)
     if(NOT TARGET ${t})
       message(FATAL_ERROR "${LIFELINE_GGML_DIR}: its CMake defines no target '${t}'; "
@@ -120,6 +185,11 @@ if(LIFELINE_GGML_DIR)
   file(STRINGS "${LIFELINE_GGML_DIR}/CMakeLists.txt" _ggml_version_lines REGEX "^set\\(GGML_VERSION_(MAJOR|MINOR|PATCH) ")
   string(REGEX REPLACE "[^0-9;]" "" _ggml_version "${_ggml_version_lines}")
   string(REPLACE ";" "." LIFELINE_GGML_VERSION "${_ggml_version}")
+  if(NOT LIFELINE_GGML_VERSION)
+    # ggml's CMake has had a version only since 0.9 (2025); an older tree is named by its source folder.
+    set(LIFELINE_GGML_VERSION "unversioned")
+  endif()
+  lifeline_ggml_features()
   message(STATUS "lifeline: upstream ggml ${LIFELINE_GGML_VERSION} from ${LIFELINE_GGML_DIR}")
   set(LIFELINE_GGML ON)
   # A source other than the pinned one (`lifeline fuzz|test --ggml-source DIR`): a pinned reproducer or export
@@ -137,20 +207,27 @@ endif()
 # In the lanes that build both ggml and the Vulkan runtime's stack (LIFELINE_GGML_VULKAN_LANES), never in the
 # external engine (an OSS-Fuzz image has no Vulkan ICD to run it on). The shaders and the patched host sources
 # come from cmake/ggml-vulkan/, a project of its own configured here and built once per machine in
-# build/upstream/ggml-vulkan (shared by every lane; see its CMakeLists.txt for why). The three host sources are
+# build/upstream/ggml-vulkan (shared by every lane; see its CMakeLists.txt for why). The host sources are
 # compiled here with the lane's flags, like ggml-base and ggml-cpu; the SPIR-V arrays are linked as they are.
-# Sets LIFELINE_GGML_VULKAN.
+# Sets LIFELINE_GGML_VULKAN, or LIFELINE_GGML_VULKAN_SKIP_REASON where this machine cannot build the tree's
+# ggml-vulkan (no ggml, no Vulkan backend in it, a build-compat patch it needs that does not apply): the target
+# is then skipped with that reason and the rest of the lane builds.
 # Not tsan: ggml_vulkan_graph_topology calls ggml-vulkan from one thread, and ggml-vulkan 0.25.1 starts none (its
 # pipelines compile on the threads that need them), so TSan has no second thread to watch; the tsan lane builds only
 # the targets that start threads (cmake/LifelineTargets.cmake). Its host sources took 33 CPU-s of that lane's build.
 set(LIFELINE_GGML_VULKAN_LANES asan fuzz coverage)
 set(LIFELINE_GGML_VULKAN OFF)
-if(LIFELINE_GGML AND LIFELINE_VULKAN AND LIFELINE_LANE IN_LIST LIFELINE_GGML_VULKAN_LANES AND
-   NOT LIFELINE_ENGINE STREQUAL "external")
-  if(NOT EXISTS "${LIFELINE_GGML_DIR}/src/ggml-vulkan/ggml-vulkan.cpp")
-    message(FATAL_ERROR "${LIFELINE_GGML_DIR} has no src/ggml-vulkan/ggml-vulkan.cpp: ggml_vulkan_graph_topology "
-                        "needs a ggml tree with the Vulkan backend")
+# Why ggml_vulkan_graph_topology is not built in a lane that would build it (lifeline_add_unavailable_target).
+set(LIFELINE_GGML_VULKAN_SKIP_REASON "")
+if(LIFELINE_VULKAN AND LIFELINE_LANE IN_LIST LIFELINE_GGML_VULKAN_LANES AND NOT LIFELINE_ENGINE STREQUAL "external")
+  if(NOT LIFELINE_GGML)
+    set(LIFELINE_GGML_VULKAN_SKIP_REASON "${LIFELINE_GGML_SKIP_REASON}")
+  elseif(NOT EXISTS "${LIFELINE_GGML_DIR}/src/ggml-vulkan/ggml-vulkan.cpp")
+    set(LIFELINE_GGML_VULKAN_SKIP_REASON "${LIFELINE_GGML_DIR} has no src/ggml-vulkan/ggml-vulkan.cpp (a ggml tree without the Vulkan backend)")
   endif()
+endif()
+if(LIFELINE_GGML AND NOT LIFELINE_GGML_VULKAN_SKIP_REASON AND LIFELINE_VULKAN AND
+   LIFELINE_LANE IN_LIST LIFELINE_GGML_VULKAN_LANES AND NOT LIFELINE_ENGINE STREQUAL "external")
   find_package(Vulkan REQUIRED)
   find_program(LIFELINE_GLSLC glslc REQUIRED)
   set(_vk_shared ${PROJECT_SOURCE_DIR}/build/upstream/ggml-vulkan)
@@ -181,9 +258,21 @@ if(LIFELINE_GGML AND LIFELINE_VULKAN AND LIFELINE_LANE IN_LIST LIFELINE_GGML_VUL
   if(NOT _rc EQUAL 0)
     message(FATAL_ERROR "configuring the shared ggml-vulkan shader build in ${_vk_shared} failed:\n${_out}")
   endif()
+  # What the shared build found (cmake/ggml-vulkan/CMakeLists.txt): `ok`, or `skip <why>` for a tree this machine
+  # cannot build ggml-vulkan from (a build-compat patch it needs does not apply, a shader generator it does not drive).
+  file(STRINGS ${_vk_shared}/status.txt _vk_status LIMIT_COUNT 1)
+  if(_vk_status MATCHES "^skip (.*)$")
+    set(LIFELINE_GGML_VULKAN_SKIP_REASON "ggml-vulkan of ${LIFELINE_GGML_DIR}: ${CMAKE_MATCH_1}")
+    message(STATUS "lifeline: ggml_vulkan_graph_topology skipped: ${LIFELINE_GGML_VULKAN_SKIP_REASON}")
+  endif()
+endif()
+if(LIFELINE_GGML AND NOT LIFELINE_GGML_VULKAN_SKIP_REASON AND DEFINED _vk_shared)
   set(_vk_src ${_vk_shared}/src/ggml-vulkan)
   set(LIFELINE_GGML_VULKAN_SRC ${_vk_src})  # upstream variants of ggml-vulkan patch these copies
-  set(_vk_host ${_vk_src}/ggml-vulkan.cpp ${_vk_src}/ggml-vulkan-buffers.cpp ${_vk_src}/ggml-vulkan-debug.cpp)
+  # Every host source the tree has (0.25.1 split ggml-vulkan.cpp into three; earlier versions have one).
+  file(GLOB _vk_names RELATIVE ${LIFELINE_GGML_DIR}/src/ggml-vulkan CONFIGURE_DEPENDS
+       ${LIFELINE_GGML_DIR}/src/ggml-vulkan/*.cpp)
+  list(TRANSFORM _vk_names PREPEND "${_vk_src}/" OUTPUT_VARIABLE _vk_host)
   set(_vk_shaders ${_vk_shared}/libggml-vulkan-shaders.a)
   # Always run: ninja finds nothing to do once the shaders exist (about 0.1 s).
   add_custom_target(lifeline_ggml_vulkan_shared
@@ -206,6 +295,19 @@ if(LIFELINE_GGML AND LIFELINE_VULKAN AND LIFELINE_LANE IN_LIST LIFELINE_GGML_VUL
   target_link_libraries(lifeline_ggml_vulkan PRIVATE lifeline_lane lifeline_ggml_recover)
   target_link_libraries(lifeline_ggml_vulkan PUBLIC ggml-base ${_vk_shaders} Vulkan::Vulkan Threads::Threads)
   message(STATUS "lifeline: ggml-vulkan from ${LIFELINE_GGML_DIR} (shaders shared in ${_vk_shared})")
+  # Whether this ggml-vulkan binds a unary op's source with the push constants that carry no offset (ggml_vk_unary
+  # on vk_op_push_constants, ggml 0.15 and before): it then asserts on a misaligned source as it does for mul_mat
+  # (finding ggml-vk-mul-mat-misaligned-src, whose guard then covers unary ops too: ggml_vulkan_adapter.cc).
+  file(READ "${LIFELINE_GGML_DIR}/src/ggml-vulkan/ggml-vulkan.cpp" _vk_cpp)
+  string(FIND "${_vk_cpp}" "static void ggml_vk_unary(" _at)
+  set(_unary_no_offset 0)
+  if(NOT _at EQUAL -1)
+    string(SUBSTRING "${_vk_cpp}" ${_at} 400 _body)
+    if(_body MATCHES "ggml_vk_op_f32<vk_op_push_constants>")
+      set(_unary_no_offset 1)
+    endif()
+  endif()
+  set(LIFELINE_GGML_VULKAN_DEFINITIONS LIFELINE_GGML_VK_UNARY_NO_OFFSET=${_unary_no_offset})
   if(LIFELINE_LANE STREQUAL "asan")  # the shared build is lane-independent: checked once
     add_test(NAME unit.ggml-vulkan.glslc-fork-server
              COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/lanes/glslc_server_check.py
@@ -250,10 +352,13 @@ function(lifeline_add_corpus_skips target)
 endfunction()
 
 # An upstream target this lane cannot build, for `reason`: its corpus, regression, smoke and reproducer tests
-# are registered as skipped with the reason.
+# are registered as skipped with the reason, and the target is listed with it in the lane's skipped-targets.txt
+# (`lifeline fuzz TARGET` names it there; cli/lifeline/build.py skipped_targets).
 function(lifeline_add_unavailable_target target reason)
   set_property(GLOBAL APPEND PROPERTY LIFELINE_UNAVAILABLE_UPSTREAM_TARGETS ${target})
   set_property(GLOBAL PROPERTY LIFELINE_UNAVAILABLE_REASON_${target} "${reason}")
+  string(REPLACE "\n" " " line "${reason}")
+  file(APPEND ${CMAKE_BINARY_DIR}/skipped-targets.txt "${target}: ${line}\n")
   lifeline_add_corpus_skips(${target} "${reason}")
   if(LIFELINE_ENGINE STREQUAL "libfuzzer")
     lifeline_add_upstream_skip(fuzz-smoke.${target} "${reason}")
@@ -267,8 +372,10 @@ endfunction()
 # files are compiled with ggml-base's own flags (or lifeline_ggml_vulkan's) and linked
 # as objects of the executable, so the linker takes their definitions and never pulls the unpatched members
 # of libggml-base.a; everything else is the same ggml. Returns the executable's target name in `out_var`, or
-# "" and why in `<out_var>_error` when the patch cannot apply to this ggml tree (a file it touches is missing):
-# that folder's variant tests then fail, and the lane configures as usual.
+# "" and why in `<out_var>_error` when the patch cannot apply to this ggml tree (a file it touches is missing,
+# or its hunks do not apply: tried at configure time): that folder's variant tests then fail, and the lane
+# configures as usual; on another ggml source (--ggml-source) why is in `<out_var>_skip` instead, and they are
+# skipped with it.
 # A target whose upstream is another tree declares it with the global property LIFELINE_VARIANT_SOURCE_<target>:
 # "<tree>;<library>;<libraries...>": its variants' patches are -p1 diffs against <tree>, the files they touch are
 # compiled as <library> compiles its own (its include paths, definitions and options) and link <libraries...>,
@@ -318,11 +425,26 @@ function(lifeline_add_upstream_variant out_var id target patch)
       list(APPEND originals ${LIFELINE_GGML_DIR}/${rel})
     endif()
   endforeach()
+  find_program(LIFELINE_PATCH_EXE patch REQUIRED)
+  # Whether it applies, tried now on the tree's own files (read-only), so that a patch that does not fit this tree
+  # never stops the lane's build: on the pinned source its tests fail saying so; on another ggml source
+  # (--ggml-source), whose code may already hold the bug or have moved, they are skipped with the reason.
+  execute_process(COMMAND ${LIFELINE_PATCH_EXE} --dry-run --forward --batch -p1 -d ${tree} -i ${patch}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(NOT rc EQUAL 0)
+    string(REGEX REPLACE "\n+" "; " out "${out}")
+    set(why "${patch} does not apply to ${tree} (${out})")
+    if(LIFELINE_GGML_OTHER_SOURCE AND NOT own_tree)
+      set(${out_var}_skip "${why}" PARENT_SCOPE)
+    else()
+      set(${out_var}_error "${why}" PARENT_SCOPE)
+    endif()
+    return()
+  endif()
   set(copy_cmds "")
   foreach(src out IN ZIP_LISTS originals outputs)
     list(APPEND copy_cmds COMMAND ${CMAKE_COMMAND} -E copy ${src} ${out})
   endforeach()
-  find_program(LIFELINE_PATCH_EXE patch REQUIRED)
   add_custom_command(OUTPUT ${outputs}
     ${copy_cmds}
     COMMAND ${LIFELINE_PATCH_EXE} --quiet --forward -p1 -d ${src_dir} -i ${patch}
@@ -407,6 +529,7 @@ function(lifeline_write_upstream_ggml)
     file(STRINGS "${PROJECT_SOURCE_DIR}/build/upstream/fetched.txt" pin REGEX "^package ")
     string(REGEX REPLACE "^package ([^ ]+).*$" "npm \\1" pin "${pin}")
   endif()
+  list(JOIN LIFELINE_GGML_MISSING " " missing)
   file(WRITE ${file} "version ${LIFELINE_GGML_VERSION}\nsource ${LIFELINE_GGML_DIR}\npinned ${pinned}\n"
-                     "pin ${pin}\ntargets ${targets}\n")
+                     "pin ${pin}\ntargets ${targets}\nmissing ${missing}\n")
 endfunction()

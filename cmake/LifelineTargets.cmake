@@ -14,6 +14,8 @@ include(GoogleTest)
 set(LIFELINE_CLI ${Python3_EXECUTABLE} -S ${PROJECT_SOURCE_DIR}/cli/lifeline_main.py)
 # The lane's fuzz targets and their labels, written afresh by every configure (lifeline_add_fuzz_target).
 file(WRITE ${CMAKE_BINARY_DIR}/fuzz-targets.txt "")
+# ... and the upstream targets it cannot build on its source, each with why (lifeline_add_unavailable_target).
+file(WRITE ${CMAKE_BINARY_DIR}/skipped-targets.txt "")
 
 function(lifeline_add_executable name)
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
@@ -302,9 +304,11 @@ function(_lifeline_repro_tests id dir target binary labels prefix modes extra)
     endif()
     string(REPLACE "@MODE@" "${mode}" bin "${binary}")
     # Built from another ggml source (--ggml-source): an input that runs clean there is "not reproduced on this
-    # source: fixed?", a skip with that reason (repro.py NOT_REPRODUCED_EXIT), not a failure.
+    # source: fixed?", a skip with that reason (repro.py NOT_REPRODUCED_EXIT), not a failure; and an upstream variant's
+    # input that already fails with the bug's signature on the unpatched build of that source shows the source has
+    # the bug, a skip with that reason too.
     set(other "")
-    if(mode STREQUAL "pinned" AND LIFELINE_GGML_OTHER_SOURCE)
+    if((mode STREQUAL "pinned" OR (mode STREQUAL "fixed" AND prefix STREQUAL "upstream.")) AND LIFELINE_GGML_OTHER_SOURCE)
       lifeline_target_runs_ggml(${target} runs)
       if(runs)
         set(other --other-source "${LIFELINE_GGML_OTHER_SOURCE}")
@@ -401,6 +405,7 @@ function(lifeline_register_reproducers)
     if(NOT vmodes STREQUAL "-")
       string(REPLACE "," ";" vmodes "${vmodes}")
       set(variant_error "")
+      set(variant_skip "")
       if(TARGET ${vtarget} AND vpatch STREQUAL "-")  # no patch: the switch acts on the target as it is
         set(vbinary $<TARGET_FILE:${vtarget}>)
       elseif(TARGET ${vtarget})
@@ -412,6 +417,11 @@ function(lifeline_register_reproducers)
       if(variant_error)  # the patch does not apply to this lane's ggml: those tests fail saying why
         foreach(mode IN LISTS vmodes)
           lifeline_add_upstream_failure(repro.${id}.upstream.${LIFELINE_LANE}.${mode} "${variant_error}")
+        endforeach()
+      elseif(variant_skip)  # ... on another ggml source: skipped, saying why
+        foreach(mode IN LISTS vmodes)
+          lifeline_add_upstream_skip(repro.${id}.upstream.${LIFELINE_LANE}.${mode}
+                                     "not built on this source: ${variant_skip}")
         endforeach()
       else()
         _lifeline_repro_tests(${id} ${dir} ${vtarget} "${vbinary}" "upstream" "upstream." "${vmodes}"

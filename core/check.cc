@@ -5,6 +5,8 @@
 #include <execinfo.h>
 
 #include <cstdlib>
+#include <string>
+#include <utility>
 
 #if !defined(LIFELINE_VALGRIND)
 #define NVALGRIND 1
@@ -17,7 +19,21 @@ extern "C" void __sanitizer_print_stack_trace() __attribute__((weak));
 namespace lifeline {
 namespace {
 thread_local OpTraceScope* g_current_trace = nullptr;
+thread_local std::string g_upstream_context;
 }  // namespace
+
+void SetUpstreamContext(std::string calls) { g_upstream_context = std::move(calls); }
+
+void AddUpstreamCall(const std::string& call) {
+  g_upstream_context += (g_upstream_context.empty() ? "" : " / ") + call;
+}
+
+void ClearUpstreamContext() { g_upstream_context.clear(); }
+
+void OpTraceScope::set_op(size_t index) {
+  op_index_ = index;
+  ClearUpstreamContext();
+}
 
 OpTraceScope::OpTraceScope(const void* program, size_t op_count, Render render)
     : program_(program), op_count_(op_count), render_(render), outer_(g_current_trace) {
@@ -75,6 +91,7 @@ void CheckFailed(CheckKind kind, const char* file, int line, const char* conditi
   const char* what = kind == CheckKind::kInvariant ? "LIFELINE_CHECK" : "LIFELINE_PRECONDITION";
   std::fprintf(stderr, "\n==lifeline== %s failed at %s:%d\n  condition: %s\n  message: %s\n", what, file,
                line, condition, message.c_str());
+  if (!g_upstream_context.empty()) std::fprintf(stderr, "  upstream: %s\n", g_upstream_context.c_str());
   PrintCurrentTrace(stderr);
   std::fprintf(stderr, "  stack:\n");
   PrintStackTrace(stderr);

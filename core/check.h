@@ -7,9 +7,10 @@
 //   LIFELINE_PRECONDITION(cond, msg)  misuse of the harness by its caller ("LIFELINE_PRECONDITION
 //                                     failed"): a bug in a test or target, not in the system under test.
 //
-// Both print file, line, condition and `msg` (evaluated only on failure), then — when an OpTraceScope is
-// active on the failing thread — the op index and the decoded op trace, then a stack trace, and abort.
-// The report format is parsed by cli/lifeline/crash.py; keep them in step.
+// Both print file, line, condition and `msg` (evaluated only on failure), then — when upstream code produced
+// what the check looks at (SetUpstreamContext) — an "upstream:" line naming those calls, then — when an
+// OpTraceScope is active on the failing thread — the op index and the decoded op trace, then a stack trace,
+// and abort. The report format is parsed by cli/lifeline/crash.py; keep them in step.
 #pragma once
 
 #include <cstddef>
@@ -31,7 +32,8 @@ class OpTraceScope {
   OpTraceScope(const OpTraceScope&) = delete;
   OpTraceScope& operator=(const OpTraceScope&) = delete;
 
-  void set_op(size_t index) { op_index_ = index; }
+  // The op now running; it clears the upstream context (SetUpstreamContext) the previous op left.
+  void set_op(size_t index);
   // Called by the check failure path.
   void Print(std::FILE* out) const;
 
@@ -42,6 +44,15 @@ class OpTraceScope {
   size_t op_index_ = 0;
   OpTraceScope* outer_;
 };
+
+// What upstream did to produce the state the checks of the current op look at, for the report's "upstream:"
+// line: the upstream calls involved, separated by " / ", each with what held when it ran, in brackets (e.g.
+// "ggml_gallocr_alloc_graph [kept plan; edges changed]"). cli/lifeline/crash.py makes them the crash state of a
+// LIFELINE_CHECK report, beside the oracle's kind, so that an oracle finding's signature names its mechanism
+// in upstream's terms rather than the oracle's own frame. Per thread; OpTraceScope::set_op clears it.
+void SetUpstreamContext(std::string calls);
+void AddUpstreamCall(const std::string& call);  // appends " / <call>"
+void ClearUpstreamContext();
 
 namespace internal {
 enum class CheckKind { kInvariant, kPrecondition };

@@ -27,13 +27,13 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   lifeline::BeginGuardedInput();
-  lifeline::graphs::Execute(lifeline::graphs::Decode(data, size, lifeline::graphs::GgmlVulkanRules()),
+  lifeline::graphs::Execute(lifeline::graphs::Decode(data, size, lifeline::graphs::GgmlVulkanTargetRules()),
                             *lifeline::graphs::MakeGgmlVulkanAdapter());
   return 0;
 }
 
 // `--program decode|encode` (harness/replay_main.cc): this target's decoder both ways, for `lifeline reduce`.
-LIFELINE_TARGET_CODEC(lifeline::graphs::MakeCodec(lifeline::graphs::GgmlVulkanRules()))
+LIFELINE_TARGET_CODEC(lifeline::graphs::MakeCodec(lifeline::graphs::GgmlVulkanTargetRules()))
 
 // Structure-aware mutations (libFuzzer's LLVMFuzzerCustomMutator), with ggml-vulkan's rules for the model.
-LIFELINE_GRAPH_MUTATOR(lifeline::graphs::GgmlVulkanRules())
+LIFELINE_GRAPH_MUTATOR(lifeline::graphs::GgmlVulkanTargetRules())

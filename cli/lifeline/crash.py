@@ -3,7 +3,10 @@ type + crash state.
 
 The crash state is the top 3 meaningful frames of the primary stack (ClusterFuzz's convention, matching
 dedup_token_length=3): frames of sanitizer runtimes, libc, the C++ standard library, the check handler and
-the fuzzing engine are skipped, and function names lose their argument lists.
+the fuzzing engine are skipped, and function names lose their argument lists. A LIFELINE_CHECK report that
+names the upstream calls behind what it checked (its "upstream:" line) has as its state the oracle's kind and
+those calls instead: an oracle finding in upstream code is told by its mechanism, not by the harness frame the
+oracle ran in.
 
     parse(text) -> Crash | None     the first report in `text`, or None when there is none
 """
@@ -27,6 +30,9 @@ class Crash:
     message: Optional[str] = None  # LIFELINE_CHECK message, UBSan runtime error text, assert expression
     location: Optional[str] = None # file:line of the top meaningful frame, when known
     freed_by: list[str] = dataclasses.field(default_factory=list)  # ASan's "freed by thread" stack, normalized
+    # A LIFELINE_CHECK report's "upstream:" line (core/check.h SetUpstreamContext): the upstream calls that produced
+    # what the check looked at, each with what held when it ran ("ggml_gallocr_alloc_graph [kept plan; ...]")
+    upstream: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def signature(self) -> str:
@@ -326,6 +332,31 @@ def _stack_start(lines: list[str], i: int) -> int:
     return i + 1
 
 
+_UPSTREAM_LINE = "  upstream: "
+_ORACLE = re.compile(r"[\w-]+ oracle\b")
+
+
+def _upstream_calls(lines: list[str], start: int, end: int) -> list[str]:
+    """The calls of a check report's "upstream:" line (between its message and its stack), or []."""
+    for j in range(start, max(start, end)):
+        if lines[j].startswith(_UPSTREAM_LINE):
+            return [c.strip() for c in lines[j][len(_UPSTREAM_LINE):].split(" / ") if c.strip()]
+        if lines[j].startswith(("  op: ", "  trace:")):
+            break
+    return []
+
+
+def oracle_kind(message: str) -> str:
+    """What kind of check a LIFELINE_CHECK message reports: its first "<name> oracle" ("no-overlap oracle"), else
+    its text up to the first ": " with numbers as N ("ggml_backend_sched, after placing gN"), so that the kind does
+    not depend on which graph or tensor the input happened to name."""
+    m = _ORACLE.search(message)
+    if m:
+        return m.group(0)
+    head = message.split(": ", 1)[0].splitlines()[0] if message else "check"
+    return re.sub(r"\d+", "N", head)
+
+
 def parse(text: str) -> Optional[Crash]:
     """The first report found in `text` (stderr of one run), or None."""
     lines = text.splitlines()
@@ -347,7 +378,13 @@ def parse(text: str) -> Optional[Crash]:
                     break
             stack_start = next((j for j in range(i, len(lines)) if lines[j].strip() == "stack:"), i)
             state, normalized, location = _stack(lines, stack_start, _SAN_FRAME, _TSAN_FRAME, _VG_FRAME)
-            return Crash("lifeline", kind, state, normalized, message=message, location=location or m.group("loc"))
+            upstream = _upstream_calls(lines, i + 1, stack_start)
+            if upstream:
+                # The state of an oracle finding in upstream code: what kind of check failed and the upstream
+                # calls that produced what it looked at, not the harness frames the check ran in.
+                state = [oracle_kind(message or "")] + upstream[:STATE_FRAMES]
+            return Crash("lifeline", kind, state, normalized, message=message, location=location or m.group("loc"),
+                         upstream=upstream)
 
         m = _ASAN.search(line)
         if m:

@@ -194,10 +194,18 @@ def program_of(bug: repro.Bug, rep: repro.Reproducer, lane: str = "asan") -> dic
         raise UsageError(f"lifeline export: {binary} is not built; build it with `cmake --preset {lane} && "
                          f"cmake --build build/{lane} --target {bug.target}`")
     env = switch_env(None, unguard=bug.guard, **rep.env)
-    rc, out = _run([binary, "--program", "decode", rep.input.resolve()], env=env)
-    if rc != 0:
-        raise UsageError(f"lifeline export: {binary.name} could not decode {rep.input} (exit {rc}): "
-                         f"{out.strip().splitlines()[-1:] or ''}")
+    # The program is stdout; stderr is the target's own (what its backend prints as it starts, its sanitizers'
+    # reports at exit), read only for why a decode failed.
+    try:
+        proc = subprocess.run([str(binary), "--program", "decode", str(rep.input.resolve())], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=RUN_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise UsageError(f"lifeline export: {binary.name} did not decode {rep.input} in {RUN_TIMEOUT_S} s")
+    out = proc.stdout.decode("utf-8", "replace")
+    if proc.returncode != 0:
+        err = proc.stderr.decode("utf-8", "replace")
+        raise UsageError(f"lifeline export: {binary.name} could not decode {rep.input} (exit {proc.returncode}): "
+                         f"{err.strip().splitlines()[-1:] or out.strip().splitlines()[-1:] or ''}")
     try:
         return json.loads(out)
     except ValueError:
@@ -334,6 +342,10 @@ def _report(bug: repro.Bug, exporter: Exporter, rows: list) -> str:
            f"- **Affects**: {exporter.upstream}" + (f"; {r['affects']}" if r.get("affects") else "") + ".",
            f"- **Status here**: `{bug.status}`" + (f" ({doc['status_notes']})" if doc.get("status_notes") else "") + ".",
            f"- **Found by**: lifeline's fuzz target `{bug.target}` (finding `{bug.id}`)."]
+    from .matrix import versions_line  # the committed matrix of real ggml versions (bench/results/matrix/)
+    versions = versions_line(bug.id) if exporter.target.startswith("ggml_") else None
+    if versions:
+        md.append(f"- **Versions**: {versions}.")
     intro = doc.get("introduced_by")
     if isinstance(intro, dict) and intro.get("commit"):
         how = "read off the history by hand" if intro.get("found_by") == "history" else "`lifeline bisect`"
@@ -576,6 +588,18 @@ def cmd_export_check(args) -> int:
     except repro.BugJsonError as e:
         print(f"FAIL {e}")
         return 1
+    if args.build:
+        # Built here, not by the lane: against another ggml source an exported program may not compile (an API that
+        # tree lacks), which must not stop the lane's build. That is a skip, with the compiler's first error.
+        build_dir, targets = args.build[0], args.build[1:]
+        proc = subprocess.run(["cmake", "--build", build_dir, "--target", *targets], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, errors="replace")
+        if proc.returncode != 0:
+            errors = [line.strip() for line in proc.stdout.splitlines() if "error:" in line] or \
+                     [line.strip() for line in proc.stdout.splitlines() if line.strip()][-1:]
+            print(f"SKIPPED: the exported program does not build against {args.other_source or 'this source'}: "
+                  f"{errors[0] if errors else 'cmake --build failed'}")
+            return repro.NOT_REPRODUCED_EXIT
     not_reproduced = []
     ok = check(bug, args.lane, Path(args.exe_dir), args.other_source, not_reproduced)
     if ok and not_reproduced:
@@ -601,5 +625,7 @@ def add_internal_parsers(make_parser) -> dict:
     c.add_argument("--exe-dir", required=True, help="the folder of the built exported programs (one per input)")
     c.add_argument("--other-source", help="the programs were built against this upstream source, not the pinned "
                    "one: one that runs clean is reported as not reproduced there (exit 77), not as a failure")
+    c.add_argument("--build", nargs="+", metavar=("BUILD_DIR", "TARGET"),
+                   help="build these targets of BUILD_DIR first; one that does not build is skipped (exit 77)")
     return {"export-plan": (p, cmd_export_plan), "export-source": (s, cmd_export_source),
             "export-check": (c, cmd_export_check)}

@@ -16,7 +16,8 @@ One line per folder under the repro root, by name, eight fields separated by '|'
   variant ...     the upstream_variant's target, its patch (a path inside the folder; "-": none, the bug's
                   switch acts on the variant's target as it is) and its
                   repro.<id>.upstream.<lane>.<mode> tests: "fixed,reintroduced" when one of its reproducers
-                  lists the lane, else "-"
+                  lists the lane ("fixed,reintroduced,guarded" for a finding whose guard is checked on the patched
+                  build: it has no reproducers of its own), else "-"
 
 A value CMake's lists cannot carry (one holding | ; [ ] \\ or a line break) is an error, never a line
 dropped: the plan exits 1 naming it and configuration stops.
@@ -58,7 +59,8 @@ def plan_line(repro_dir: Path, lane: str) -> str:
             if bug.variant.patch:
                 fields["variant_patch"] = str(bug.variant.patch.relative_to(repro_dir))
             if lane in repro.lanes_of(bug.variant.reproducers):
-                fields["variant_modes"] = "fixed,reintroduced"
+                guarded = bug.guard is not None and bug.variant.patch is not None and not bug.reproducers
+                fields["variant_modes"] = "fixed,reintroduced,guarded" if guarded else "fixed,reintroduced"
     for name, value in fields.items():
         if not value or _UNSAFE.search(value):
             raise PlanError(f"lifeline repro-plan: {repro_dir}: {name} {value!r} cannot be passed to CMake "

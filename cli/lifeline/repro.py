@@ -108,6 +108,24 @@ class BugJsonError(Exception):
     pass
 
 
+# A frame of the harness, not of upstream code: an oracle's own frame (GgmlGraphAdapter::AllocAndCompute).
+HARNESS_FRAME = re.compile(r"lifeline::|\b\w*Adapter::|^ComputeUnderOracles$")
+
+
+def check_mechanism_frames(reproducers: list, where: str, prefix: str) -> None:
+    """A finding in upstream code that an oracle of the harness finds (a `lifeline-check`) is told from other
+    bugs by its mechanism: a 'frame' it names must be one of the upstream calls of the report's "upstream:" line
+    (cli/lifeline/crash.py), never the harness frame the oracle ran in, which every oracle finding there shares."""
+    for i, rep in enumerate(reproducers):
+        for lane, sig in rep.expect.items():
+            frame = sig.get("frame")
+            if sig.get("type") == "lifeline-check" and frame and HARNESS_FRAME.search(frame):
+                raise BugJsonError(
+                    f"{where}: {prefix}reproducers[{i}]: expect.{lane}: frame '{frame}' is the harness's own; an "
+                    "oracle finding in upstream code names the upstream call of its report's 'upstream:' line (e.g. "
+                    "'ggml_gallocr_alloc_graph [kept plan; edges changed since the plan]')")
+
+
 def folders(repro_root: Path) -> list[Path]:
     """The reproducer folders under repro_root (repro/), by name; a file there is not one."""
     return sorted(d for d in repro_root.iterdir() if d.is_dir()) if repro_root.is_dir() else []
@@ -221,20 +239,7 @@ def load(repro_dir: Path, switches: Optional[list] = None) -> Bug:
                            "(\"upstream-open\", ...)")
     if status in UPSTREAM_STATUSES:
         check_status(doc, status, where)
-
-    guard = None
-    if "guard" in doc:
-        guard = need(doc, "guard", str, "")
-        if status not in UPSTREAM_STATUSES or not reproducers:
-            raise BugJsonError(f"{where}: 'guard' applies to findings in upstream code with reproducers; this bug is "
-                               f"'{status}'" + (" (a fixed bug has a switch instead)" if status == "fixed" else ""))
-        if guard not in known_guard_ids():
-            raise BugJsonError(f"{where}: guard '{guard}' is not in core/guard_list.def (known: "
-                               f"{', '.join(known_guard_ids())})")
-    if "guard_notes" in doc:
-        need(doc, "guard_notes", str, "")
-        if guard is None:
-            raise BugJsonError(f"{where}: 'guard_notes' describe a guard, and this bug names none ('guard')")
+        check_mechanism_frames(reproducers, where, "")
 
     variant = None
     if "upstream_variant" in doc:
@@ -257,9 +262,29 @@ def load(repro_dir: Path, switches: Optional[list] = None) -> Bug:
             check_patch(repro_dir, patch, where, ctx)
         variant = UpstreamVariant(vtarget, source, repro_dir / patch if patch else None,
                                   load_reproducers(v, "upstream_variant."))
+        if status in UPSTREAM_STATUSES:
+            check_mechanism_frames(variant.reproducers, where, "upstream_variant.")
         if status == "upstream-fixed" and not reproducers and vtarget != target:
             raise BugJsonError(f"{where}: an upstream-fixed bug's target is its variant's: 'target' is '{target}', "
                                f"upstream_variant.target '{vtarget}'")
+
+    guard = None
+    if "guard" in doc:
+        guard = need(doc, "guard", str, "")
+        # A finding fixed before the pinned version has reproducers only through its patched variant; its guard
+        # steps around it on the versions that still have it (--ggml-source), and is checked on the patched build.
+        patched_only = not reproducers and variant is not None and variant.patch is not None
+        if status not in UPSTREAM_STATUSES or not (reproducers or patched_only):
+            raise BugJsonError(f"{where}: 'guard' applies to findings in upstream code with reproducers (their own, or "
+                               f"their patched upstream_variant's); this bug is '{status}'"
+                               + (" (a fixed bug has a switch instead)" if status == "fixed" else ""))
+        if guard not in known_guard_ids():
+            raise BugJsonError(f"{where}: guard '{guard}' is not in core/guard_list.def (known: "
+                               f"{', '.join(known_guard_ids())})")
+    if "guard_notes" in doc:
+        need(doc, "guard_notes", str, "")
+        if guard is None:
+            raise BugJsonError(f"{where}: 'guard_notes' describe a guard, and this bug names none ('guard')")
     return Bug(bug_id, title, target, reproducers, repro_dir, status, variant, guard)
 
 
@@ -439,9 +464,11 @@ def check(bug: Bug, lane: str, mode: str, binary: str, launcher: list, variant: 
             print(f"FAIL {bug.id}: --variant {variant} needs an 'upstream_variant' in {bug.path / 'bug.json'}, "
                   "which has none")
             return False
-        if mode in ("pinned", "guarded"):
+        variant_guarded = mode == "guarded" and bug.guard is not None and bug.variant.patch is not None
+        if mode == "pinned" or (mode == "guarded" and not variant_guarded):
             print(f"FAIL {bug.id}: --mode {mode} checks a finding in upstream code on the pinned upstream; the upstream "
-                  "variant is checked with --mode fixed (unpatched build) or --mode reintroduced (patched build)")
+                  "variant is checked with --mode fixed (unpatched build) or --mode reintroduced (patched build), and "
+                  "with --mode guarded (patched build, every guard on) when the finding has a guard")
             return False
         target, reproducers = bug.variant.target, bug.variant.reproducers
     else:
@@ -479,7 +506,9 @@ def check(bug: Bug, lane: str, mode: str, binary: str, launcher: list, variant: 
         # code); the pinned upstream and the patched build run as they are.
         switched = variant is None or bug.variant.patch is None
         reintroduce = bug.id if mode == "reintroduced" and switched else None
-        unguard = bug.guard if mode == "pinned" else None
+        # The guard steps around the finding: off where the check wants to see it (the pinned upstream, the patched
+        # build), on everywhere else.
+        unguard = bug.guard if mode == "pinned" or (mode == "reintroduced" and not switched) else None
         try:
             rc, out = run_input(binary, rep.input, launcher, reintroduce, rep.env, unguard)
         except OSError as e:
@@ -488,7 +517,8 @@ def check(bug: Bug, lane: str, mode: str, binary: str, launcher: list, variant: 
         found = crashmod.parse(out)
         if mode == "guarded":
             if rc == 0 and found is None:
-                print(f"PASS {rep.input.name}: clean with guard {bug.guard} on")
+                print(f"PASS {rep.input.name}: clean with guard {bug.guard} on"
+                      + (f" (the patched build, {bug.variant.patch.name})" if variant is not None else ""))
                 continue
             why = f"reported {found.signature}" if found else f"exited with {rc} without a parsable report"
             print(f"FAIL {rep.input.name}: with every guard on (guard {bug.guard} steps around this finding) it "
@@ -499,6 +529,14 @@ def check(bug: Bug, lane: str, mode: str, binary: str, launcher: list, variant: 
             code = "the unpatched upstream build" if variant is not None and bug.variant.patch else "fixed code"
             if rc == 0 and found is None:
                 print(f"PASS {rep.input.name}: clean on {'the ' if variant is None else ''}{code}")
+                continue
+            if other_source and variant is not None and lane in rep.expect and crashmod.matches(found, rep.expect[lane])[0]:
+                # Another upstream source that has the bug itself (a version from before its fix): not a failure of
+                # the check, a fact about that version.
+                print(f"HAS THE BUG {rep.input.name}: the unpatched build of {other_source} gives the finding's "
+                      f"signature ({found.signature}): that version has the bug")
+                if not_reproduced is not None:
+                    not_reproduced.append(rep.input.name)
                 continue
             why = f"reported {found.signature}" if found else f"exited with {rc} without a parsable report"
             print(f"FAIL {rep.input.name}: {code} {why}\n{tail(out)}")
@@ -552,12 +590,18 @@ def cmd_repro_check(args) -> int:
         return 0
     if not (args.lane and args.mode and args.binary):
         raise UsageError("lifeline repro-check: --lane, --mode and --binary are required unless --validate-only")
-    if args.other_source and (args.mode != "pinned" or args.variant):
+    if args.other_source and not ((args.mode == "pinned" and not args.variant) or
+                                  (args.mode == "fixed" and args.variant)):
         raise UsageError("lifeline repro-check: --other-source applies to --mode pinned (a finding's reproducers run on "
-                         "an upstream source other than the pinned one)")
+                         "an upstream source other than the pinned one) and to --variant upstream --mode fixed")
     not_reproduced = []
     ok = check(bug, args.lane, args.mode, args.binary, args.launcher, variant=args.variant,
                other_source=args.other_source, not_reproduced=not_reproduced)
+    if ok and not_reproduced and args.variant:
+        print(f"SKIPPED: {len(not_reproduced)} input(s) of the upstream variant fail with its signature on the unpatched "
+              f"build of {args.other_source} ({', '.join(not_reproduced)}): that version has the bug, so its variant "
+              "is not checked there")
+        return NOT_REPRODUCED_EXIT
     if ok and not_reproduced:
         total = sum(1 for r in bug.reproducers if args.lane in r.expect)
         print(not_reproduced_line(not_reproduced, total, args.other_source))

@@ -145,6 +145,28 @@ class BugJson(unittest.TestCase):
         self.write(self.finding(status="upstream-open", prior_art=rel, triage=TRIAGE))
         self.assertEqual(repro.load(self.dir).status, "upstream-open")
 
+    def test_an_oracle_finding_in_upstream_code_names_its_mechanism_not_the_oracles_frame(self):
+        """Every oracle finding in ggml stops in the same harness frames; a signature that names one of them would
+        count another bug behind the same oracle as this one."""
+        for frame in ("lifeline::graphs::internal::GgmlGraphAdapter::AllocAndCompute", "GgmlGraphAdapter::Place",
+                      "lifeline::graphs::ComputeUnderOracles"):
+            with self.subTest(frame=frame):
+                sig = {"type": "lifeline-check", "frame": frame, "message": "no-overlap oracle"}
+                self.write(dict(self.finding(status="upstream-open", triage=TRIAGE, prior_art=[
+                    {"url": "https://github.com/ggml-org/llama.cpp/issues/7", "relation": "related"}]),
+                    reproducers=[{"input": "in", "expect": {"asan": sig}}]))
+                msg = self.error()
+                self.assertIn(f"expect.asan: frame '{frame}' is the harness's own", msg)
+        sig = {"type": "lifeline-check", "frame": "ggml_gallocr_alloc_graph [kept plan", "message": "no-overlap oracle"}
+        self.write(dict(self.finding(status="upstream-open", triage=TRIAGE, prior_art=[
+            {"url": "https://github.com/ggml-org/llama.cpp/issues/7", "relation": "related"}]),
+            reproducers=[{"input": "in", "expect": {"asan": sig}}]))
+        self.assertEqual(repro.load(self.dir).status, "upstream-open")
+        # A bug of the project's own stand-ins is named by its own frames.
+        self.write(dict(GOOD, reproducers=[{"input": "in", "expect": {"asan": dict(
+            sig, frame="lifeline::alloc::GraphAllocator::InitTensor")}}]))
+        self.assertEqual(repro.load(self.dir).status, "fixed")
+
     def test_a_cited_thread_must_be_classified(self):
         self.write(self.finding(status="upstream-open", triage=TRIAGE))
         self.assertIn("cites https://github.com/ggml-org/llama.cpp/issues/7 without saying what it is to this finding",

@@ -59,7 +59,7 @@ def program(report: str) -> str:
 
 
 HBO_SIG = {"type": "heap-buffer-overflow", "frame": "ggml_gallocr_init_tensor"}
-CHECK_SIG = {"type": "lifeline-check", "frame": "GgmlGraphAdapter::AllocAndCompute", "message": "no-overlap oracle"}
+CHECK_SIG = {"type": "lifeline-check", "frame": "ggml_gallocr_alloc_graph [kept plan", "message": "no-overlap oracle"}
 OWN_SIG = {"type": "assert", "frame": "same_outputs", "message": "new gallocr"}
 REPORT = {"title": "ggml-alloc: a title in upstream's words", "contract": "ggml-alloc.h:70: \"the contract\"",
           "expected": "it places the graph", "fix": "compare the records"}

@@ -202,6 +202,17 @@ struct AllocatorRules {
   // init_pushconst_tensor_offsets, the assert of ggml-org/llama.cpp#22516) where a multiple of
   // minStorageBufferOffsetAlignment (16 on lavapipe) is needed.
   int refuses_misaligned_sources = 0;
+  // ... and for a neg too (a unary op), where the tree's ggml-vulkan binds unary sources without an offset.
+  bool misaligned_unary_too = false;
+  // The same for a graph holding a set_rows (every one, or one whose source rows are float16) where the ggml tree's
+  // ggml_set_rows does not take it: none before mid-2025, int64 row indices only until late 2025 (the adapters'
+  // are int32), float32 source rows only in some trees (cmake/LifelineGgml.cmake reads its asserts).
+  bool refuses_set_rows = false;
+  bool refuses_f16_set_rows = false;
+  // The same for a graph holding a node of an op the backend does not take for its types: `op` computing `out`
+  // from sources of types `a` and `b` (b = a for one source). ggml-vulkan's answers differ between ggml versions
+  // (0.15.1's takes no float16 concat); the Vulkan target asks its backend (ggml_vulkan_adapter.h). Null: none.
+  bool (*backend_refuses)(alloc::Op op, alloc::DType out, alloc::DType a, alloc::DType b) = nullptr;
 };
 
 Program Decode(const uint8_t* data, size_t size, const AllocatorRules& rules = {});

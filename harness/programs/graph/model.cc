@@ -264,7 +264,8 @@ bool Model::AllocLegal(int gi, int k, StatusCode* expect) const {
   }
   // Refused up front by the allocator's rules (checked after the precondition above, as the adapter does).
   if (*expect == StatusCode::kOk && (rules.refuses_f16_scale || rules.refuses_odd_rope || rules.refuses_f16_rope ||
-                                    rules.refuses_misaligned_sources > 0)) {
+                                    rules.refuses_misaligned_sources > 0 || rules.refuses_set_rows ||
+                                    rules.refuses_f16_set_rows || rules.backend_refuses != nullptr)) {
     auto misaligned = [&](int src) {
       return src >= 0 && ByteOffset(gi, src) % rules.refuses_misaligned_sources != 0;
     };
@@ -274,10 +275,18 @@ bool Model::AllocLegal(int gi, int k, StatusCode* expect) const {
       const bool odd_rope = s.op == Op::kRope && mg.t[i].ne0 % 2 != 0;
       const bool f16_rope = s.op == Op::kRope && s.type == alloc::DType::kF16;
       const bool misaligned_src = rules.refuses_misaligned_sources > 0 &&
-                                  (s.op == Op::kMulMat || s.op == Op::kSoftMax) &&
+                                  (s.op == Op::kMulMat || s.op == Op::kSoftMax ||
+                                   (rules.misaligned_unary_too && s.op == Op::kNeg)) &&
                                   (misaligned(s.src[0]) || misaligned(s.src[1]));
+      const bool set_rows = s.op == Op::kSetRows;
+      const bool f16_set_rows = set_rows && s.src[1] >= 0 && mg.t[s.src[1]].spec.type == alloc::DType::kF16;
+      auto type_of = [&](int src) { return src >= 0 ? mg.t[src].spec.type : s.type; };
+      const bool backend_refuses = rules.backend_refuses != nullptr && s.op != Op::kNone &&
+                                   rules.backend_refuses(s.op, s.type, type_of(s.src[0]),
+                                                         s.src[1] >= 0 ? type_of(s.src[1]) : type_of(s.src[0]));
       if (r[i] && ((rules.refuses_f16_scale && f16_scale) || (rules.refuses_odd_rope && odd_rope) ||
-                   (rules.refuses_f16_rope && f16_rope) || misaligned_src)) {
+                   (rules.refuses_f16_rope && f16_rope) || misaligned_src || (rules.refuses_set_rows && set_rows) ||
+                   (rules.refuses_f16_set_rows && f16_set_rows) || backend_refuses)) {
         *expect = StatusCode::kUnimplemented;
       }
     }

@@ -148,6 +148,11 @@ Status GgmlGraphAdapter::Measure(int k, int g) {
   StatusOr<alloc::Graph> mirror = alloc::BuildGraph(book_.Outputs(g));
   if (!mirror.ok()) return mirror.status();
   if (Split(g)) return Reserve(k, g);
+#if !LIFELINE_GGML_HAS_GALLOCR_RESERVE_N_SIZE
+  // A ggml without ggml_gallocr_reserve_n_size: the step plans the graph as the model has it (a Measure changes
+  // the model as a Reserve does), by the one call that tree has; there is no measure to check.
+  return Reserve(k, g);
+#else
   ForgetPlacementsBy(k);
   Instance* inst = Build(g);
   const std::string what = "g" + std::to_string(g);
@@ -168,6 +173,7 @@ Status GgmlGraphAdapter::Measure(int k, int g) {
     break;
   }
   return Status::Ok();
+#endif
 }
 
 // The kernel copies the elements past n_dims two at a time, so a row of odd length has one element written past
@@ -257,6 +263,7 @@ Status GgmlGraphAdapter::AllocAndCompute(int k, int g) {
   ForgetPlacementsBy(k);
   Instance* inst = Build(g);
   const std::string what = "g" + std::to_string(g);
+  if (!inst->unsupported.empty()) return Unimplemented(what + ": " + inst->unsupported);
   LIFELINE_RETURN_IF_ERROR(Refuse(*inst, what));
   const bool split = Split(g);
   ggml_backend_sched_t sched = split ? Scheduler(k) : nullptr;
@@ -295,6 +302,9 @@ Status GgmlGraphAdapter::AllocAndCompute(int k, int g) {
       Mirror(g, *inst, id, owner);
       placed = InGgmlOrder(*inst, mirror.value(), g);
     }
+    std::vector<std::string> held = {plan_kept_ ? "kept plan" : "new plan"};
+    if (rewired >= 0) held.push_back("edges changed since the plan");
+    NoteUpstream(*inst, "ggml_gallocr_alloc_graph", std::move(held));
   }
 
   // A split graph runs in the scheduler's order (the splits one after the other, each as its backend's
@@ -317,6 +327,29 @@ Status GgmlGraphAdapter::AllocAndCompute(int k, int g) {
   return Status::Ok();
 }
 
+void GgmlGraphAdapter::NoteUpstream(const Instance& inst, const std::string& call, std::vector<std::string> held) {
+  std::string calls;
+  for (const ggml_tensor* t : inst.t) {
+    if (t == nullptr || t->view_src == nullptr || (t->flags & GGML_TENSOR_FLAG_OUTPUT) == 0) continue;
+    if ((t->view_src->flags & GGML_TENSOR_FLAG_OUTPUT) == 0) {
+      calls = "ggml_set_output [an output view's source is no output] / ";
+      break;
+    }
+  }
+  if (call.empty()) {
+    if (!calls.empty()) calls.resize(calls.size() - 3);  // no " / " after the last
+    SetUpstreamContext(std::move(calls));
+    return;
+  }
+  calls += call;
+  if (!held.empty()) {
+    calls += " [";
+    for (size_t i = 0; i < held.size(); ++i) calls += (i > 0 ? "; " : "") + held[i];
+    calls += "]";
+  }
+  SetUpstreamContext(std::move(calls));
+}
+
 // Program::reuse: graph g, placed last by allocator k and unchanged since, computed again on the same build as
 // llama.cpp reuses a graph: its inputs set anew, nothing built, planned or allocated (a scheduler keeps its
 // placement too), every oracle of a compute checked again.
@@ -326,7 +359,8 @@ Status GgmlGraphAdapter::Recompute(int k, int g, const std::vector<Tensor*>& out
   if (programs::TraceRequested()) {
     std::fprintf(stderr, "lifeline: %s: computed again as built and placed\n", what.c_str());
   }
-  FillAndCompute(k, g, *last.inst, last.placed, last.split, outputs, what);
+  NoteUpstream(*last.inst, "", {});
+  FillAndCompute(k, g, *last.inst, last.placed, last.split, outputs, what, /*reused=*/true);
   return Status::Ok();
 }
 
@@ -335,7 +369,7 @@ Status GgmlGraphAdapter::Recompute(int k, int g, const std::vector<Tensor*>& out
 // (graph_book.h; the no-overlap one only in the program's order, which a split graph does not run in), and checked
 // against a fresh gallocr when it was computed.
 void GgmlGraphAdapter::FillAndCompute(int k, int g, Instance& inst, const alloc::Graph& placed, bool split,
-                                      const std::vector<Tensor*>& outputs, const std::string& what) {
+                                      const std::vector<Tensor*>& outputs, const std::string& what, bool reused) {
   ggml_backend_sched_t sched = split ? Scheduler(k) : nullptr;
   const void* owner = split ? static_cast<const void*>(sched) : galloc_[k];
   const int id = split ? SchedulerId(k) : k;
@@ -356,6 +390,8 @@ void GgmlGraphAdapter::FillAndCompute(int k, int g, Instance& inst, const alloc:
     const auto* p = static_cast<const uint8_t*>(r->data);
     before.emplace_back(const_cast<Tensor*>(r), std::vector<uint8_t>(p, p + r->nbytes()));
   }
+  AddUpstreamCall(std::string(split ? "ggml_backend_sched_graph_compute" : "ggml_backend_graph_compute") +
+                  (reused ? " [graph computed again as placed]" : ""));
   if (ComputeUnderOracles(placed, owner, Extents(id), outputs, [&] { Compute(inst.graph, what, sched); },
                           EqualityFor(g), /*check_overlap=*/!split, /*refuse_nonfinite_row_input=*/true)) {
     std::vector<std::vector<uint8_t>> after;
@@ -415,10 +451,12 @@ Status GgmlGraphAdapter::Place(int k, int g, Instance& inst, const std::string& 
   GallocrShadow& shadow = shadow_[k];
   *rewired = -1;
   bool needs_realloc = shadow.NeedsRealloc(inst.graph);
+  plan_kept_ = !needs_realloc;
   if (!needs_realloc) {
     if (PlanIsStale(shadow, inst.graph, what, rewired)) {
       LIFELINE_RETURN_IF_ERROR(ReserveN(k, inst.graph, what));
       *rewired = -1;
+      plan_kept_ = false;
     }
   } else if (nbuf_[k] == 1) {
     if (SizeHashSet(galloc_[k], shadow, inst.graph, ids_[k].data(), what)) {
@@ -631,6 +669,17 @@ ggml_tensor* GgmlGraphAdapter::Make(Instance& inst, int g, int i, bool detached)
       // the destination, as the program's is.
       ggml_tensor* a = src(0);
       ggml_tensor* b = src(1);
+      if (!LIFELINE_GGML_HAS_SET_ROWS || !LIFELINE_GGML_SET_ROWS_I32 ||
+          (b->type == GGML_TYPE_F16 && !LIFELINE_GGML_SET_ROWS_F16)) {
+        // This tree's ggml_set_rows asserts against it (none at all, int64 indices only, float32 rows only): a view of
+        // the destination stands in for the result, and the graph is refused before it is placed.
+        inst.unsupported = std::string("this ggml's ggml_set_rows does not take ") +
+                           (!LIFELINE_GGML_HAS_SET_ROWS ? "anything (it has none)"
+                            : !LIFELINE_GGML_SET_ROWS_I32 ? "int32 row indices"
+                                                           : "float16 source rows");
+        t = ggml_view_tensor(ctx, a);
+        break;
+      }
       std::vector<int32_t> rows(alloc::kMaxRows);
       SetRowsOf(spec, b->ne[3], a->ne[3], rows.data());
       rows.resize(static_cast<size_t>(b->ne[3]));
@@ -638,8 +687,12 @@ ggml_tensor* GgmlGraphAdapter::Make(Instance& inst, int g, int i, bool detached)
       ggml_set_input(idx);
       ggml_format_name(idx, "g%d.t%d.rows", g, i);
       inst.rows.emplace_back(idx, std::move(rows));
+#if LIFELINE_GGML_HAS_SET_ROWS
       ggml_tensor* set = ggml_set_rows(ctx, ggml_reshape_2d(ctx, a, a->ne[0], a->ne[3]),
                                        ggml_reshape_2d(ctx, b, b->ne[0], b->ne[3]), idx);
+#else
+      ggml_tensor* set = nullptr;  // refused above
+#endif
       ggml_format_name(set, "g%d.t%d.set_rows", g, i);
       t = ggml_reshape_4d(ctx, set, m->ne[0], 1, 1, m->ne[3]);
       break;
@@ -647,6 +700,16 @@ ggml_tensor* GgmlGraphAdapter::Make(Instance& inst, int g, int i, bool detached)
   }
   ggml_format_name(t, "g%d.t%d", g, i);
   if (m->output) ggml_set_output(t);
+  // Guard ggml-set-output-view-src-freed: ggml_set_output of a view marks the view alone in ggml before ggml-org/ggml
+  // d727fbbd (whisper.cpp 1.9.1's copy among them), so gallocr frees the view's source after its last reader and
+  // reuses its bytes under an output. The user's way out, and the fix: the source is marked an output too.
+  if (m->output && t->view_src != nullptr && (t->view_src->flags & GGML_TENSOR_FLAG_OUTPUT) == 0 &&
+      GuardHolds(Guard::kGgmlSetOutputViewSrcFreed, [&] {
+        return std::string(t->name) + ", an output, views " + t->view_src->name + ", which ggml_set_output left " +
+               "without the output flag; " + t->view_src->name + " is marked an output too";
+      })) {
+    ggml_set_output(t->view_src);
+  }
   inst.t[i] = t;
   return t;
 }

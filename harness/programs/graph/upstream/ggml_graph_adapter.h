@@ -97,6 +97,10 @@ struct Instance {
   // The build's get_rows, rope and set_rows: each index tensor (an int32 input) and the rows or positions it is to
   // hold once placed (UploadRows).
   std::vector<std::pair<ggml_tensor*, std::vector<int32_t>>> rows;
+  // An op of the program this ggml tree's API does not take (a set_rows its ggml_set_rows asserts against), built
+  // as a stand-in of its shape so the graph can be planned; AllocAndCompute refuses the graph with this reason,
+  // as the model predicts (AllocatorRules::refuses_set_rows).
+  std::string unsupported;
   ~Instance();
 };
 
@@ -176,6 +180,10 @@ class GgmlGraphAdapter : public AllocatorAdapter {
  private:
   Status ReserveN(int k, ggml_cgraph* graph, const std::string& what);
   Status Place(int k, int g, Instance& inst, const std::string& what, int* rewired);
+  // Names, for a failing check's report (SetUpstreamContext), the upstream `call` that placed `inst` and what held
+  // when it ran: `held` plus, from the build itself, an output view whose source ggml left without the output flag
+  // (ggml_set_output before ggml-org/ggml d727fbbd marked only the view).
+  static void NoteUpstream(const Instance& inst, const std::string& call, std::vector<std::string> held);
   ggml_tensor* Source(int h, int i, bool detached, ggml_context* ctx);
   Instance* Build(int g, bool detached = false);
   void PlaceWeights(Instance& inst, int g);
@@ -183,7 +191,7 @@ class GgmlGraphAdapter : public AllocatorAdapter {
   ggml_backend_buffer_t PlaceWithTallocr(const std::vector<ggml_tensor*>& w, const std::string& what);
   Status Recompute(int k, int g, const std::vector<alloc::Tensor*>& outputs);
   void FillAndCompute(int k, int g, Instance& inst, const alloc::Graph& placed, bool split,
-                      const std::vector<alloc::Tensor*>& outputs, const std::string& what);
+                      const std::vector<alloc::Tensor*>& outputs, const std::string& what, bool reused = false);
   ggml_tensor* Make(Instance& inst, int g, int i, bool detached);
   void Mirror(int g, const Instance& inst, int id, const void* owner);
   bool Split(int g) const;
@@ -230,6 +238,7 @@ class GgmlGraphAdapter : public AllocatorAdapter {
   std::vector<std::unique_ptr<HostBufferType>> host_types_;
   std::vector<std::unique_ptr<Instance>> instances_;
   std::map<std::pair<int, int>, ggml_tensor*> placed_;  // (graph, tensor) -> ggml tensor of its latest placement
+  bool plan_kept_ = false;     // Place: the last ggml_gallocr_alloc_graph placed on the plan it had (no re-plan)
   int sched_placements_ = 0;  // PlaceSplit: every other one is split alone first (ggml_backend_sched_split_graph)
   std::map<std::pair<int, int>, ggml_tensor*> weights_placed_;  // (graph, leaf) -> its weight (Program::weights)
   std::map<int, bool> placed_split_;                    // graph -> whether its latest placement was split

@@ -155,10 +155,13 @@ Status GgmlGraphAdapter::PlaceSplit(int k, int g, Instance** placed, const std::
   // ("Split graph without allocating it", ggml-backend.h): on a build of its own, since splitting rewires a
   // build's sources to the scheduler's copies. The placement's own split must then count as many.
   int split_only = -1;
-  if (++sched_placements_ % 2 == 0) {
+  // (A ggml whose ggml-backend.h has no ggml_backend_sched_split_graph: no split alone, every placement as it comes.)
+  if (LIFELINE_GGML_HAS_BACKEND_SCHED_SPLIT_GRAPH && ++sched_placements_ % 2 == 0) {
     Instance& probe = *Build(g);
     ggml_backend_sched_t sched = SchedulerFor(k, g, probe);
+#if LIFELINE_GGML_HAS_BACKEND_SCHED_SPLIT_GRAPH
     ggml_backend_sched_split_graph(sched, probe.graph);
+#endif
     split_only = ggml_backend_sched_get_n_splits(sched);
   }
   Instance& inst = **placed;
@@ -177,6 +180,10 @@ Status GgmlGraphAdapter::PlaceSplit(int k, int g, Instance** placed, const std::
   // ggml_gallocr_alloc_graph keeps that plan, and a node lands in another backend's buffer (the backend then reads
   // that buffer's context as its own: heap-buffer-overflow in ggml_vk_tensor_subbuffer). The user's way out, as
   // llama.cpp reserves again after its split-only probes: reserve the graph, then place a new build.
+  // What held when the scheduler placed the build that the checks below look at (NoteUpstream).
+  std::vector<std::string> held;
+  if (split_only >= 0) held.push_back("after ggml_backend_sched_split_graph of the same graph");
+  if (rewired >= 0 && !replan) held.push_back("edges changed since the plan");
   if (split_only >= 0) {
     const ggml_tensor* misplaced = InForeignBuffer(k, sched, inst);
     if (misplaced != nullptr && GuardHolds(Guard::kGgmlSchedSplitGraphHidesBackendChange, [&] {
@@ -197,6 +204,7 @@ Status GgmlGraphAdapter::PlaceSplit(int k, int g, Instance** placed, const std::
       if (!ggml_backend_sched_alloc_graph(sched, again.graph)) {
         return ResourceExhausted("ggml_backend_sched_alloc_graph of " + what + " after its reserve failed");
       }
+      held = {"after ggml_backend_sched_reserve"};
     }
   }
   const ggml_tensor* writer = nullptr;
@@ -231,7 +239,9 @@ Status GgmlGraphAdapter::PlaceSplit(int k, int g, Instance** placed, const std::
     if (!ggml_backend_sched_alloc_graph(sched, again.graph)) {
       return ResourceExhausted("ggml_backend_sched_alloc_graph of " + what + " on one backend failed");
     }
+    held.push_back("every node on one backend");  // after ggml_backend_sched_reset: an earlier split still counts
   }
+  NoteUpstream(**placed, "ggml_backend_sched_alloc_graph", std::move(held));
   CheckSchedulerAnswers(k, sched, **placed, what);
   return NoTensorWithoutMemory(g, **placed);
 }
@@ -240,7 +250,12 @@ Status GgmlGraphAdapter::PlaceSplit(int k, int g, Instance** placed, const std::
 // in a buffer whose type is not the one get_buffer_type reports for the tensor's backend; null when there is none (or
 // the tensor has no backend: CheckSchedulerAnswers says so for the program's tensors). The build's own helpers count
 // too: a copy's destination is a leaf of the graph, not a program tensor, and ggml-vulkan reads its buffer alike.
+// A ggml whose ggml-backend.h has no ggml_backend_sched_get_buffer_type has no answer to compare with: none found.
 const ggml_tensor* GgmlGraphAdapter::InForeignBuffer(int k, ggml_backend_sched_t sched, const Instance& inst) {
+#if !LIFELINE_GGML_HAS_BACKEND_SCHED_GET_BUFFER_TYPE
+  (void)k, (void)sched, (void)inst;
+  return nullptr;
+#else
   for (int leafs = 1; leafs >= 0; --leafs) {
     const int n = leafs ? inst.graph->n_leafs : ggml_graph_n_nodes(inst.graph);
     for (int i = 0; i < n; ++i) {
@@ -253,6 +268,7 @@ const ggml_tensor* GgmlGraphAdapter::InForeignBuffer(int k, ggml_backend_sched_t
     }
   }
   return nullptr;
+#endif
 }
 
 // Where each node of a placed split graph (`executed`, the program's tensors in the order the scheduler runs them)
@@ -323,6 +339,7 @@ void GgmlGraphAdapter::CheckSchedulerAnswers(int k, ggml_backend_sched_t sched, 
   const int splits = ggml_backend_sched_get_n_splits(sched);
   LIFELINE_CHECK(splits >= runs, of + "get_n_splits says " + std::to_string(splits) + ", but its nodes run on " +
                                      std::to_string(runs) + " stretches of one backend each");
+#if LIFELINE_GGML_HAS_BACKEND_SCHED_GET_BUFFER_TYPE  // InForeignBuffer finds none without it
   const ggml_tensor* foreign = InForeignBuffer(k, sched, inst);
   if (foreign != nullptr) {
     ggml_backend_t b = ggml_backend_sched_get_tensor_backend(sched, const_cast<ggml_tensor*>(foreign));
@@ -331,6 +348,7 @@ void GgmlGraphAdapter::CheckSchedulerAnswers(int k, ggml_backend_sched_t sched, 
                                            " buffer, but get_buffer_type says " + ggml_backend_name(b) + "'s is " +
                                            ggml_backend_buft_name(ggml_backend_sched_get_buffer_type(sched, b)));
   }
+#endif
   for (ggml_tensor* t : inst.t) {
     if (t == nullptr || t->view_src != nullptr || t->buffer == nullptr || AllocatorOf(t->buffer) != SchedulerId(k))
       continue;

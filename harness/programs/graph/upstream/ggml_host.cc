@@ -239,7 +239,9 @@ bool GallocrLoggedRealloc() { return g_logged_needs_realloc; }
 
 ggml_backend_t Cpu() {
   static ggml_backend_t cpu = [] {
+#if LIFELINE_GGML_HAS_SET_ABORT_CALLBACK
     ggml_set_abort_callback(&::lifeline::internal::UpstreamAbort);
+#endif  // older ggml prints a GGML_ABORT itself and aborts; cli/lifeline/crash.py reads that report too
     ggml_log_set(&Log, nullptr);
     ggml_backend_t b = ggml_backend_cpu_init();
     LIFELINE_CHECK(b != nullptr, "ggml_backend_cpu_init failed");

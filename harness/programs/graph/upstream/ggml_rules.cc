@@ -3,11 +3,25 @@
 #include "core/guards.h"
 
 namespace lifeline::graphs {
+namespace {
+
+// What the lane's ggml tree's ggml_set_rows takes (cmake/LifelineGgml.cmake; a lane without ggml refuses nothing).
+void SetRowsRules(AllocatorRules* rules) {
+#if defined(LIFELINE_GGML_HAS_SET_ROWS)
+  rules->refuses_set_rows = !LIFELINE_GGML_HAS_SET_ROWS || !LIFELINE_GGML_SET_ROWS_I32;
+  rules->refuses_f16_set_rows = !LIFELINE_GGML_SET_ROWS_F16;
+#else
+  (void)rules;
+#endif
+}
+
+}  // namespace
 
 AllocatorRules GgmlRules() {
   AllocatorRules rules;
   rules.refuses_f16_scale = GuardOn(Guard::kGgmlCpuScaleF16Unsupported);
   rules.refuses_odd_rope = GuardOn(Guard::kGgmlCpuRopeOddRowOverflow);
+  SetRowsRules(&rules);
   return rules;
 }
 
@@ -20,6 +34,7 @@ AllocatorRules GgmlVulkanRules() {
   rules.refuses_f16_rope = true;  // format.h: rope_*_f16 as Debian's glslang compiles them is invalid SPIR-V
   // lavapipe's minStorageBufferOffsetAlignment; the adapter checks the device's own (ggml_vulkan_adapter.cc).
   rules.refuses_misaligned_sources = GuardOn(Guard::kGgmlVkMulMatMisalignedSrc) ? 16 : 0;
+  SetRowsRules(&rules);
   return rules;
 }
 

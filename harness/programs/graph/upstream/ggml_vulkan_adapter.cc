@@ -363,7 +363,9 @@ class GgmlVulkanAdapter final : public GgmlGraphAdapter {
       // tensor keeps): a view at an offset that is not one. soft_max's push constants carry no offset either and it
       // aborts the same way (init_pushconst_tensor_offsets: ggml-org/llama.cpp#22516's assert); the guard steps
       // around both. Decided from the views' offsets, before placement.
-      if (t->op == GGML_OP_MUL_MAT || t->op == GGML_OP_SOFT_MAX) {
+      // A ggml-vulkan that binds a unary op's source without an offset (LIFELINE_GGML_VK_UNARY_NO_OFFSET, ggml 0.15
+      // and before) asserts there alike (init_pushconst_tensor_offsets): the same finding, in one more op.
+      if (t->op == GGML_OP_MUL_MAT || t->op == GGML_OP_SOFT_MAX || (LIFELINE_GGML_VK_UNARY_NO_OFFSET && t->op == GGML_OP_UNARY)) {
         const size_t align = ggml_backend_buft_get_alignment(VulkanType());
         for (const ggml_tensor* s : {t->src[0], t->src[1]}) {
           if (s == nullptr) continue;
@@ -439,7 +441,56 @@ class GgmlVulkanAdapter final : public GgmlGraphAdapter {
   std::map<std::pair<int, int>, ggml_backend_buffer_t> preallocated_;  // (graph, leaf) -> its own Vulkan buffer
 };
 
+// AllocatorRules::backend_refuses for ggml-vulkan: whether its device says no (ggml_backend_dev_supports_op) to a
+// node of the kind GgmlGraphAdapter::Make builds for `op` from sources of types a and b into `out`, asked once per
+// combination on small contiguous tensors. A version of ggml-vulkan takes ops and types another does not, and the
+// model predicts the refusal of such a graph from this answer instead of from what the pinned version takes.
+bool VulkanRefuses(alloc::Op op, alloc::DType out, alloc::DType a, alloc::DType b) {
+  static std::map<int, bool> answers;
+  const int key = static_cast<int>(op) * 8 + static_cast<int>(out) * 4 + static_cast<int>(a) * 2 + static_cast<int>(b);
+  if (auto it = answers.find(key); it != answers.end()) return it->second;
+  VulkanType();  // the device, set up once
+  ggml_backend_dev_t dev = ggml_backend_reg_dev_get(ggml_backend_vk_reg(), 0);
+  ggml_init_params params{16 * ggml_tensor_overhead(), nullptr, /*no_alloc=*/true};
+  ggml_context* ctx = ggml_init(params);
+  auto type = [](alloc::DType d) { return d == alloc::DType::kF16 ? GGML_TYPE_F16 : GGML_TYPE_F32; };
+  ggml_tensor* x = ggml_new_tensor_4d(ctx, type(a), 4, 1, 1, 4);
+  ggml_tensor* y = ggml_new_tensor_4d(ctx, type(b), 4, 1, 1, 4);
+  ggml_tensor* rows = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 4);
+  std::vector<ggml_tensor*> nodes;  // the compute nodes Make builds for the op (views need no support)
+  switch (op) {
+    case alloc::Op::kScale: nodes = {ggml_scale(ctx, x, 2.0f)}; break;
+    case alloc::Op::kNeg: nodes = {ggml_neg(ctx, x)}; break;
+    case alloc::Op::kAdd: nodes = {ggml_add(ctx, x, y)}; break;
+    case alloc::Op::kMul: nodes = {ggml_mul(ctx, x, y)}; break;
+    case alloc::Op::kCopy: nodes = {ggml_cpy(ctx, x, ggml_new_tensor(ctx, type(out), GGML_MAX_DIMS, x->ne))}; break;
+    case alloc::Op::kConcat: nodes = {ggml_concat(ctx, x, y, 3)}; break;
+    case alloc::Op::kRmsNorm: nodes = {ggml_rms_norm(ctx, x, alloc::kRmsNormEps)}; break;
+    case alloc::Op::kSoftMax: nodes = {ggml_soft_max(ctx, x)}; break;
+    case alloc::Op::kMulMat: nodes = {ggml_mul_mat(ctx, ggml_reshape_2d(ctx, x, 4, 4), ggml_reshape_2d(ctx, y, 4, 4))}; break;
+    case alloc::Op::kTranspose: nodes = {ggml_cont(ctx, ggml_transpose(ctx, ggml_reshape_2d(ctx, x, 4, 4)))}; break;
+    case alloc::Op::kGetRows: nodes = {ggml_get_rows(ctx, ggml_reshape_2d(ctx, x, 4, 4), rows)}; break;
+    case alloc::Op::kRope:
+      nodes = {ggml_rope_ext(ctx, ggml_reshape_3d(ctx, x, 4, 1, 4), rows, nullptr, 2, alloc::kRopeNormal, 0,
+                             alloc::kRopeFreqBase, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f)};
+      break;
+    default: break;  // leafs and views; set_rows: AllocatorRules::refuses_set_rows (what the tree's ggml.c takes)
+  }
+  bool refused = false;
+  for (ggml_tensor* n : nodes) refused = refused || !ggml_backend_dev_supports_op(dev, n);
+  ggml_free(ctx);
+  answers.emplace(key, refused);
+  return refused;
+}
+
 }  // namespace
+
+AllocatorRules GgmlVulkanTargetRules() {
+  AllocatorRules rules = GgmlVulkanRules();
+  rules.backend_refuses = &VulkanRefuses;
+  rules.misaligned_unary_too = LIFELINE_GGML_VK_UNARY_NO_OFFSET != 0;
+  return rules;
+}
 
 std::unique_ptr<AllocatorAdapter> MakeGgmlVulkanAdapter() { return std::make_unique<GgmlVulkanAdapter>(); }
 

@@ -34,4 +34,9 @@ namespace lifeline::graphs {
 
 std::unique_ptr<AllocatorAdapter> MakeGgmlVulkanAdapter();
 
+// GgmlVulkanRules, plus the backend's own answer to which nodes it takes (AllocatorRules::backend_refuses: its
+// device's supports_op, asked once per op and types): the rules the target decodes with, on whatever ggml version
+// it was built from. It sets up the Vulkan device on first use.
+AllocatorRules GgmlVulkanTargetRules();
+
 }  // namespace lifeline::graphs

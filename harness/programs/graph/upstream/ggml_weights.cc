@@ -93,7 +93,9 @@ void GgmlGraphAdapter::PlaceWeights(Instance& inst, int g) {
     if (cur > 0) ++chunks;
   }
   const bool by_hand = !chunked && g % 4 == 3;
+#if LIFELINE_GGML_HAS_BACKEND_ALLOC_CTX_TENSORS_FROM_BUFT_SIZE
   const size_t expected = ggml_backend_alloc_ctx_tensors_from_buft_size(inst.weights_ctx, buft);
+#endif
   if (by_hand) {
     inst.weights = PlaceWithTallocr(w, what);
   } else {
@@ -102,9 +104,11 @@ void GgmlGraphAdapter::PlaceWeights(Instance& inst, int g) {
     LIFELINE_CHECK(inst.weights != nullptr, what + ": ggml_backend_alloc_ctx_tensors" + (chunked ? "_from_buft" : "") +
                                                 " returned null for " + std::to_string(w.size()) + " tensors");
   }
+#if LIFELINE_GGML_HAS_BACKEND_ALLOC_CTX_TENSORS_FROM_BUFT_SIZE  // a ggml without it has no size to check against
   LIFELINE_CHECK(ggml_backend_buffer_get_size(inst.weights) == expected,
                  what + ": a buffer of " + std::to_string(ggml_backend_buffer_get_size(inst.weights)) +
                      " bytes where ggml_backend_alloc_ctx_tensors_from_buft_size said " + std::to_string(expected));
+#endif
   ggml_backend_buffer_set_usage(inst.weights, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
   std::vector<ggml_backend_buffer_t> seen;
   for (size_t a = 0; a < w.size(); ++a) {
@@ -140,7 +144,7 @@ void GgmlGraphAdapter::PlaceWeights(Instance& inst, int g) {
   }
   if (programs::TraceRequested()) {
     std::fprintf(stderr, "lifeline: %s: %zu tensors, %zu bytes in %zu buffer(s) (%s)\n", what.c_str(), w.size(),
-                 expected, seen.size(),
+                 ggml_backend_buffer_get_size(inst.weights), seen.size(),
                  chunked   ? ("ggml_backend_alloc_ctx_tensors_from_buft, max_size " + std::to_string(max_size)).c_str()
                  : by_hand ? "ggml_tallocr_alloc in a ggml_backend_alloc_buffer of the CPU backend"
                            : "ggml_backend_alloc_ctx_tensors on the CPU backend");

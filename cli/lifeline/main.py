@@ -9,7 +9,9 @@
   lifeline reduce INPUT [--bug ID | --target T] [--lane L] [--variant upstream] [--out FILE | --in-place]
                                                     delta debugging on the decoded program (drop ops,
                                                     simplify operands) while the finding's signature holds
-  lifeline report --triage FILE --format json|sarif|markdown [--output FILE]
+  lifeline report (--triage FILE | --summary FILE) [--format json|sarif|markdown] [--output FILE] [--source-root DIR]
+                                                    triage results or a fuzz job's summary.json as JSON,
+                                                    SARIF 2.1.0 (code scanning) or Markdown
   lifeline corpus merge TARGET DIR... [--into seeds|regression]
                                                     merge new inputs into corpus/<TARGET>/ or
                                                     corpus/regression/<TARGET>/ (-merge=1)
@@ -28,6 +30,9 @@
   lifeline bisect BUG_ID --upstream-repo DIR [--good REV] [--bad REV] [--input NAME] [--source FILE.c] [--record]
                                                     the first upstream commit where the finding's exported C
                                                     reproducer fails (git bisect run over a ggml checkout)
+  lifeline matrix [--versions NAME,...] [--source DIR]... [--vulkan] [--out DIR] [--check FILE]
+                                                    build the ggml targets on real ggml versions, replay the corpora,
+                                                    run every ggml finding: finding x version
 
   lifeline repro-plan --lane L [--repro-root DIR]   internal: the reproducer tests CMake registers for lane L
                                                     (see lifeline/plan.py); not listed by --help
@@ -39,7 +44,7 @@
 Bad arguments give a one-line error and exit status 2. One module per verb: ctest.py (test), fuzz.py, coverage.py,
 triage.py, promote.py (promote, corpus merge), reduce.py, report.py, inventory.py (list), classify.py (classify,
 expect-crash), repro.py (repro-check), plan.py (repro-plan), export.py (export, export-plan, export-check),
-bisect.py (bisect).
+bisect.py (bisect), matrix.py (matrix).
 """
 from __future__ import annotations
 
@@ -59,7 +64,7 @@ COMMANDS = {"test": ("ctest", "cmd_test"), "fuzz": ("fuzz", "cmd_fuzz"), "list":
             "promote": ("promote", "cmd_promote"), "report": ("report", "cmd_report"),
             "corpus": ("promote", "cmd_corpus"), "export": ("export", "cmd_export"),
             "coverage": ("coverage", "cmd_coverage"), "reduce": ("reduce", "cmd_reduce"),
-            "bisect": ("bisect", "cmd_bisect")}
+            "bisect": ("bisect", "cmd_bisect"), "matrix": ("matrix", "cmd_matrix")}
 # The verbs whose parsers their own modules add (reduce, bisect): built only when the command line may need them.
 MODULE_PARSERS = ("reduce", "bisect")
 # The internal verbs of export.py (add_internal_parsers).
@@ -125,8 +130,12 @@ def main(argv: list[str]) -> int:
     pr.add_argument("--runs", type=int, default=2000, help="minimization runs (default 2000)")
     if every_parser:
         _module("reduce").add_parser(sub)
-    rp = sub.add_parser("report", help="triage results as JSON, SARIF 2.1.0 or Markdown")
-    rp.add_argument("--triage", required=True)
+    rp = sub.add_parser("report", help="triage results or a fuzz summary as JSON, SARIF 2.1.0 or Markdown")
+    what = rp.add_mutually_exclusive_group(required=True)
+    what.add_argument("--triage", metavar="FILE", help="the output of `lifeline triage --json FILE`")
+    what.add_argument("--summary", metavar="FILE", help="the summary.json of `lifeline fuzz --out DIR`")
+    rp.add_argument("--source-root", metavar="DIR", help="SARIF locations relative to this checkout (default: "
+                    "lifeline's); with --summary, the checkout whose ggml tree the job built, e.g. llama.cpp's")
     rp.add_argument("--format", choices=("json", "sarif", "markdown"), default="markdown")
     rp.add_argument("--output")
     co = sub.add_parser("corpus", help="corpus maintenance: merge")
@@ -152,6 +161,14 @@ def main(argv: list[str]) -> int:
                     help="with --states: also fail when the lists' gap marks are stale (the unit.states test)")
     cv.add_argument("--build-dir", metavar="DIR", help="with --states: the build folder whose targets decode "
                     "(default build/asan, built first unless --no-build)")
+    m = sub.add_parser("matrix", help="the ggml targets and findings on real ggml versions (scripts/ggml-versions.txt)")
+    m.add_argument("--versions", help="comma-separated names of scripts/ggml-versions.txt (default: all of them)")
+    m.add_argument("--source", action="append", metavar="DIR", help="a ggml checkout of your own as one more version "
+                   "(ggml, or llama.cpp or whisper.cpp with ggml/); repeatable")
+    m.add_argument("--vulkan", action="store_true", help="also ggml_vulkan_graph_topology (its shaders per version)")
+    m.add_argument("--out", help="where to write matrix.json, matrix.md and matrix.log (default matrix-out/)")
+    m.add_argument("--check", metavar="FILE", help="fail when a finding's result or a corpus crash differs from "
+                   "this committed matrix.json")
     sub.add_parser("list", help="targets, lanes, bug ids, reproducers")
     c = sub.add_parser("classify", help="crash type and state of saved reports")
     c.add_argument("files", nargs="+")
@@ -191,7 +208,7 @@ def main(argv: list[str]) -> int:
         args.launcher = launcher
         if args.command is None:
             raise UsageError("lifeline: a command is required (test, fuzz, coverage, triage, promote, reduce, report, "
-                             "corpus, list, classify, repro-check, export, bisect)")
+                             "corpus, list, classify, repro-check, export, bisect, matrix)")
         if getattr(args, "reintroduce", None):
             from .bugs import known_bug_ids
             if args.reintroduce not in known_bug_ids():

@@ -408,7 +408,9 @@ def oracle_for_bug(bug: repro.Bug, input_path: Path, lane: str, variant: Optiona
         extra = dict(r.env)
         clean_env = switch_env(None, unguard=None, **extra)
         if variant and bug.variant.patch:
-            return lane_dir / "upstream-variants" / bug.id / target, clean_env, (binary, clean_env)
+            # The patched build with the finding's guard off (as repro-check runs it), the unpatched one clean.
+            return (lane_dir / "upstream-variants" / bug.id / target, switch_env(None, unguard=bug.guard, **extra),
+                    (binary, clean_env))
         if bug.status in repro.UPSTREAM_STATUSES:
             return binary, switch_env(None, unguard=bug.guard, **extra), (binary, clean_env) if bug.guard else None
         return binary, switch_env(bug.id, unguard=None, **extra), (binary, clean_env)

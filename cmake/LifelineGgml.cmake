@@ -432,7 +432,7 @@ function(lifeline_add_upstream_variant out_var id target patch)
   execute_process(COMMAND ${LIFELINE_PATCH_EXE} --dry-run --forward --batch -p1 -d ${tree} -i ${patch}
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
   if(NOT rc EQUAL 0)
-    string(REGEX REPLACE "\n+" "; " out "${out}")
+    string(REGEX REPLACE "\n+" " | " out "${out}")  # no ';': a CMake list separator
     set(why "${patch} does not apply to ${tree} (${out})")
     if(LIFELINE_GGML_OTHER_SOURCE AND NOT own_tree)
       set(${out_var}_skip "${why}" PARENT_SCOPE)

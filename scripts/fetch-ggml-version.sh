@@ -67,23 +67,6 @@ if [ -f "$stamp" ] && [ -f "$src/ggml/src/ggml-alloc.c" ]; then
   echo "$FETCH_NAME: $name already at $src/ggml"
   exit 0
 fi
-command -v git >/dev/null || die "git is not installed (needed to clone the package's git bundle)"
-
-mkdir -p "$dest"
-work="$(mktemp -d "$dest/.fetch.XXXXXX")"
-trap 'rm -rf "$work"' EXIT
 tarball="$(echo "${package%@*}" | tr -d '@' | tr '/' '-')-${package##*@}.tgz"
-npm_pack_checked "$package" "$tarball" "$integrity" "$work"
-tar -xzf "$work/$tarball" -C "$work" package/llama/gitRelease.bundle ||
-  die "$tarball has no package/llama/gitRelease.bundle"
-got="$(git bundle list-heads "$work/package/llama/gitRelease.bundle" | awk '$2 == "HEAD" {print $1}')"
-[ "$got" = "$head" ] || die "the bundle's HEAD is '$got', expected $head"
-git clone --quiet --no-checkout "$work/package/llama/gitRelease.bundle" "$work/llama.cpp"
-git -C "$work/llama.cpp" -c advice.detachedHead=false checkout --quiet "$head"
-version="$(sed -n 's/^set(GGML_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\))$/\2/p' "$work/llama.cpp/ggml/CMakeLists.txt" | paste -sd.)"
-[ "${version:-unversioned}" = "$ggml_version" ] ||
-  die "ggml/CMakeLists.txt says ggml '${version:-unversioned}', expected $ggml_version"
-rm -rf "$src"
-mv "$work/llama.cpp" "$src"
-printf 'package %s (%s)\nbundle head %s\nggml %s\n' "$package" "$integrity" "$head" "$ggml_version" >"$stamp"
+fetch_llama_bundle "$package" "$tarball" "$integrity" "$head" "$ggml_version" "$dest"
 echo "$FETCH_NAME: $name (ggml $ggml_version) at $src/ggml"

@@ -32,25 +32,5 @@ FETCH_NAME=fetch-ggml
 
 pinned_fetch_prelude "${1:-}" "$stamp" "$ggml/src/ggml-alloc.c" "$ggml" "ggml $GGML_VERSION"
 
-command -v git >/dev/null || die "git is not installed (needed to clone the package's git bundle)"
-
-mkdir -p "$dest"
-work="$(mktemp -d "$dest/.fetch.XXXXXX")"
-trap 'rm -rf "$work"' EXIT
-
-npm_pack_checked "$PACKAGE" "$TARBALL" "$INTEGRITY" "$work"
-
-tar -xzf "$work/$TARBALL" -C "$work" package/llama/gitRelease.bundle ||
-  die "$TARBALL has no package/llama/gitRelease.bundle"
-head="$(git bundle list-heads "$work/package/llama/gitRelease.bundle" | awk '$2 == "HEAD" {print $1}')"
-[ "$head" = "$BUNDLE_HEAD" ] || die "the bundle's HEAD is '$head', expected $BUNDLE_HEAD"
-
-git clone --quiet --no-checkout "$work/package/llama/gitRelease.bundle" "$work/llama.cpp"
-git -C "$work/llama.cpp" -c advice.detachedHead=false checkout --quiet "$BUNDLE_HEAD"
-version="$(sed -n 's/^set(GGML_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\))$/\2/p' "$work/llama.cpp/ggml/CMakeLists.txt" | paste -sd.)"
-[ "$version" = "$GGML_VERSION" ] || die "ggml/CMakeLists.txt says ggml '$version', expected $GGML_VERSION"
-
-rm -rf "$src"
-mv "$work/llama.cpp" "$src"
-printf 'package %s (%s)\nbundle head %s\nggml %s\n' "$PACKAGE" "$INTEGRITY" "$BUNDLE_HEAD" "$GGML_VERSION" >"$stamp"
+fetch_llama_bundle "$PACKAGE" "$TARBALL" "$INTEGRITY" "$BUNDLE_HEAD" "$GGML_VERSION" "$dest"
 echo "fetch-ggml: ggml $GGML_VERSION at $ggml"

@@ -338,14 +338,13 @@ def _report(bug: repro.Bug, exporter: Exporter, rows: list) -> str:
     doc = bug_json(bug)
     r = doc.get("report") or {}
     md = [f"# {r.get('title') or bug.title}", ""]
-    md += [f"- **Version**: {exporter.version}.",
-           f"- **Affects**: {exporter.upstream}" + (f"; {r['affects']}" if r.get("affects") else "") + ".",
-           f"- **Status here**: `{bug.status}`" + (f" ({doc['status_notes']})" if doc.get("status_notes") else "") + ".",
-           f"- **Found by**: lifeline's fuzz target `{bug.target}` (finding `{bug.id}`)."]
     from .matrix import versions_line  # the committed matrix of real ggml versions (bench/results/matrix/)
     versions = versions_line(bug.id) if exporter.target.startswith("ggml_") else None
-    if versions:
-        md.append(f"- **Versions**: {versions}.")
+    md += [f"- **Version**: {exporter.version}.",
+           f"- **Affects**: {exporter.upstream}" + (f"; {r['affects']}" if r.get("affects") else "")
+           + (f"; by version, {versions}" if versions else "") + ".",
+           f"- **Status here**: `{bug.status}`" + (f" ({doc['status_notes']})" if doc.get("status_notes") else "") + ".",
+           f"- **Found by**: lifeline's fuzz target `{bug.target}` (finding `{bug.id}`)."]
     intro = doc.get("introduced_by")
     if isinstance(intro, dict) and intro.get("commit"):
         how = "read off the history by hand" if intro.get("found_by") == "history" else "`lifeline bisect`"

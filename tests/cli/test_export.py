@@ -138,6 +138,26 @@ class Export(unittest.TestCase):
         self.assertIn(" -o 'first input'\n", report)
         self.assertIn(f"wrote {out / 'report.md'}", stdout)
 
+    def test_the_affects_line_names_the_versions_of_the_committed_matrix(self):
+        """`lifeline matrix`'s committed results (bench/results/matrix/matrix.json) fill the report's Affects line:
+        where the finding reproduces, where not, where it cannot run."""
+        out = self.tmp / "out"
+        rc, stdout, err = self.cli("export", "ggml-fake-finding", "--out", out)
+        self.assertEqual(rc, 0, stdout + err)
+        self.assertNotIn("by version", (out / "report.md").read_text())  # no matrix: nothing said
+        m = self.root / "bench" / "results" / "matrix"
+        m.mkdir(parents=True)
+        row = {"date": "2025-09-09", "ggml": "unversioned", "release": "llama.cpp@b6431"}
+        (m / "matrix.json").write_text(json.dumps({"date": "2026-12-07", "versions": [
+            dict(row, name="a", findings={"ggml-fake-finding": {"result": "reproduces"}}),
+            dict(row, name="b", release="llama.cpp@v0.5.0", ggml="0.25.1", date="2026-09-28",
+                 findings={"ggml-fake-finding": {"result": "cannot", "why": "this ggml has no f"}})]}))
+        rc, stdout, err = self.cli("export", "ggml-fake-finding", "--out", out)
+        self.assertEqual(rc, 0, stdout + err)
+        self.assertIn("by version, `lifeline matrix` (2026-12-07, bench/results/matrix/matrix.json): reproduces on "
+                      "llama.cpp@b6431 (ggml unversioned, 2025-09-09); cannot run on llama.cpp@v0.5.0 (ggml 0.25.1, "
+                      "2026-09-28).\n", (out / "report.md").read_text())
+
     def test_the_program_is_decoded_with_the_findings_guard_off_and_its_env(self):
         rc, stdout, err = self.cli("export", "ggml-fake-finding", "--out", self.tmp / "o")
         self.assertEqual(rc, 0, stdout + err)

@@ -1,5 +1,8 @@
 #include "core/upstream_hooks.h"
 
+#include <signal.h>
+
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 
@@ -17,6 +20,20 @@ void UpstreamContext() {
 void UpstreamAbort(const char* message) {
   std::fprintf(stderr, "\n==lifeline== upstream abort: %s\n", message);
   UpstreamContext();
+}
+
+namespace {
+void OnAbortSignal(int sig) {
+  std::fprintf(stderr, "\n==lifeline== upstream abort signal\n");
+  UpstreamContext();
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+}  // namespace
+
+void ReportAbortSignals() {
+  struct sigaction old {};
+  if (sigaction(SIGABRT, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) std::signal(SIGABRT, OnAbortSignal);
 }
 
 }  // namespace lifeline::internal

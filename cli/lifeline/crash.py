@@ -200,6 +200,7 @@ _ASSERT_WHERE = re.compile(r"(?<!\S)(?P<file>/[^:]*|[^\s:]+):(?P<line>\d+): ")
 # ggml's GGML_ASSERT / GGML_ABORT through the harness's abort callback, and ggml's own default print of a
 # GGML_ASSERT: "==lifeline== upstream abort: <file>:<line>: <text>", "<file>:<line>: GGML_ASSERT(<x>) failed"
 _UPSTREAM_ABORT = "==lifeline== upstream abort: "
+_UPSTREAM_SIGNAL = "==lifeline== upstream abort signal"
 _UPSTREAM_WHERE = re.compile(r"(?P<file>.+?):(?P<line>\d+): (?P<text>.*?)\s*$")
 _GGML_ASSERT = ": GGML_ASSERT("
 _FILE_LINE = re.compile(r"(?:^|\s)(?P<file>/[^:]*|[^\s:]+):(?P<line>\d+)$")
@@ -449,11 +450,19 @@ def parse(text: str) -> Optional[Crash]:
                 state = [_function_name(func)]
             return Crash("upstream", "assert", state, normalized, message=message, location=location or loc)
 
+        if line.startswith(_UPSTREAM_SIGNAL):
+            # An upstream abort without an abort hook (ggml before ggml_set_abort_callback): its own line above,
+            # the harness's context below (core/upstream_hooks.h ReportAbortSignals).
+            state, normalized, location = _stack(lines, _stack_start(lines, i), _SAN_FRAME, _TSAN_FRAME, _VG_FRAME)
+            return _ggml_default_abort(lines, i, state, normalized, location)
+
         m = _FUZZER.search(line)
         if m:
             what = m.group("what")
             kind = "timeout" if what.startswith("timeout") else what.replace(" ", "-")
             state, normalized, location = _stack(lines, i + 1, _SAN_FRAME)
+            if what == "deadly signal" and "ggml_abort" in normalized:
+                return _ggml_default_abort(lines, i, state, normalized, location)  # the same, libFuzzer's stack
             return Crash("libfuzzer", kind, state, normalized, location=location)
     return None
 

@@ -232,6 +232,15 @@ def run_version(v: Version, targets: list, bugs: list, log) -> dict:
 _MARK = {"reproduces": "reproduces", "partly": "partly", "no": "no", "other": "other crash", "cannot": "cannot run"}
 
 
+def _short(why: str) -> str:
+    """A table cell's few words for why a finding cannot run (the whole reason is under the table)."""
+    m = re.match(r"this ggml has no (\w+)", why)
+    if m:
+        return f"no `{m.group(1)}`"
+    m = re.match(r"(ggml_\w+_topology): ", why)
+    return f"`{m.group(1)}` not built" if m else why
+
+
 def markdown(rows: list, bugs: list) -> str:
     """finding x version, then each version's targets and corpus replay."""
     heads = [f"{r['name']} (ggml {r['ggml']}, {r['date']})" for r in rows]
@@ -240,7 +249,7 @@ def markdown(rows: list, bugs: list) -> str:
         cells = []
         for r in rows:
             f = r["findings"].get(b.id, {"result": "cannot", "why": "not run"})
-            cells.append(_MARK[f["result"]] + (f" ({f['why']})" if f.get("why") and f["result"] == "cannot" else ""))
+            cells.append(_MARK[f["result"]] + (f": {_short(f.get('why', ''))}" if f["result"] == "cannot" else ""))
         md.append(f"| `{b.id}` | " + " | ".join(cells) + " |")
     md.append("")
     for r in rows:

@@ -225,6 +225,34 @@ class UpstreamOracleFindings(unittest.TestCase):
 
 # ---- upstream C code's aborts (tool "upstream", type "assert") --------------------------------------------
 
+class GgmlAbortWithoutItsHook(unittest.TestCase):
+    """A ggml without ggml_set_abort_callback (before 2025's) prints a GGML_ABORT's line itself and aborts: the
+    harness's SIGABRT report follows it in a replay (core/upstream_hooks.h ReportAbortSignals), libFuzzer's deadly
+    signal in a fuzz lane. Both are the same upstream assert as the hook's report."""
+    LINE = "/g/ggml/src/ggml-cpu/ops.cpp:3880: fatal error"
+    STACK = ["    #0 0x1 in __sanitizer_print_stack_trace (/b/t+0x1)", "    #1 0x2 in abort stdlib/abort.c:79:7",
+             "    #2 0x3 in ggml_abort /g/ggml/src/ggml.c:184:5",
+             "    #3 0x4 in ggml_compute_forward_scale /g/ggml/src/ggml-cpu/ops.cpp:3880:17",
+             "    #4 0x5 in ggml_compute_forward /g/ggml/src/ggml-cpu/ggml-cpu.c:1844:17"]
+
+    def check(self, c):
+        self.assertEqual((c.tool, c.type, c.message), ("upstream", "assert", "fatal error"))
+        self.assertEqual(c.state[0], "ggml_compute_forward_scale")
+        self.assertTrue(crash.matches(c, {"type": "assert", "frame": "ggml_compute_forward_scale",
+                                          "message": "fatal error"})[0])
+
+    def test_the_harness_signal_report(self):
+        self.check(crash.parse("\n".join([self.LINE, "", "==lifeline== upstream abort signal", "  op: #3 of 4",
+                                          "  trace:", "=>  #3 alloc g0", "stack:"] + self.STACK) + "\n"))
+
+    def test_libfuzzers_deadly_signal(self):
+        self.check(crash.parse("\n".join([self.LINE, "==7== ERROR: libFuzzer: deadly signal"] + self.STACK) + "\n"))
+
+    def test_a_deadly_signal_elsewhere_stays_one(self):
+        c = crash.parse("==7== ERROR: libFuzzer: deadly signal\n    #0 0x1 in foo /x.c:1:1\n")
+        self.assertEqual((c.tool, c.type), ("libfuzzer", "deadly-signal"))
+
+
 GGML = "/work/main/build/upstream/llama.cpp/ggml"
 BID = "(BuildId: 31f2797a402afeba91e14bc6d595f9eeca8cd1a7)"
 LIBC_BID = "(BuildId: 93ac61ec5a8eb1396f9fbd350e3169a558528a40)"

@@ -241,7 +241,12 @@ ggml_backend_t Cpu() {
   static ggml_backend_t cpu = [] {
 #if LIFELINE_GGML_HAS_SET_ABORT_CALLBACK
     ggml_set_abort_callback(&::lifeline::internal::UpstreamAbort);
-#endif  // older ggml prints a GGML_ABORT itself and aborts; cli/lifeline/crash.py reads that report too
+#else
+    // An older ggml prints a GGML_ABORT's line itself, then its backtrace (through gdb, unless told not to), then
+    // aborts: the signal gets the harness's report after ggml's line (cli/lifeline/crash.py reads both).
+    setenv("GGML_NO_BACKTRACE", "1", /*overwrite=*/0);
+    ::lifeline::internal::ReportAbortSignals();
+#endif
     ggml_log_set(&Log, nullptr);
     ggml_backend_t b = ggml_backend_cpu_init();
     LIFELINE_CHECK(b != nullptr, "ggml_backend_cpu_init failed");

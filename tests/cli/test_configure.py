@@ -246,3 +246,68 @@ class ConfigureWithoutTorchOnAnotherGgml(unittest.TestCase):
                 self.assertEqual(other_source(name), (None, None))
         # torch is not ggml (here its tests are the skipped stand-ins of a build without torch).
         self.assertIsNone(other_source("repro.torch-dlpack-neg-bit-ignored.asan.pinned")[0])
+
+
+@unittest.skipUnless(shutil.which("cmake") and shutil.which("ctest") and shutil.which("ninja"), "needs cmake and ninja")
+class ConfigureGgmlTreesThatCannotBuildATarget(unittest.TestCase):
+    """Configurations (no build) of the asan lane from ggml trees where a target cannot build: the lane configures,
+    the target is listed in skipped-targets.txt with why, and its tests are registered as skipped with that reason
+    (never failed, never dropped). A tree without src/ggml-cpu/ (ggml before late 2024), and a tree whose ggml-vulkan
+    needs a build-compat patch that does not apply to it (a link farm of the pinned tree, its ggml-vulkan.cpp edited
+    where layer-settings.patch mends it)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = Path(tempfile.mkdtemp(prefix="lifeline-configure-"))
+        cls.old = cls.tmp / "old ggml"
+        (cls.old / "src").mkdir(parents=True)
+        (cls.old / "src" / "ggml-alloc.c").write_text("")
+        (cls.old / "CMakeLists.txt").write_text("project(ggml C)\n")
+        cls.odd = cls.tmp / "odd ggml"
+        pinned = ROOT / "build" / "upstream" / "llama.cpp" / "ggml"
+        subprocess.run(["cp", "-rs", str(pinned), str(cls.odd)], check=True)
+        vk = cls.odd / "src" / "ggml-vulkan" / "ggml-vulkan.cpp"
+        text = vk.read_text()
+        vk.unlink()
+        vk.write_text(text.replace("VkBool32 enable_best_practice = layer_settings;",
+                                   "VkBool32 enable_best_practice = layer_settings != 0;"))
+        cls.vk_shared = ROOT / "build" / "upstream" / ("ggml-vulkan-" + hashlib.md5(str(cls.odd).encode()).hexdigest()[:12])
+        cls.builds = {}
+        for name, tree in (("old", cls.old), ("odd", cls.odd)):
+            build = cls.tmp / f"build-{name}"
+            cfg = subprocess.run(["cmake", "--preset", "asan", "-B", str(build), f"-DLIFELINE_GGML_SOURCE_DIR={tree}"],
+                                 cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            cls.builds[name] = (build, cfg)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+        shutil.rmtree(cls.vk_shared, ignore_errors=True)
+
+    def skipped(self, name):
+        build, cfg = self.builds[name]
+        self.assertEqual(cfg.returncode, 0, cfg.stdout)
+        return dict(line.split(": ", 1) for line in (build / "skipped-targets.txt").read_text().splitlines())
+
+    def test_a_tree_without_the_cpu_backend_library_skips_both_ggml_targets(self):
+        skipped = self.skipped("old")
+        self.assertEqual(sorted(skipped), ["ggml_graph_topology", "ggml_vulkan_graph_topology"])
+        self.assertIn(f"{self.old} has no src/ggml-cpu/", skipped["ggml_graph_topology"])
+        build = self.builds["old"][0]
+        run = run_ctest(build, r"^(corpus\.ggml_graph_topology|repro\.ggml-gallocr-leaf-records-unchecked\.asan\.pinned)$")
+        self.assertEqual(run.returncode, 0, run.stdout)
+        self.assertEqual(len(re.findall(r"\*\*\*Skipped", run.stdout)), 2, run.stdout)
+
+    def test_a_vulkan_backend_whose_compat_patch_does_not_apply_skips_that_target_only(self):
+        skipped = self.skipped("odd")
+        self.assertEqual(list(skipped), ["ggml_vulkan_graph_topology"])
+        self.assertIn("cmake/ggml-vulkan/compat/layer-settings.patch, which this tree needs", skipped["ggml_vulkan_graph_topology"])
+        self.assertIn("does not apply", skipped["ggml_vulkan_graph_topology"])
+        build = self.builds["odd"][0]
+        self.assertIn("ggml_graph_topology", (build / "fuzz-targets.txt").read_text())
+        run = subprocess.run(["ctest", "--test-dir", str(build), "-R", r"^corpus\.ggml_vulkan_graph_topology$", "-V"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.assertEqual(run.returncode, 0, run.stdout)
+        self.assertIn("***Skipped", run.stdout)
+        self.assertIn("SKIPPED: ggml-vulkan of", run.stdout)
+        self.assertIn("layer-settings.patch", run.stdout)

@@ -116,6 +116,12 @@ class RunFinding(ScratchProject):
         got = self.run_finding(self.finding({"a": "assert"}), missing=["ggml_frob"])
         self.assertEqual(got, {"result": "cannot", "why": "this ggml has no ggml_frob"})
 
+    def test_a_target_not_asked_for_is_not_run_and_not_compared(self):
+        got = self.run_finding(self.finding({"a": "assert"}), status={})
+        self.assertEqual(got["result"], "not-run")
+        row = dict(ROW, findings={"bug-a": got})
+        self.assertEqual(matrix.compare([row], {"versions": [ROW]}), [])
+
     def test_a_target_that_did_not_build_cannot_run(self):
         got = self.run_finding(self.finding({"a": "assert"}), status={"fake_target": "does not compile: error: x"})
         self.assertEqual(got, {"result": "cannot", "why": "fake_target: does not compile: error: x"})

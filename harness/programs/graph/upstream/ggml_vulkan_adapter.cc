@@ -365,7 +365,8 @@ class GgmlVulkanAdapter final : public GgmlGraphAdapter {
       // around both. Decided from the views' offsets, before placement.
       // A ggml-vulkan that binds a unary op's source without an offset (LIFELINE_GGML_VK_UNARY_NO_OFFSET, ggml 0.15
       // and before) asserts there alike (init_pushconst_tensor_offsets): the same finding, in one more op.
-      if (t->op == GGML_OP_MUL_MAT || t->op == GGML_OP_SOFT_MAX || (LIFELINE_GGML_VK_UNARY_NO_OFFSET && t->op == GGML_OP_UNARY)) {
+      if (t->op == GGML_OP_MUL_MAT || t->op == GGML_OP_SOFT_MAX ||
+          (LIFELINE_GGML_VK_UNARY_NO_OFFSET && t->op == GGML_OP_UNARY)) {
         const size_t align = ggml_backend_buft_get_alignment(VulkanType());
         for (const ggml_tensor* s : {t->src[0], t->src[1]}) {
           if (s == nullptr) continue;
@@ -467,7 +468,9 @@ bool VulkanRefuses(alloc::Op op, alloc::DType out, alloc::DType a, alloc::DType 
     case alloc::Op::kConcat: nodes = {ggml_concat(ctx, x, y, 3)}; break;
     case alloc::Op::kRmsNorm: nodes = {ggml_rms_norm(ctx, x, alloc::kRmsNormEps)}; break;
     case alloc::Op::kSoftMax: nodes = {ggml_soft_max(ctx, x)}; break;
-    case alloc::Op::kMulMat: nodes = {ggml_mul_mat(ctx, ggml_reshape_2d(ctx, x, 4, 4), ggml_reshape_2d(ctx, y, 4, 4))}; break;
+    case alloc::Op::kMulMat:
+      nodes = {ggml_mul_mat(ctx, ggml_reshape_2d(ctx, x, 4, 4), ggml_reshape_2d(ctx, y, 4, 4))};
+      break;
     case alloc::Op::kTranspose: nodes = {ggml_cont(ctx, ggml_transpose(ctx, ggml_reshape_2d(ctx, x, 4, 4)))}; break;
     case alloc::Op::kGetRows: nodes = {ggml_get_rows(ctx, ggml_reshape_2d(ctx, x, 4, 4), rows)}; break;
     case alloc::Op::kRope:

@@ -96,7 +96,7 @@ class RunFinding(ScratchProject):
 
     def run_finding(self, bug, missing=(), status=None):
         with open(self.tmp / "log", "w") as log:
-            return matrix.run_finding(bug, {"fake_target": self.fake}, status or {"fake_target": "built"},
+            return matrix.run_finding(bug, {"fake_target": self.fake}, {"fake_target": "built"} if status is None else status,
                                       list(missing), log)
 
     def test_every_input_reproduces(self):

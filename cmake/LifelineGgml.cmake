@@ -43,8 +43,8 @@ endif()
 # What of ggml's API the adapters use that a tree may lack, found in the tree's headers (never from its version):
 # LIFELINE_GGML_FEATURE_DEFINITIONS holds LIFELINE_GGML_HAS_<NAME>=0|1 for each (harness/CMakeLists.txt gives them
 # to the adapters, which leave out what a tree lacks: an oracle it needs is skipped, an op it needs is refused as
-# unsupported, and `lifeline list` / the lane's upstream-ggml.txt say which), and LIFELINE_GGML_MISSING the names
-# of those the tree lacks.
+# unsupported; the lane's upstream-ggml.txt and the summaries of `lifeline fuzz` and `lifeline test` say which), and
+# LIFELINE_GGML_MISSING the names of those the tree lacks.
 function(lifeline_ggml_features)
   set(headers "")
   foreach(h ggml.h ggml-alloc.h ggml-backend.h ggml-cpu.h)
@@ -186,7 +186,7 @@ if(LIFELINE_GGML_DIR AND NOT LIFELINE_GGML_SKIP_REASON)
   string(REGEX REPLACE "[^0-9;]" "" _ggml_version "${_ggml_version_lines}")
   string(REPLACE ";" "." LIFELINE_GGML_VERSION "${_ggml_version}")
   if(NOT LIFELINE_GGML_VERSION)
-    # ggml's CMake has had a version only since 0.9 (2025); an older tree is named by its source folder.
+    # ggml's CMake has not always said its version (the trees of September 2025 and before checked here do not).
     set(LIFELINE_GGML_VERSION "unversioned")
   endif()
   lifeline_ggml_features()

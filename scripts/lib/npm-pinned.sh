@@ -41,8 +41,8 @@ pinned_fetch_prelude() {
 # fetch_llama_bundle PACKAGE TARBALL INTEGRITY HEAD GGML_VERSION DEST: the llama.cpp release a node-llama-cpp package
 # ships as a git bundle (package/llama/gitRelease.bundle), checked out at HEAD into DEST/llama.cpp, with DEST/fetched.txt
 # saying what it is. Checks the tarball (npm_pack_checked), the bundle's HEAD and the version ggml/CMakeLists.txt says
-# ("unversioned" for a tree without one, before 2025's ggml 0.9). Works in a scratch folder under DEST: a failed check
-# leaves nothing half-fetched behind.
+# ("unversioned" for a tree without one: those of September 2025 and before checked here). Works in a scratch folder
+# under DEST: a failed check leaves nothing half-fetched behind.
 fetch_llama_bundle() {
   local package="$1" tarball="$2" integrity="$3" head="$4" ggml_version="$5" dest="$6" work got version
   command -v git >/dev/null || die "git is not installed (needed to clone the package's git bundle)"

@@ -661,8 +661,9 @@ def cmd_fuzz(args) -> int:
         print("corpus: inputs in libFuzzer's corpus at the end (the seeds it kept and what it added; the added "
               "ones are saved in <out>/<target>/corpus); exec/s: execs over the job's time")
     if any(r.get("upstream_open") for r in results):
-        print("upstream-open: artifacts that replay as a bug upstream has not fixed (repro/*/bug.json with "
-              "status upstream-open); not counted as crashes")
+        print("upstream-open: artifacts that replay as a finding in upstream code that the upstream built still has "
+              "(repro/*/bug.json with an upstream status; on another ggml source also one fixed before the pinned "
+              "version); not counted as crashes")
     ggml = upstream_ggml(lane_dir) if args.engine != "afl" else None
     if ggml and any(r["target"] in ggml["targets"] for r in results):
         print(describe_ggml(ggml, lane_dir))

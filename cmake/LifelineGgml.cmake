@@ -15,6 +15,26 @@
 #
 # Sets LIFELINE_GGML (ON when built) and LIFELINE_GGML_SKIP_REASON (why not, in a lane that wants it).
 
+# A test that fails with `why`, in place of an upstream test this lane cannot build from its folder.
+function(lifeline_add_upstream_failure name why)
+  add_test(NAME ${name} COMMAND ${Python3_EXECUTABLE} -c "import sys; print('FAIL ' + sys.argv[1]); sys.exit(1)"
+           "${why}")
+  set_tests_properties(${name} PROPERTIES LABELS "repro;upstream")
+endfunction()
+
+# A test that reports itself skipped, with the reason, in place of an upstream test that cannot be built.
+# The reason is the second argument, else why upstream ggml is not built.
+function(lifeline_add_upstream_skip name)
+  set(reason "${LIFELINE_GGML_SKIP_REASON}")
+  if(ARGC GREATER 1)
+    set(reason "${ARGV1}")
+  endif()
+  add_test(NAME ${name} COMMAND ${CMAKE_COMMAND} -E env
+           ${Python3_EXECUTABLE} -c "import sys; print('SKIPPED: ' + sys.argv[1]); sys.exit(77)"
+           "${reason}")
+  set_tests_properties(${name} PROPERTIES LABELS "upstream" SKIP_RETURN_CODE 77)
+endfunction()
+
 set(LIFELINE_GGML_LANES asan fuzz tsan coverage)
 set(LIFELINE_GGML_SOURCE_DIR "" CACHE PATH
     "ggml source tree to fuzz (default: build/upstream/llama.cpp/ggml from scripts/fetch-ggml.sh)")
@@ -327,26 +347,6 @@ elseif(LIFELINE_ENGINE STREQUAL "external")
   list(APPEND LIFELINE_SKIPPED_TARGETS
        "ggml_vulkan_graph_topology: not built for an external engine (its shaders build once per machine under build/upstream, which the build contract does not provide) - fuzz it with lifeline fuzz")
 endif()
-
-# A test that fails with `why`, in place of an upstream test this lane cannot build from its folder.
-function(lifeline_add_upstream_failure name why)
-  add_test(NAME ${name} COMMAND ${Python3_EXECUTABLE} -c "import sys; print('FAIL ' + sys.argv[1]); sys.exit(1)"
-           "${why}")
-  set_tests_properties(${name} PROPERTIES LABELS "repro;upstream")
-endfunction()
-
-# A test that reports itself skipped, with the reason, in place of an upstream test that cannot be built.
-# The reason is the second argument, else why upstream ggml is not built.
-function(lifeline_add_upstream_skip name)
-  set(reason "${LIFELINE_GGML_SKIP_REASON}")
-  if(ARGC GREATER 1)
-    set(reason "${ARGV1}")
-  endif()
-  add_test(NAME ${name} COMMAND ${CMAKE_COMMAND} -E env
-           ${Python3_EXECUTABLE} -c "import sys; print('SKIPPED: ' + sys.argv[1]); sys.exit(77)"
-           "${reason}")
-  set_tests_properties(${name} PROPERTIES LABELS "upstream" SKIP_RETURN_CODE 77)
-endfunction()
 
 # corpus.<target> and, when the target has a regression corpus, regression.<target>, registered as skipped
 # with `reason` (default: why upstream ggml is missing) for a target this lane cannot build.

@@ -280,6 +280,9 @@ Status GgmlGraphAdapter::AllocAndCompute(int k, int g) {
     LIFELINE_RETURN_IF_ERROR(PlaceSplit(k, g, &inst, what));
     Mirror(g, *inst, id, owner);
     executed = InGgmlOrder(*inst, mirror.value(), g);
+    // The scheduler hands each split to its backend's graph_optimize, which may reorder it (ggml-vulkan's does): named
+    // among the upstream calls when it did, since a wrong result of a reordered graph is that call's to answer for.
+    if (executed.nodes != placed.nodes) AddUpstreamCall("graph_optimize [reordered the nodes]");
   } else {
     int rewired = -1;
     LIFELINE_RETURN_IF_ERROR(Place(k, g, *inst, what, &rewired));

@@ -6,7 +6,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from .paths import ROOT, target_labels
+from .paths import ROOT, skipped_targets, target_labels
 from .usage import UsageError
 
 
@@ -126,21 +126,6 @@ def ccache_stats(lane: str) -> tuple[int, int] | None:
     hits = sum(line in ("direct_cache_hit", "preprocessed_cache_hit") for line in lines)
     misses = sum(line == "cache_miss" for line in lines)
     return (hits, misses) if hits or misses else None
-
-
-def skipped_targets(lane_dir: Path) -> dict[str, str]:
-    """target -> why the lane's configuration did not define it (skipped-targets.txt, written by every configure:
-    cmake/LifelineGgml.cmake lifeline_write_skipped_targets); empty when the lane is not configured."""
-    try:
-        lines = (lane_dir / "skipped-targets.txt").read_text().splitlines()
-    except OSError:
-        return {}
-    out = {}
-    for line in lines:
-        name, _, why = line.partition(": ")
-        if name:
-            out[name] = why
-    return out
 
 
 def _unbuilt(lane: str, targets: list) -> list[str]:

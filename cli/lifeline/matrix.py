@@ -27,8 +27,8 @@ from . import crash as crashmod
 from . import repro
 from . import triage as triagemod
 from .bugs import switch_env
-from .build import resolve_ggml_source, skipped_targets, upstream_ggml
-from .paths import ROOT
+from .build import resolve_ggml_source, upstream_ggml
+from .paths import ROOT, skipped_targets
 from .usage import UsageError
 
 VERSIONS_FILE = ROOT / "scripts" / "ggml-versions.txt"

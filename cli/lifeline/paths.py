@@ -34,3 +34,14 @@ def target_labels(lane_dir: Path) -> dict[str, list[str]]:
         if name:
             out[name] = [x for x in labels.split(";") if x]
     return out
+
+
+def skipped_targets(lane_dir: Path) -> dict[str, str]:
+    """target -> why the lane's configuration did not build it on its upstream source (skipped-targets.txt, written
+    afresh by every configure: cmake/LifelineGgml.cmake lifeline_add_unavailable_target); empty when the lane is not
+    configured."""
+    try:
+        lines = (lane_dir / "skipped-targets.txt").read_text().splitlines()
+    except OSError:
+        return {}
+    return {name: why for name, _, why in (line.partition(": ") for line in lines) if name}

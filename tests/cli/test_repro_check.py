@@ -125,6 +125,29 @@ class ReproCheck(ScratchProject):
         self.assertEqual(rc, 1, out)
         self.assertIn("FAIL variant-in: the unpatched upstream build reported assert | ggml_gallocr_init_tensor", out)
 
+    def test_variant_fixed_on_another_source_that_has_the_bug_is_skipped(self):
+        # self.patched stands for an unpatched build of a version from before the fix: it gives the signature.
+        source = "ggml 0.9.5 from /src/old ggml"
+        rc, out = self.check(self.fixed, "fixed", self.patched, "--variant", "upstream", "--other-source", source)
+        self.assertEqual(rc, 77, out)
+        self.assertIn(f"HAS THE BUG variant-in: the unpatched build of {source} gives the finding's signature "
+                      "(assert | ggml_gallocr_init_tensor", out)
+        self.assertIn("SKIPPED: 1 input(s) of the upstream variant fail with its signature", out)
+        # Clean there is still a pass, and another crash there is still a failure.
+        rc, out = self.check(self.fixed, "fixed", self.unpatched, "--variant", "upstream", "--other-source", source)
+        self.assertEqual(rc, 0, out)
+        self.assertNotIn("SKIPPED", out)
+        other = write_bug(self.tmp / "elsewhere" / "fake-fixed-bug", {  # the same switch, another variant input
+            "target": "fake_target", "reproducers": [{"input": "in", "expect": {"asan": ASSERT_SIG}}],
+            "upstream_variant": {"target": "fake_target_upstream", "source": "ggml 0.25.1",
+                                 "patch": "reintroduce.patch",
+                                 "reproducers": [{"input": "variant-in", "expect": {"asan": ASSERT_SIG}}]}},
+            {"in": "uaf", "variant-in": "uaf", "reintroduce.patch": "--- a/x\n+++ b/x\n"})
+        rc, out = self.check(other, "fixed", self.patched, "--variant", "upstream", "--other-source", source)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("FAIL variant-in: the unpatched upstream build reported heap-use-after-free", out)
+        self.assertNotIn("HAS THE BUG", out)
+
     def test_variant_reintroduced_fails_on_the_patched_build_without_a_switch(self):
         # The fake upstream build exits 2 if LIFELINE_REINTRODUCE is set at all.
         rc, out = self.check(self.fixed, "reintroduced", self.patched, "--variant", "upstream")

@@ -125,11 +125,7 @@ def repro_inputs(target: str) -> list[tuple[Path, dict]]:
     when it is the bug's target, and an upstream variant's inputs when it is that variant's target (the
     unpatched upstream is the fixed code). A bug.json that does not load is skipped: its own test fails."""
     out = []
-    for d in repro.folders(ROOT / "repro"):
-        try:
-            bug = repro.load(d)
-        except repro.BugJsonError:
-            continue
+    for bug in repro.loadable(ROOT / "repro"):
         if bug.target == target:
             out += [(r.input, r.env) for r in bug.reproducers]
         if bug.variant and bug.variant.target == target:

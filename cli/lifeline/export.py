@@ -482,11 +482,7 @@ def plan(repro_root: Path, lane: str) -> list[str]:
     exporter checked in `lane`; inputs whose names CMake cannot carry (not letters, digits, . _ -) are left
     out, and export-check fails naming them."""
     lines = []
-    for d in repro.folders(repro_root):
-        try:
-            bug = repro.load(d)
-        except repro.BugJsonError:
-            continue  # repro.<id>.bug-json says why
+    for bug in repro.loadable(repro_root):
         exporter = EXPORTERS.get(bug.target)
         if bug.status not in EXPORTED_STATUSES or exporter is None or exporter.lane != lane or not bug.reproducers:
             continue

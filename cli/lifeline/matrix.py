@@ -191,11 +191,7 @@ def run_finding(bug: repro.Bug, binaries: dict, status: dict, missing: list, log
 def findings(root: Path = ROOT) -> list[repro.Bug]:
     """The findings in upstream ggml: upstream statuses, on a ggml target (own reproducers or a variant's)."""
     out = []
-    for d in repro.folders(root / "repro"):
-        try:
-            bug = repro.load(d)
-        except repro.BugJsonError:
-            continue
+    for bug in repro.loadable(root / "repro"):
         if bug.status not in repro.UPSTREAM_STATUSES:
             continue
         target = bug.target if bug.reproducers else (bug.variant.target if bug.variant else None)

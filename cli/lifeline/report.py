@@ -118,17 +118,23 @@ def _check(obj: dict, spec: dict, required, where: str, others: bool = False) ->
             raise ValueError(f"{where}: '{key}' must be {_kinds(types)}")
 
 
+def _objects(doc, noun: str, not_a_list: str, spec: dict, required, others: bool):
+    """The objects of the top-level list `doc`, each checked against `spec`, with where each is ("row 3")."""
+    if not isinstance(doc, list):
+        raise ValueError(not_a_list)
+    for i, row in enumerate(doc):
+        where = f"{noun} {i}"
+        if not isinstance(row, dict):
+            raise ValueError(f"{where} must be an object")
+        _check(row, spec, required, where, others=others)
+        yield where, row
+
+
 def results_from_json(doc) -> list[Result]:
     """Triage rows (`lifeline triage --json`) as Results; ValueError names the first row and field of the
     wrong shape, so every report can read every field it uses."""
-    if not isinstance(doc, list):
-        raise ValueError("the top level must be a list of rows")
     results = []
-    for i, row in enumerate(doc):
-        where = f"row {i}"
-        if not isinstance(row, dict):
-            raise ValueError(f"{where} must be an object")
-        _check(row, _ROW, _REQUIRED, where)
+    for where, row in _objects(doc, "row", "the top level must be a list of rows", _ROW, _REQUIRED, False):
         crash = row.get("crash")
         if crash is not None:
             _check({k: v for k, v in crash.items() if k in _CRASH}, _CRASH, ("type", "state"), f"{where}: crash")
@@ -230,14 +236,9 @@ def _entries(row: dict, key: str, spec: dict, required, where: str):
 def jobs_from_json(doc) -> list[Job]:
     """The jobs of a fuzz summary (`lifeline fuzz --out DIR`: DIR/summary.json), each with its findings grouped by
     signature; ValueError names the first job and field of the wrong shape."""
-    if not isinstance(doc, list):
-        raise ValueError("the top level must be a list of jobs, one per target")
     jobs = []
-    for i, row in enumerate(doc):
-        where = f"job {i}"
-        if not isinstance(row, dict):
-            raise ValueError(f"{where} must be an object")
-        _check(row, _JOB, ("target",), where, others=True)
+    for where, row in _objects(doc, "job", "the top level must be a list of jobs, one per target", _JOB,
+                               ("target",), True):
         target = row["target"]
         groups: dict[tuple, Finding] = {}
 

@@ -131,6 +131,18 @@ def folders(repro_root: Path) -> list[Path]:
     return sorted(d for d in repro_root.iterdir() if d.is_dir()) if repro_root.is_dir() else []
 
 
+def loadable(repro_root: Path) -> list[Bug]:
+    """The bugs under repro_root whose bug.json loads; one that does not is left out (its repro.<id>.bug-json
+    test says why)."""
+    bugs = []
+    for d in folders(repro_root):
+        try:
+            bugs.append(load(d))
+        except BugJsonError:
+            pass
+    return bugs
+
+
 def lanes_of(reproducers: list) -> list[str]:
     """The lanes the `expect` objects of `reproducers` name, sorted."""
     return sorted({lane for r in reproducers for lane in r.expect})

@@ -118,12 +118,12 @@ def _check(obj: dict, spec: dict, required, where: str, others: bool = False) ->
             raise ValueError(f"{where}: '{key}' must be {_kinds(types)}")
 
 
-def _objects(doc, noun: str, not_a_list: str, spec: dict, required, others: bool):
-    """The objects of the top-level list `doc`, each checked against `spec`, with where each is ("row 3")."""
+def _objects(doc, name, not_a_list: str, spec: dict, required, others: bool):
+    """The objects of the list `doc`, each checked against `spec`, with where each is (`name(i)`: "row 3")."""
     if not isinstance(doc, list):
         raise ValueError(not_a_list)
     for i, row in enumerate(doc):
-        where = f"{noun} {i}"
+        where = name(i)
         if not isinstance(row, dict):
             raise ValueError(f"{where} must be an object")
         _check(row, spec, required, where, others=others)
@@ -134,7 +134,8 @@ def results_from_json(doc) -> list[Result]:
     """Triage rows (`lifeline triage --json`) as Results; ValueError names the first row and field of the
     wrong shape, so every report can read every field it uses."""
     results = []
-    for where, row in _objects(doc, "row", "the top level must be a list of rows", _ROW, _REQUIRED, False):
+    for where, row in _objects(doc, lambda i: f"row {i}", "the top level must be a list of rows", _ROW, _REQUIRED,
+                               False):
         crash = row.get("crash")
         if crash is not None:
             _check({k: v for k, v in crash.items() if k in _CRASH}, _CRASH, ("type", "state"), f"{where}: crash")
@@ -225,20 +226,17 @@ class Job:
 
 
 def _entries(row: dict, key: str, spec: dict, required, where: str):
-    for j, e in enumerate(row.get(key, [])):
-        w = f"{where}: {key}[{j}]"
-        if not isinstance(e, dict):
-            raise ValueError(f"{w} must be an object")
-        _check(e, spec, required, w, others=True)
-        yield w, e
+    """The objects of the list row[key] (already checked to be a list), with where each is."""
+    yield from _objects(row.get(key, []), lambda j: f"{where}: {key}[{j}]", f"{where}: '{key}' must be a list",
+                        spec, required, True)
 
 
 def jobs_from_json(doc) -> list[Job]:
     """The jobs of a fuzz summary (`lifeline fuzz --out DIR`: DIR/summary.json), each with its findings grouped by
     signature; ValueError names the first job and field of the wrong shape."""
     jobs = []
-    for where, row in _objects(doc, "job", "the top level must be a list of jobs, one per target", _JOB,
-                               ("target",), True):
+    for where, row in _objects(doc, lambda i: f"job {i}", "the top level must be a list of jobs, one per target",
+                               _JOB, ("target",), True):
         target = row["target"]
         groups: dict[tuple, Finding] = {}
 

@@ -201,10 +201,14 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
         # An in-process job stops at its first crash. When that leaves time the user asked for (a seed that
         # crashes on this upstream version, a finding no guard steps around here), the job goes on in fork
         # mode, which keeps each crash and goes on, for the rest of the time, from the corpus so far; the
-        # summary says where it stopped and what ran after.
+        # summary says where it stopped and what ran after. Not with a bug switched on by --reintroduce: that
+        # bug is what such a job looks for, and every input after would find it again.
         left = int(seconds - stopped_at)
         crashed = returncode != 0 and any(p.name not in before and not _slow(p) for p in artifacts.iterdir())
-        if jobs == 1 and not stats["interrupted"] and crashed and left >= 1:
+        if reintroduce and crashed and not stats["interrupted"] and left >= 1:
+            stats["stopped_at_crash"] = {"at_s": round(stopped_at, 1), "exit_status": returncode,
+                                         "reintroduce": reintroduce}
+        elif jobs == 1 and not stats["interrupted"] and crashed and left >= 1:
             stats["stopped_early"] = {"at_s": round(stopped_at, 1), "exit_status": returncode,
                                       "went_on": "fork mode (-fork=1 -ignore_crashes=1)", "for_s": left}
             log.write(f"\n==lifeline== libFuzzer stopped on a crash at {stopped_at:.1f} s of {seconds}; going on "
@@ -231,7 +235,7 @@ def _fuzz_one(binary: Path, target: str, seconds: int, out: Path, reintroduce: s
     # A job that ended before its time without being stopped by hand tested less than it says: the table and
     # the exit status say so (cmd_fuzz). libFuzzer checks its time between inputs, so it never ends early by
     # its own clock; a second's slack covers the start of the process.
-    stats["ended_early"] = not stats["interrupted"] and elapsed + 1 < seconds
+    stats["ended_early"] = not stats["interrupted"] and "stopped_at_crash" not in stats and elapsed + 1 < seconds
     in_process = jobs == 1 and "stopped_early" not in stats  # fork mode's children keep their own leak reports
     leak = _leak_at_exit(log_path, returncode, target, lane) if in_process and not stats["interrupted"] else None
     if leak and leak.get("exit_unit"):
@@ -641,6 +645,10 @@ def cmd_fuzz(args) -> int:
         if early:
             print(f"  libFuzzer stopped on a crash at {early['at_s']} s (exit status {early['exit_status']}); "
                   f"{early['went_on']} went on for the {early['for_s']} s left: {early.get('execs', 0)} more inputs")
+        if r.get("stopped_at_crash"):
+            st = r["stopped_at_crash"]
+            print(f"  stopped at its first crash, {st['at_s']} s in (exit status {st['exit_status']}): with "
+                  f"--reintroduce {st['reintroduce']} a crash is what the job looks for, not fuzzed past")
         if r.get("ended_early"):
             print(f"  ended at {r['seconds']} s of the {args.time} s asked (exit status {r.get('exit_status')}), "
                   f"not stopped by hand: it tested less than asked; see {r['log']}")

@@ -147,6 +147,25 @@ class FuzzJob(ScratchProject):
         self.assertIn("fuzz.log", summary["log"])
         self.assertIn("==lifeline== libFuzzer stopped on a crash at", Path(summary["log"]).read_text())
 
+    def test_a_job_with_a_bug_switched_on_stops_at_its_first_crash(self):
+        """With --reintroduce the crash is what the job looks for: no fork mode after it, and not 'ended early'."""
+        self.artifacts({"crash-x1": "switch-uaf"})
+        (self.fake.parent / "fake-fork-sleeps").write_text("")
+        out = self.tmp / "fuzz-out"
+        rc, text = self.cli("fuzz", "fake_target", "--time", "3", "--no-build", "--out", out,
+                            "--reintroduce", "fake-fixed-bug")
+        summary = json.loads((out / "summary.json").read_text())[0]
+        self.assertEqual(rc, 1, text)
+        self.assertNotIn("stopped_early", summary)
+        self.assertFalse(summary["ended_early"])
+        argv = json.loads((self.fake.parent / "fake-argv.json").read_text())  # the last run's: in-process
+        self.assertFalse(any(a.startswith("-fork") for a in argv), argv)
+        stop = summary["stopped_at_crash"]
+        self.assertEqual((stop["exit_status"], stop["reintroduce"]), (1, "fake-fixed-bug"))
+        self.assertIn(f"\n  stopped at its first crash, {stop['at_s']} s in (exit status 1): with --reintroduce "
+                      "fake-fixed-bug a crash is what the job looks for, not fuzzed past\n", text)
+        self.assertNotIn("tested less than asked", text)
+
     def test_a_job_that_ends_before_its_time_says_so_and_fails(self):
         """A job whose libFuzzer ended before the time asked, not stopped by hand, tested less than it says."""
         self.artifacts({"crash-a1": "assert"})  # fork mode then ends at once: no fake-fork-sleeps

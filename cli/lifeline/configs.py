@@ -1,8 +1,9 @@
 """The ggml configurations a C reproducer is measured in (`lifeline export --configs`): the pinned ggml's
 ggml-base, ggml-cpu and ggml built on their own by ggml's CMake, with ASan+UBSan as the asan lane builds them,
 with asserts (-UNDEBUG) and without (-DNDEBUG, what a release build has: ggml's CMake defaults to Release), and
-with ggml's own thread pool (GGML_OPENMP=OFF, as lifeline's lanes build it) and with OpenMP (ggml's default).
-Each is built once, in build/export-configs/<name>/, and reused; a reproducer is compiled against each and run.
+with ggml's own thread pool (GGML_OPENMP=OFF, as lifeline's lanes build it) and with OpenMP (ggml's default);
+and once with no sanitizer at all (a release build as users ship it: -O2 -DNDEBUG), where a reproducer must show
+the bug by its own verdict (a canary, a value, an answer it checks) and exit non-zero. Each is built once, in build/export-configs/<name>/, and reused; a reproducer is compiled against each and run.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 from .paths import ROOT
 from .usage import UsageError
 
+PLAIN = "-O2 -g -fno-omit-frame-pointer"
 SAN = ("-O1 -gline-tables-only -fdebug-info-for-profiling -fno-omit-frame-pointer -fsanitize=address,undefined "
        "-fsanitize-recover=pointer-overflow")
 
@@ -24,6 +26,10 @@ class Config:
     label: str
     ndebug: bool
     openmp: bool
+    sanitize: bool = True
+
+    def flags(self) -> str:
+        return f"{SAN if self.sanitize else PLAIN} {'-DNDEBUG' if self.ndebug else '-UNDEBUG'}"
 
 
 CONFIGS = (
@@ -31,7 +37,10 @@ CONFIGS = (
     Config("ndebug", "release asserts (-DNDEBUG), ggml's thread pool (GGML_OPENMP=OFF)", True, False),
     Config("asserts-openmp", "asserts on (-UNDEBUG), OpenMP (GGML_OPENMP=ON, ggml's default)", False, True),
     Config("ndebug-openmp", "release asserts (-DNDEBUG), OpenMP (GGML_OPENMP=ON, ggml's default)", True, True),
+    Config("plain", "no sanitizer: a release build (-O2 -DNDEBUG), ggml's thread pool (GGML_OPENMP=OFF)", True, False,
+           sanitize=False),
 )
+PLAIN_CONFIG = CONFIGS[-1]
 
 
 def _ggml_dir() -> Path:
@@ -61,7 +70,7 @@ def ensure(cfg: Config) -> tuple[Path, Path]:
     """(library folder, include folder) of the configuration, built first when it is not."""
     src = _ggml_dir()
     out = ROOT / "build" / "export-configs" / cfg.name
-    flags = f"{SAN} {'-DNDEBUG' if cfg.ndebug else '-UNDEBUG'}"
+    flags = cfg.flags()
     libdir = out / "ggml" / "src"
     if not (libdir / "libggml-cpu.a").is_file():
         print(f"configs: building ggml ({cfg.label}) in {out}", flush=True)
@@ -83,12 +92,14 @@ def run(source: str, libdir: Path, include: Path, cfg: Config, env: dict) -> tup
     with tempfile.TemporaryDirectory(prefix="lifeline-config-") as tmp:
         t = Path(tmp)
         (t / "repro.c").write_text(source)
-        flags = SAN.split() + ["-UNDEBUG"]  # the reproducer's own checks stay: the configuration is ggml's build
+        # the reproducer's own checks stay (-UNDEBUG): the configuration is ggml's build
+        flags = (SAN if cfg.sanitize else PLAIN).split() + ["-UNDEBUG"]
         libs = ["-L", str(libdir), "-lggml", "-lggml-cpu", "-lggml-base", "-lm", "-lpthread"]
         if cfg.openmp:
             libs.append("-fopenmp")
         for step in (["clang-14", "-std=c11", *flags, "-c", "repro.c", "-I", str(include), "-o", "repro.o"],
-                     ["clang++-14", "-fsanitize=address,undefined", "repro.o", *libs, "-o", "repro"]):
+                     ["clang++-14", *(["-fsanitize=address,undefined"] if cfg.sanitize else []), "repro.o", *libs,
+                      "-o", "repro"]):
             proc = subprocess.run(step, cwd=t, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                   errors="replace")
             if proc.returncode != 0:

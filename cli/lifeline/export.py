@@ -411,7 +411,11 @@ def _prior_art_lines(doc: dict) -> list:
     plain references, as report.md's last section."""
     lines = []
     for x in doc.get("prior_art") or []:
-        what = ", ".join(str(x[k]) for k in ("relation", "state", "date") if x.get(k))
+        # Each date labelled with what it is; a merged entry with its merge and its first release where seen.
+        what = ", ".join([str(x[k]) for k in ("relation", "state") if x.get(k)]
+                         + [f"{k} {x[k]}" for k in ("opened", "merged", "closed") if x.get(k)]
+                         + ([x["release"]] if x.get("release") else [])
+                         + ([f"state as of {x['as_of']}"] if x.get("as_of") else []))
         title = f"\"{x['title']}\" " if x.get("title") else ""
         lines.append(f"- {x['url']} {title}({what})" + (f": {x['notes']}" if x.get("notes") else ""))
     triage = doc.get("triage") or {}

@@ -21,8 +21,14 @@ bug.json (see docs/adding-a-reproducer.md, "bug.json reference"):
                                       if any, keep what the harness sees checked (pinned) and its guard honest
                The reproducers of a finding with reproducers are checked with --mode pinned (the pinned upstream
                still gives the signature) and, with a guard, --mode guarded.
-  prior_art    with an upstream status: [{"url", "relation", "title"?, "state"?, "date"?}], relation one of
-               same-mechanism, fix, related, cause, downstream (a downstream project's report or workaround). Every
+  prior_art    with an upstream status: [{"url", "relation", "title"?, "state"?, "opened"?, "merged"?, "closed"?,
+               "release"?, "as_of"?, "notes"?}], relation one of same-mechanism, fix, related, cause, downstream (a
+               downstream project's report or workaround); state open, closed or merged. Dates say what they are
+               ("opened", "merged", "closed": each begins with its date, YYYY-MM[-DD]; "as_of": the date the state
+               was last seen); a merged entry says when ("merged": its date, a bound such as "after 2026-08-22",
+               or "not visible ..." where no date could be seen, saying what was checked) and "release" the first
+               tagged release that has it, where one is visible. An undated "date" is refused: it was read as a
+               merge date where it was an opening date. Every
                upstream issue or pull request URL that bug.json's "upstream" or "notes" cites must be one of them:
                a finding cannot cite a report of its own mechanism and still say "upstream-open".
   triage       with status upstream-open: {"date": "YYYY-MM-DD", "searched": ["where and what", ...]}
@@ -300,6 +306,33 @@ def load(repro_dir: Path, switches: Optional[list] = None) -> Bug:
     return Bug(bug_id, title, target, reproducers, repro_dir, status, variant, guard)
 
 
+PRIOR_ART_STATES = ("open", "closed", "merged")
+_DATED = re.compile(r"\d{4}-\d{2}(-\d{2})?\b")
+
+
+def check_prior_art_dates(item: dict, ctx: str) -> None:
+    """A prior_art entry's state and its dates, each labelled by what it is (module docstring)."""
+    for key in ("title", "state", "opened", "merged", "closed", "release", "as_of", "notes"):
+        if key in item and not isinstance(item[key], str):
+            raise BugJsonError(f"{ctx}'{key}' must be a str")
+    if "date" in item:
+        raise BugJsonError(f"{ctx}'date' does not say what it is the date of: write 'opened', 'merged' or 'closed'")
+    state = item.get("state")
+    if state is not None and state not in PRIOR_ART_STATES:
+        raise BugJsonError(f"{ctx}state '{state}' is not one of {', '.join(PRIOR_ART_STATES)}")
+    for key in ("opened", "closed"):
+        if key in item and not _DATED.match(item[key]):
+            raise BugJsonError(f"{ctx}'{key}' must begin with its date (YYYY-MM-DD or YYYY-MM), not '{item[key][:40]}'")
+    merged = item.get("merged")
+    if state == "merged" and merged is None:
+        raise BugJsonError(f"{ctx}says merged without the date of the merge: give 'merged' (its date, a bound such as "
+                           "'after YYYY-MM-DD', or 'not visible ...' saying what was checked)")
+    if merged is not None and state != "merged":
+        raise BugJsonError(f"{ctx}has a 'merged' date but its state is '{state}'")
+    if merged is not None and not (_DATED.search(merged) or merged.startswith(("not visible", "date not visible"))):
+        raise BugJsonError(f"{ctx}'merged' must hold a date, a bound with a date, or say 'not visible': '{merged[:40]}'")
+
+
 def check_status(doc: dict, status: str, where: str) -> None:
     """A finding's status and what it must show for it (module docstring): the prior art, classified; the
     search behind "upstream-open"; the reference behind the others."""
@@ -314,9 +347,7 @@ def check_status(doc: dict, status: str, where: str) -> None:
         for key in ("url", "relation"):
             if not isinstance(item.get(key), str) or not item[key].strip():
                 raise BugJsonError(f"{where}: {ctx}'{key}' must be a non-empty str")
-        for key in ("title", "state", "date", "notes"):
-            if key in item and not isinstance(item[key], str):
-                raise BugJsonError(f"{where}: {ctx}'{key}' must be a str")
+        check_prior_art_dates(item, f"{where}: {ctx}")
         if item["relation"] not in RELATIONS:
             raise BugJsonError(f"{where}: {ctx}relation '{item['relation']}' is not one of {', '.join(RELATIONS)}")
         relation[item["url"]] = item["relation"]

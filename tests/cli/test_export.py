@@ -77,7 +77,7 @@ class Export(unittest.TestCase):
         self.bug = write_bug(self.root / "repro" / "ggml-fake-finding", {
             "status": "upstream-open", "triage": TRIAGE, "target": "ggml_graph_topology",
             "prior_art": [{"url": "https://github.com/ggml-org/llama.cpp/issues/1", "relation": "related",
-                           "title": "an older thread", "state": "open", "date": "2026-01-01", "notes": "nodes only"}],
+                           "title": "an older thread", "state": "open", "opened": "2026-01-01", "notes": "nodes only"}],
             "notes": "the mechanism, in words", "report": REPORT,
             "reproducers": [{"input": "first input", "program": "g0: a leaf", "expect": {"asan": HBO_SIG}},
                             {"input": "oracle-only", "expect": {"asan": CHECK_SIG}, "export": OWN_SIG,
@@ -129,7 +129,7 @@ class Export(unittest.TestCase):
         self.assertIn("## What happens\n\nthe mechanism, in words\n", report)
         self.assertIn("## Fix direction\n\ncompare the records\n", report)
         self.assertIn("## Prior art and references\n\n- https://github.com/ggml-org/llama.cpp/issues/1 "
-                      "\"an older thread\" (related, open, 2026-01-01): nodes only\n", report)
+                      "\"an older thread\" (related, open, opened 2026-01-01): nodes only\n", report)
         self.assertIn(f"\nSearched ({TRIAGE['date']}):\n- {TRIAGE['searched'][0]}\n", report)
         self.assertIn("Expected: it places the graph", report)
         # No exported program is built here: nothing was run, and the report says what it must give.

@@ -17,7 +17,11 @@ expected, printed when the program starts; "check" adds what shows it: "supports
 ggml_backend_supports_op about every node before each compute and prints the answers; "fresh-gallocr" places
 each computed graph again with a new gallocr and compares the outputs (an assert with expected vs actual,
 for a finding whose outputs come out wrong without a crash); "pool-computes": N computes the threadpool
-makes before the program's first (how many graphs a long-lived process computes on one pool).
+makes before the program's first (how many graphs a long-lived process computes on one pool); "canary" computes
+the program's last graph once more first, in a buffer of its own (ggml_backend_alloc_ctx_tensors) with a canary
+tensor after its last one and every byte outside its tensors set to 0x5A, and checks those bytes after the
+compute: a write past a tensor shows without a sanitizer (the program goes on to its placement as the fuzzer made
+it, where ASan reports, and exits 1 at its end when a byte was overwritten).
 
 generate(program, finding) -> C source. `finding`: {"id", "title", "report": {...}} from bug.json, and
 "backend": "cpu" or "vulkan".
@@ -79,6 +83,7 @@ class Graph:
     index: int
     tensors: dict = field(default_factory=dict)  # op id -> Tensor, in order
     seal: Optional[int] = None
+    form: int = 1             # bumped by each change of a sealed graph (rewire, grow, a leaf's memory, a new output)
 
 
 def _c_float(v: float) -> str:
@@ -139,6 +144,10 @@ class Writer:
         if g.index not in self.labels:
             self.labels[g.index] = len(self.labels) + 1
         return self.labels[g.index]
+
+    def name(self, g: Graph) -> str:
+        """"graph N", and its form once it has changed since sealed: a changed graph is not the graph it was."""
+        return f"graph {self.label(g)}" + (f" (form {g.form})" if g.form > 1 else "")
 
     def open_graph(self) -> Graph:
         if not self.graphs or self.graphs[-1].seal is not None:
@@ -367,7 +376,7 @@ class Writer:
         for t in self.reachable(g):
             if t.kind == "view-external" and t.of not in self.placed:
                 h = self.of_tensor[t.of]
-                _, _, hn = self.build(h, f"graph {self.label(h)}, built and never placed: the next graph views it")
+                _, _, hn = self.build(h, f"{self.name(h)}, built and never placed: the next graph views it")
                 self.placed[t.of] = hn[t.of]
 
     def backend_var(self) -> str:
@@ -413,9 +422,11 @@ class Writer:
         "fresh-gallocr", the program's `last` placement is made twice in a loop: by the allocator, and by a new
         gallocr whose outputs are the expected ones."""
         self.prebuild_sources(g)
-        what = f"graph {self.label(g)}"
+        what = self.name(g)
         split = self.split(g)
         fresh = compute and last and self.check == "fresh-gallocr" and not split
+        if compute and last and self.check == "canary" and not split and self.backend == "cpu":
+            self.canary(k, g)
         ga = None if split else self.galloc(k)
         nbuf = len(self.program["allocators"][k]["buffers"])
         why = (f"{'placed and computed' if compute else 'planned'}: {what}"
@@ -492,6 +503,25 @@ class Writer:
             self.placed[t.id] = names[t.id]
         self.split_graphs_placed[g.index] = split
 
+    def canary(self, k: int, g: Graph) -> None:
+        """Graph g built and computed once in a buffer of its own, a canary tensor after its last tensor, the
+        bytes outside its tensors set to 0x5A before the compute and checked after (see the module's docstring)."""
+        ctx, gf, names = self.build(g, f"first, to see the bug without a sanitizer: {self.name(g)} in a buffer "
+                                       "of its own, a canary tensor after its last tensor, every byte outside its "
+                                       "tensors set to 0x5A")
+        self.uses.update({"canary", "output"})
+        self.emit(f"ggml_set_name(ggml_new_tensor_1d({ctx}, GGML_TYPE_F32, 16), \"canary\");")
+        buf = f"canary_buf"
+        self.buffers.append(buf)
+        self.emit(f"ggml_backend_buffer_t {buf} = ggml_backend_alloc_ctx_tensors({ctx}, cpu);")
+        for idx, rows in self.row_sets:
+            self.emit(f"ggml_backend_tensor_set({idx}, (const int32_t[]){{{rows}}}, 0, ggml_nbytes({idx}));")
+        self.emit(f"outside_tensors({ctx}, {buf}, 0);")
+        self.set_threads(k)
+        self.emit(f"ggml_backend_graph_compute(cpu, {gf});")
+        self.emit(f"int overwritten = outside_tensors({ctx}, {buf}, 1);")
+        self.emit()
+
     def measure(self, k: int, g: Graph) -> None:
         """ggml_gallocr_reserve_n_size of graph g by allocator k (a split graph: its scheduler's reserve, as the
         adapter does), then what the allocator's buffers hold, as ggml_gallocr_get_buffer_size reads them."""
@@ -500,7 +530,7 @@ class Writer:
             return
         ga = self.galloc(k)
         nbuf = len(self.program["allocators"][k]["buffers"])
-        ctx, gf, _ = self.build(g, f"measured: graph {self.label(g)} (the sizes a reserve would allocate)")
+        ctx, gf, _ = self.build(g, f"measured: {self.name(g)} (the sizes a reserve would allocate)")
         sizes = f"sizes{self.builds}"
         ids = "buffer_ids, buffer_ids" if nbuf > 1 else "NULL, NULL"
         if nbuf > 1:
@@ -583,8 +613,11 @@ class Writer:
                 t = self.tensor(op["tensor"])
                 if not t.output:
                     t.output = True
-                    if self.of_tensor[t.id].seal is not None:
-                        self.emit(f"/* the graph's last tensor becomes an output too (same counts, new flag) */")
+                    h = self.of_tensor[t.id]
+                    if h.seal is not None:
+                        h.form += 1
+                        self.emit(f"/* the last tensor of graph {self.label(h)} becomes an output too (same counts, new "
+                                  f"flag): form {h.form} */")
             elif kind == "seal":
                 g = self.open_graph()
                 g.seal = op["id"]
@@ -602,18 +635,24 @@ class Writer:
                 node = self.tensor(op["tensor"])
                 to = int(op["to"][1:])
                 self.emit(f"/* graph {self.label(g)} changes: input {op['slot']} of a {node.kind} now reads another "
-                          f"tensor of the same shape (same node and leaf counts) */")
+                          f"tensor of the same shape (same node and leaf counts): form {g.form + 1} */")
                 node.src[op["slot"]] = to
+                g.form += 1
             elif kind == "grow":
                 g = self.graph_of_seal(op["graph"])
                 t = Tensor(op["id"], "neg", src=[int(op["of"][1:])], output=True)
                 self.add(g, t)
-                self.emit(f"/* graph {self.label(g)} gains a node: the negation of an output, itself an output */")
+                g.form += 1
+                self.emit(f"/* graph {self.label(g)} gains a node: the negation of an output, itself an output: "
+                          f"form {g.form} */")
             elif kind == "toggle-prealloc":
                 t = self.tensor(op["tensor"])
                 t.preallocated = not t.preallocated
-                self.emit(f"/* a leaf of graph {self.label(self.of_tensor[t.id])} "
-                          f"{'now brings memory of its own' if t.preallocated else 'no longer has memory of its own'} */")
+                h = self.of_tensor[t.id]
+                h.form += 1
+                self.emit(f"/* a leaf of graph {self.label(h)} "
+                          f"{'now brings memory of its own' if t.preallocated else 'no longer has memory of its own'}: "
+                          f"form {h.form} */")
                 for other, name in list(self.placed.items()):
                     if other == t.id:
                         del self.placed[other]
@@ -655,6 +694,32 @@ class Writer:
                       "                                o, ggml_op_desc(got[o]), i, a, b);",
                       "            assert(a == b && \"an output differs from the same graph placed by a new gallocr\");",
                       "        }", "    }", "}"]
+        if "canary" in self.uses:
+            lines[4:4] = ["#include <string.h>"]
+            lines += ["", "/* Sets (check 0) or checks (check 1) every byte of buf outside the context's tensors: the gaps the",
+                      "   buffer's alignment leaves and the tensor named canary. Returns how many were overwritten. */",
+                      "static int outside_tensors(struct ggml_context * ctx, ggml_backend_buffer_t buf, int check) {",
+                      "    unsigned char * base = ggml_backend_buffer_get_base(buf);",
+                      "    int changed = 0;",
+                      "    for (size_t i = 0; i < ggml_backend_buffer_get_size(buf); ++i) {",
+                      "        struct ggml_tensor * before = NULL; /* the tensor that ends nearest below byte i */",
+                      "        int inside = 0;",
+                      "        for (struct ggml_tensor * t = ggml_get_first_tensor(ctx); t; t = ggml_get_next_tensor(ctx, t)) {",
+                      "            unsigned char * d = t->data;",
+                      "            if (t->view_src || !d || strcmp(t->name, \"canary\") == 0) continue;",
+                      "            if (d <= base + i && base + i < d + ggml_nbytes(t)) inside = 1;",
+                      "            if (d + ggml_nbytes(t) <= base + i && (!before || (unsigned char *)before->data + ggml_nbytes(before) < d + ggml_nbytes(t))) before = t;",
+                      "        }",
+                      "        if (inside) continue;",
+                      "        if (!check) { base[i] = 0x5A; continue; }",
+                      "        if (base[i] != 0x5A && changed++ == 0)",
+                      "            fprintf(stderr, \"actual: byte %zu of the buffer, outside every tensor, was written (0x5a -> 0x%02x): \"",
+                      "                    \"%zu bytes past the end of %s (%s)\\n\", i, base[i],",
+                      "                    before ? (size_t)(base + i - ((unsigned char *)before->data + ggml_nbytes(before))) : i,",
+                      "                    before ? ggml_op_desc(before) : \"the buffer's start\", before ? before->name : \"\");",
+                      "    }",
+                      "    return changed;",
+                      "}"]
         if "ask_supports_op" in self.uses:
             lines += ["", "static void ask_supports_op(ggml_backend_t backend, struct ggml_cgraph * gf) {",
                       "    for (int i = 0; i < ggml_graph_n_nodes(gf); ++i) {",
@@ -692,6 +757,11 @@ class Writer:
         while lines and lines[-1] == "":
             lines.pop()
         lines.append("")
+        if "canary" in self.uses:
+            lines += ["    if (overwritten) {",
+                      "        fprintf(stderr, \"verdict: the bug is there: %d bytes outside every tensor were written\\n\", overwritten);",
+                      "        return 1;",
+                      "    }"]
         lines.append("    fprintf(stderr, \"the program ran to its end: the finding did not reproduce\\n\");")
         frees = [f"ggml_backend_buffer_free({buf});" for buf in self.buffers]
         frees += [f"ggml_gallocr_free({'galloc' + str(k) if self.multi_alloc else 'galloc'});"

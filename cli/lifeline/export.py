@@ -39,6 +39,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -286,13 +287,15 @@ def _stack_excerpt(text: str, limit: int = 14) -> str:
     """The report's lines: from a little above the first sanitizer, assert, abort or traceback line to the end
     of its first stack (the allocation stack and shadow bytes of an ASan report are left out), frames of the
     sanitizers' and libc's abort machinery dropped."""
-    lines = text.splitlines()
+    lines = upstream_coordinates(text).splitlines()
     start = next((i for i, line in enumerate(lines)
                   if "ERROR: AddressSanitizer" in line or "runtime error:" in line or "Assertion `" in line
                   or "GGML_ASSERT(" in line or "fatal error" in line or line.startswith("Traceback")), None)
+    own = [line for line in lines[:start] if _OWN_LINES.match(line)] if start is not None else []
     if start is None:
         return "\n".join(lines[-limit:])
-    out, seen_frame = [], False
+    out, seen_frame = own[:6], False
+    limit += len(out)
     for line in lines[start:]:
         is_frame = re.match(r"\s*#\d+ ", line) is not None
         if seen_frame and not is_frame and not line.startswith("  File") and not line.startswith("    "):
@@ -305,6 +308,60 @@ def _stack_excerpt(text: str, limit: int = 14) -> str:
         if len(out) >= limit:
             break
     return "\n".join(out)
+
+
+# The program's own lines (the exporters print them: a check's answers, a canary's, a verdict), kept in report.md's
+# excerpt before the sanitizer's report so that what the program saw reaches the report.
+_OWN_LINES = re.compile(r"^(actual|verdict|ggml_backend_supports_op\(|ggml_gallocr_reserve_n_size:|the program ran)")
+# Where the lanes keep upstream's trees: the pinned ggml, and ggml-vulkan's build-compat copies (patched).
+_PINNED_GGML = re.compile(r"\S*?/build/upstream/llama\.cpp/ggml/src/")
+_COMPAT_COPY = re.compile(r"(\S*?/build/upstream/(ggml-vulkan[^/\s]*)/src/)(ggml-vulkan/[^:\s]+):(\d+)")
+
+
+def _compat_line_map(copy: Path, original: Path) -> dict[int, int]:
+    """Line numbers of a build-compat copy (cmake/ggml-vulkan/compat/*.patch applied) -> the same lines in
+    upstream's file; lines the patches added are absent."""
+    import difflib
+    a = original.read_text(errors="replace").splitlines()
+    b = copy.read_text(errors="replace").splitlines()
+    out = {}
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            out.update({j1 + k + 1: i1 + k + 1 for k in range(j2 - j1)})
+    return out
+
+
+def upstream_coordinates(text: str) -> str:
+    """A stack in upstream's own coordinates: the pinned tree's paths as upstream names them (ggml/src/...), and
+    a line of a ggml-vulkan file compiled from lifeline's build-compat copy mapped to that line in upstream's file
+    (a line the compat patch added says so)."""
+    maps: dict[str, dict] = {}
+
+    def vk(m: re.Match) -> str:
+        prefix, copy_dir, rel, line = m.group(1), m.group(2), m.group(3), int(m.group(4))
+        copy = Path(prefix) / rel
+        original = ROOT / "build" / "upstream" / "llama.cpp" / "ggml" / "src" / rel
+        if copy_dir != "ggml-vulkan" or not copy.is_file() or not original.is_file():
+            return m.group(0)  # another source's copy: its own tree is what its lines refer to
+        key = str(copy)
+        if key not in maps:
+            maps[key] = _compat_line_map(copy, original)
+        n = maps[key].get(line)
+        return f"ggml/src/{rel}:{n}" if n else f"ggml/src/{rel} (a line of lifeline's build-compat patch)"
+    text = _COMPAT_COPY.sub(vk, text)
+    return _PINNED_GGML.sub("ggml/src/", text)
+
+
+def lane_source(lane: str) -> Optional[str]:
+    """The ggml tree a lane was configured from when it is not the pinned one (LIFELINE_GGML_SOURCE_DIR)."""
+    cache = ROOT / "build" / lane / "CMakeCache.txt"
+    try:
+        for line in cache.read_text(errors="replace").splitlines():
+            if line.startswith("LIFELINE_GGML_SOURCE_DIR:"):
+                return line.split("=", 1)[1].strip() or None
+    except OSError:
+        pass
+    return None
 
 
 def _exe_of(bug: repro.Bug, rep: repro.Reproducer, exporter: Exporter, lane: str) -> Path:
@@ -323,6 +380,8 @@ def _observe(bug: repro.Bug, rep: repro.Reproducer, exporter: Exporter, text: st
         return "the exported script on this machine", out, crashmod.parse(out), rc
     exe = _exe_of(bug, rep, exporter, exporter.lane)
     source = exe.parent / f"{rep.input.name}.{exporter.extension}"
+    if exporter.target.startswith("ggml_") and lane_source(exporter.lane):
+        return "", "", None, 0  # built against another ggml than the version report.md names
     if exe.is_file() and source.is_file() and source.read_text(errors="replace") == text:
         rc, out = _run([exe], env=run_env(rep, exporter))
         return f"the exported program as the {exporter.lane} lane built it", out, crashmod.parse(out), rc
@@ -334,6 +393,56 @@ def _section(title: str, body) -> list:
     return [f"## {title}", ""] + body + [""]
 
 
+# Where the code a finding's frames name runs, by the upstream function's prefix: "Affects" names that, not the
+# backend the reproducer happens to run on (a gallocr bug is every backend's).
+_RUNS_IN = (
+    (re.compile(r"^(ggml_gallocr|ggml_dyn_tallocr|ggml_vbuffer|ggml_backend_alloc_ctx|ggml_tallocr)"),
+     "ggml's graph allocator (ggml-alloc.c: ggml_gallocr), which every backend's graphs go through (directly, or "
+     "through ggml_backend_sched); shown here on {shown}"),
+    (re.compile(r"^ggml_backend_sched"), "ggml_backend_sched (ggml-backend.cpp), with any set of backends; shown here "
+     "on {shown}"),
+    (re.compile(r"^(ggml_graph_nbytes|ggml_new_graph|ggml_graph_|ggml_hash|ggml_new_tensor|ggml_view)"),
+     "ggml's core (ggml.c), which every backend uses; shown here on {shown}"),
+)
+
+
+def runs_in(doc: dict, exporter: Exporter, frames: list[str]) -> str:
+    """"Affects"'s first words: bug.json report's "runs_in" where it says, else what the first upstream frame of
+    the finding's stack is part of (_RUNS_IN), else the backend the exporter's programs run on."""
+    r = doc.get("report") or {}
+    if isinstance(r.get("runs_in"), str) and r["runs_in"].strip():
+        return r["runs_in"]
+    for frame in frames:
+        for pattern, words in _RUNS_IN:
+            if pattern.match(frame):
+                return words.format(shown=exporter.upstream)
+    return exporter.upstream
+
+
+def _frames(rep: repro.Reproducer, exporter: Exporter, found) -> list[str]:
+    if found is not None:
+        return [f.strip() for f in found.signature.split("|", 1)[-1].split("/")]
+    sig = signature_for(rep, exporter.lane) or {}
+    return [sig["frame"]] if sig.get("frame") else []
+
+
+def shipped_programs(bug: repro.Bug) -> list[tuple[str, Path, str]]:
+    """bug.json report's "programs": files that show a claim the reproducers do not (a second trigger, a class's
+    sweep and its table), each [{"file": NAME, "source": PATH?, "shows": TEXT}]: (name in the export, the file,
+    what it shows). "source" is relative to the project's root (default: the finding's folder / NAME)."""
+    out = []
+    for i, p in enumerate((bug_json(bug).get("report") or {}).get("programs") or []):
+        where = f"{bug.path / 'bug.json'}: report.programs[{i}]"
+        if not isinstance(p, dict) or not isinstance(p.get("file"), str) or not PLAIN_NAME.fullmatch(p["file"]) \
+                or not isinstance(p.get("shows"), str) or not p["shows"].strip():
+            raise UsageError(f"{where} must be {{\"file\": NAME (letters, digits, . _ -), \"shows\": TEXT}}")
+        src = ROOT / p["source"] if isinstance(p.get("source"), str) else bug.path / p["file"]
+        if not src.is_file():
+            raise UsageError(f"{where}: {src} does not exist")
+        out.append((p["file"], src, p["shows"]))
+    return out
+
+
 def _report(bug: repro.Bug, exporter: Exporter, rows: list) -> str:
     doc = bug_json(bug)
     r = doc.get("report") or {}
@@ -341,7 +450,8 @@ def _report(bug: repro.Bug, exporter: Exporter, rows: list) -> str:
     from .matrix import versions_line  # the committed matrix of real ggml versions (bench/results/matrix/)
     versions = versions_line(bug.id) if exporter.target.startswith("ggml_") else None
     md += [f"- **Version**: {exporter.version}.",
-           f"- **Affects**: {exporter.upstream}" + (f"; {r['affects']}" if r.get("affects") else "")
+           f"- **Affects**: {runs_in(doc, exporter, [f for row in rows for f in _frames(row[0], exporter, row[5])])}"
+           + (f"; {r['affects']}" if r.get("affects") else "")
            + (f"; by version, {versions}" if versions else "") + ".",
            f"- **Status here**: `{bug.status}`" + (f" ({doc['status_notes']})" if doc.get("status_notes") else "") + ".",
            f"- **Found by**: lifeline's fuzz target `{bug.target}` (finding `{bug.id}`)."]
@@ -365,6 +475,11 @@ def _report(bug: repro.Bug, exporter: Exporter, rows: list) -> str:
         md += ["## Configurations", "", "| ggml build | what the reproducer gives |", "|---|---|"]
         md += [f"| {c.get('build', '')} | {c.get('result', '')} |" for c in configs if isinstance(c, dict)]
         md += [""] + ([r["configurations_notes"], ""] if r.get("configurations_notes") else [])
+    shipped = shipped_programs(bug)
+    if shipped:
+        md += ["## Claims and the programs that show them", "",
+               "Each reproducer below shows the title's claim. Beside them in this folder:", ""]
+        md += [f"- `{name}`: {shows}" for name, _, shows in shipped] + [""]
     for rep, name, text, source, out, found, rc in rows:
         sig = signature_for(rep, exporter.lane)
         md += [f"## Reproducer `{name}` ({code_lines(text, exporter.language)} lines of code)", "", "```"
@@ -427,17 +542,34 @@ def _prior_art_lines(doc: dict) -> list:
     return lines
 
 
-def _measure_configs(bug: repro.Bug, exporter: Exporter, rows: list) -> list:
+def _measure_configs(bug: repro.Bug, exporter: Exporter, rows: list, names: str = "all") -> list:
     """Each C reproducer built against ggml with asserts and with -DNDEBUG, with and without OpenMP (builds of
-    ggml-base and ggml-cpu under ASan+UBSan in build/export-configs/, made once), and what each run gave."""
+    ggml-base and ggml-cpu under ASan+UBSan in build/export-configs/, made once) and without sanitizers, and what
+    each run gave: the configurations `names` names ("all", or NAME,...), the others' rows as bug.json has them."""
     from . import configs
+    chosen = configs.CONFIGS if names == "all" else [c for c in configs.CONFIGS if c.name in names.split(",")]
+    unknown = sorted(set(names.split(",")) - {c.name for c in configs.CONFIGS}) if names != "all" else []
+    if unknown or not chosen:
+        raise UsageError(f"lifeline export: --configs: unknown configuration '{(unknown or [names])[0]}' (known: "
+                         f"{', '.join(c.name for c in configs.CONFIGS)})")
+    labels = {c.label for c in chosen}
+    kept = [r for r in (bug_json(bug).get("report") or {}).get("configurations") or []
+            if isinstance(r, dict) and not any(str(r.get("build", "")).startswith(lab) for lab in labels)]
     results = []
     for cfg in configs.CONFIGS:
+        if cfg not in chosen:
+            results += [r for r in kept if str(r.get("build", "")).startswith(cfg.label)]
+            continue
         libdir, include = configs.ensure(cfg)
         for rep, name, text, *_ in rows:
             rc, out = configs.run(text, libdir, include, cfg, run_env(rep, exporter))
             found = crashmod.parse(out)
-            result = found.signature if found else ("runs clean" if rc == 0 else f"exit {rc}, no report")
+            verdict = [line for line in upstream_coordinates(out).splitlines()
+                       if line.startswith(("actual:", "verdict:")) or "GGML_ASSERT(" in line
+                       or line.endswith(": fatal error") or "Assertion `" in line][:3]
+            how = f"killed by {signal.Signals(-rc).name}" if rc < 0 and -rc in signal.valid_signals() else f"exit {rc}"
+            result = found.signature if found else ("runs clean" if rc == 0 else how
+                                                    + (f": {' '.join(verdict)}" if verdict else ", no report"))
             results.append({"build": cfg.label + (f" ({name})" if len(rows) > 1 else ""), "result": result})
             print(f"  {cfg.label}: {name}: {result}")
     return results
@@ -468,11 +600,14 @@ def cmd_export(args) -> int:
             raise UsageError("lifeline export: --configs builds ggml's CPU backend only (ggml-base, ggml-cpu); "
                              f"{bug.target}'s exports also need ggml-vulkan, which the asan lane builds and "
                              f"repro.{bug.id}.asan.export checks")
-        results = _measure_configs(bug, exporter, rows)
+        results = _measure_configs(bug, exporter, rows, args.configs)
         doc = bug_json(bug)
         doc.setdefault("report", {})["configurations"] = results
         (bug.path / "bug.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
         print(f"recorded {len(results)} configuration result(s) in {bug.path / 'bug.json'}")
+    for name, src, _ in shipped_programs(bug):
+        shutil.copyfile(src, out / name)
+        print(f"copied {out / name} (from {src.relative_to(ROOT) if src.is_relative_to(ROOT) else src})")
     report = out / "report.md"
     report.write_text(_report(bug, exporter, rows), encoding="utf-8")
     print(f"wrote {report}")

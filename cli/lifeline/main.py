@@ -25,7 +25,7 @@
                                                     the reproducer test (run by ctest)
   lifeline expect-crash --type T --frame F|--message M -- CMD
                                                     CMD must fail with that crash (lane self-tests)
-  lifeline export BUG_ID [--out DIR] [--configs]    a finding in upstream code as short standalone reproducers on
+  lifeline export BUG_ID [--out DIR] [--configs [NAME,...]]    a finding in upstream code as short standalone reproducers on
                                                     upstream's public API (one file per input) and report.md
   lifeline bisect BUG_ID --upstream-repo DIR [--good REV] [--bad REV] [--input NAME] [--source FILE.c] [--record]
                                                     the first upstream commit where the finding's exported C
@@ -188,8 +188,10 @@ def main(argv: list[str]) -> int:
     x = sub.add_parser("export", help="an upstream-open finding as standalone reproducers and a report")
     x.add_argument("bug_id", metavar="BUG_ID")
     x.add_argument("--out", help="where to write (default export-out/<BUG_ID>/)")
-    x.add_argument("--configs", action="store_true", help="also build ggml with asserts and -DNDEBUG, with and without "
-                   "OpenMP, run each C reproducer in each, and record what each gave in bug.json's report")
+    x.add_argument("--configs", nargs="?", const="all", metavar="NAME,...",
+                   help="also build ggml with asserts and -DNDEBUG, with and without OpenMP, and without sanitizers "
+                   "(plain), run each C reproducer in each, and record what each gave in bug.json's report (NAME,...: "
+                   "only these of asserts, ndebug, asserts-openmp, ndebug-openmp, plain; the other rows are kept)")
     if every_parser:
         _module("bisect").add_parser(sub)
     e = sub.add_parser("expect-crash", help="run a command that must fail with a given crash type and frame")

@@ -50,6 +50,10 @@ program (`lifeline export`, cli/lifeline/export.py) must fail with, where the la
 it: an oracle-only finding's `lifeline-check` is the harness's oracle, which the exported program replaces
 with a check of its own (e.g. {"type": "assert", "frame": "check_same_outputs"}). Without it the export
 must fail with the reproducer's `asan` signature.
+An exported C program must also fail without any sanitizer (a release build of ggml: its own verdict, a canary,
+an abort), where the bug is there; a reproducer whose program cannot show it there says why in "no_sanitizer":
+TEXT (an undefined operation with no visible effect in that build, an assert() that -DNDEBUG compiles out), and
+the check (tests/upstream/check_reports.py) fails when either is not so.
 SIGNATURE is {"type": CRASH_TYPE, "frame": FUNCTION} and/or {"type": "lifeline-check", "message": TEXT}; a
 heap-use-after-free may add "freed_by": FUNCTION, a frame of the stack that freed the memory.
 An upstream_variant without "patch" is the bug's switch acting on upstream code the project cannot patch (a
@@ -88,6 +92,7 @@ class Reproducer:
     expect: dict  # lane -> signature
     env: dict = dataclasses.field(default_factory=dict)  # extra environment of the run (e.g. UBSAN_OPTIONS)
     export: Optional[dict] = None  # the signature of its exported standalone program, when not the lane's
+    no_sanitizer: Optional[str] = None  # why its exported C program runs clean without sanitizers (else it fails)
 
 
 @dataclass
@@ -236,7 +241,11 @@ def load(repro_dir: Path, switches: Optional[list] = None) -> Bug:
                                    "(without NUL)")
             if "LIFELINE_REINTRODUCE" in env:
                 raise BugJsonError(f"{where}: {ctx}'env' must not set LIFELINE_REINTRODUCE (the check sets it)")
-            reproducers.append(Reproducer(repro_dir / name, expect, env, export_signature(item, where, ctx)))
+            plain = item.get("no_sanitizer")
+            if plain is not None and (not isinstance(plain, str) or not plain.strip()):
+                raise BugJsonError(f"{where}: {ctx}'no_sanitizer' must say, in a non-empty str, why the exported "
+                                   "program runs clean in a build without sanitizers")
+            reproducers.append(Reproducer(repro_dir / name, expect, env, export_signature(item, where, ctx), plain))
         return reproducers
 
     status = doc.get("status", "fixed")

@@ -200,6 +200,27 @@ class BugJson(unittest.TestCase):
                 self.write(self.finding(status="upstream-fixed", prior_art=bad))
                 self.assertIn(why, self.error())
 
+    def test_prior_art_dates_say_what_they_are_and_a_merge_has_its_date(self):
+        """An opening date read as a merge date made two reports say 'merged' of pull requests that were not
+        (whisper.cpp #3981 open when cited, #3956 merged twelve days after the date given)."""
+        fix = {"url": "https://github.com/ggml-org/llama.cpp/issues/7", "relation": "fix", "state": "merged"}
+        for good in (dict(fix, opened="2026-07-26", merged="2026-08-07", release="first in v1.9.3"),
+                     dict(fix, merged="after 2026-08-22: not on master in the history up to then"),
+                     dict(fix, merged="not visible: the stored thread says merged, the repository is too large"),
+                     dict(fix, state="closed", opened="2024-01", closed="2024-02-01", as_of="2026-09-01")):
+            with self.subTest(good=good):
+                self.write(self.finding(status="upstream-fixed", prior_art=[good]))
+                self.assertEqual(repro.load(self.dir).status, "upstream-fixed")
+        for bad, why in ((dict(fix, date="2026-07-26"), "'date' does not say what it is the date of"),
+                         (fix, "says merged without the date of the merge"),
+                         (dict(fix, merged="soon"), "'merged' must hold a date, a bound with a date, or say 'not visible'"),
+                         (dict(fix, state="open", merged="2026-08-07"), "has a 'merged' date but its state is 'open'"),
+                         (dict(fix, state="landed"), "state 'landed' is not one of open, closed, merged"),
+                         (dict(fix, state="open", opened="July"), "'opened' must begin with its date")):
+            with self.subTest(bad=bad):
+                self.write(self.finding(status="upstream-fixed", prior_art=[bad]))
+                self.assertIn(why, self.error())
+
     def test_introduced_by_is_what_bisect_records(self):
         sha, sha2 = "a" * 40, "b" * 40
         found = {"commit": sha, "subject": "s", "date": "2025-12-10", "repo": "ggml-org/ggml", "range": [sha2, sha],

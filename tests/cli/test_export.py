@@ -427,7 +427,10 @@ class RealExport(unittest.TestCase):
                            "ggml-gallocr-reserve-size-drops-buffers"):
                 with self.subTest(bug_id):
                     self.export(bug_id, out / bug_id)
-                    for c in (out / bug_id).glob("*.c"):
+                    doc = json.loads((ROOT / "repro" / bug_id / "bug.json").read_text())
+                    # the exported reproducers (the programs report.programs ships beside them are upstream's terms
+                    # too, written by hand: a sweep is not a short reproducer)
+                    for c in (out / bug_id / f"{r['input']}.c" for r in doc["reproducers"]):
                         text = c.read_text()
                         includes = [line for line in text.splitlines() if line.startswith("#include") and "ggml" in line]
                         self.assertEqual(includes, ['#include "ggml.h"', '#include "ggml-alloc.h"',
@@ -436,6 +439,8 @@ class RealExport(unittest.TestCase):
                         self.assertNotIn("LIFELINE", text)
                         self.assertNotRegex(text, r"\bg[0-9]+\.t[0-9]+\b")
             self.assertIn("ggml_backend_supports_op", (out / "ggml-cpu-scale-f16-unsupported" / "scale-f16.c").read_text())
+            for shipped in ("ggml_cpu_supports_op_sweep.c", "ggml_cpu_supports_op_sweep.expected", "supports-op-sweep.md"):
+                self.assertTrue((out / "ggml-cpu-scale-f16-unsupported" / shipped).is_file(), shipped)
             self.assertIn("same_outputs(", next((out / "ggml-gallocr-stale-plan-rewired-edges").glob("*.c")).read_text())
             measured = (out / "ggml-gallocr-reserve-size-drops-buffers" / "measure-then-place.c").read_text()
             self.assertIn("ggml_gallocr_reserve_n_size(galloc, gf1, NULL, NULL, sizes1);", measured)

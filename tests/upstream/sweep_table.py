@@ -84,7 +84,18 @@ def kind(row):
     return "dies"
 
 
-def cell(row):
+def in_class(rows, t):
+    """A pair of the finding's class: supports_op=1 for a float16 source, the compute aborts (GGML_ABORT or
+    GGML_ASSERT), and the same op computes with float32 sources (the control): the abort is about F16."""
+    return t != "f32" and kind(rows.get(t)) == "aborts" and kind(rows.get("f32")) == "ok"
+
+
+def f32_fails(rows):
+    """supports_op=1 for float32 sources too, and the compute aborts there: the same mistake, not about F16."""
+    return kind(rows.get("f32")) in ("aborts", "dies")
+
+
+def cell(row, bold=False):
     if row is None:
         return "—"
     k = kind(row)
@@ -94,7 +105,7 @@ def cell(row):
         return f"supports_op=0 (compute: {md(row['compute'])})"
     if k == "ok":
         return "ok"
-    return f"**{md(row['compute'])}**"  # bold: a pair of the class
+    return f"**{md(row['compute'])}**" if bold else md(row["compute"])  # bold: a pair of the class
 
 
 def refusal(row):
@@ -116,7 +127,8 @@ def table(ops, kinds):
         if not any(kind(rows.get(t)) in kinds for t in TYPES):
             continue
         n += 1
-        out.append(f"| {md(op)} | " + " | ".join(cell(rows.get(t)) for t in TYPES) + " |")
+        out.append(f"| {md(op)} | " + " | ".join(cell(rows.get(t), in_class(rows, t) or kind(rows.get(t)) == "unsafe")
+                                                  for t in TYPES) + " |")
     return out, n
 
 
@@ -130,6 +142,8 @@ def render(ops):
     aborts_f16 = pairs(ops, {"aborts"}, ("f16",))
     unsafe = pairs(ops, {"unsafe"})
     dies = pairs(ops, {"dies"})
+    klass = [(op, t) for op, rows in ops.items() for t in TYPES if in_class(rows, t)]
+    f32_too = [op for op, rows in ops.items() if f32_fails(rows)]
     lines = [
         "# CPU supports_op says yes, the CPU backend cannot compute: the measured class",
         "",
@@ -148,6 +162,11 @@ def render(ops):
         f"- (op, type) pairs swept: {n_pairs}, over {len(ops)} ops (UNARY and GLU counted by sub-op)",
         f"- supports_op=1, then the compute aborts (GGML_ABORT or GGML_ASSERT): {len(aborts)} pairs, "
         f"{len(aborts_f16)} of them `f16`; {len({op for op, _ in aborts})} ops",
+        f"- **the class** (supports_op=1 for F16 sources, the compute aborts, the `f32` control computes): "
+        f"{len({op for op, _ in klass})} ops, {len(klass)} pairs: " + ", ".join(md(op) for op in dict.fromkeys(
+            op for op, _ in klass)),
+        f"- out of the class, the `f32` control failing too (supports_op=1 for F32 and the compute fails: the same "
+        f"mistake for another type, not about F16): " + (", ".join(md(op) for op in f32_too) or "none"),
         f"- supports_op=1, then the compute is memory-unsafe or undefined (a sanitizer report): {len(unsafe)} pairs",
     ]
     if dies:
@@ -159,7 +178,8 @@ def render(ops):
         "## supports_op=1, then the compute aborts",
         "",
         "Bold: the pairs of the class; the other cells of the same op for comparison (— : not swept, the op has "
-        "no other float source of free type). Where the `f32` control fails too, the failure is not about F16.",
+        "no other float source of free type). Where the `f32` control fails too, the failure is not about F16 and "
+        "the row is not bold.",
         "",
     ]
     rows, _ = table(ops, {"aborts", "dies"})
@@ -198,16 +218,13 @@ def diff(expected_text, actual_text, expected_name, actual_name):
 def check_guard_list(output: str, def_file: Path) -> bool:
     """Whether the guard's list differs from the sweep (prints the difference): the ops the CPU backend accepts
     for F16 and aborts on, as LIFELINE_CPU_F16_UNSUPPORTED(<OP>) / LIFELINE_CPU_F16_GLU_UNSUPPORTED(<GLU>)."""
-    swept = set()
-    for line in output.splitlines():
-        parts = line.split()
-        if len(parts) >= 4 and parts[1] == "f16" and parts[2] == "supports_op=1" and parts[3] == "compute=abort":
-            swept.add(parts[0])
+    swept = {op for op, rows in parse(output).items() if in_class(rows, "f16")}
     listed = set()
     for m in re.finditer(r"^LIFELINE_CPU_F16_(GLU_)?UNSUPPORTED\((\w+)\)", def_file.read_text(), re.M):
         listed.add(("GLU:" if m.group(1) else "") + m.group(2))
     if swept == listed:
-        print(f"ok: {def_file} lists the {len(listed)} ops the CPU backend accepts for F16 and aborts on")
+        print(f"ok: {def_file} lists the {len(listed)} ops the CPU backend accepts for F16 and aborts on (and "
+              "computes for F32)")
         return False
     print(f"FAILED: {def_file} is not the sweep's F16 aborts: missing {sorted(swept - listed)}, "
           f"not aborting (any more) {sorted(listed - swept)}; the guard ggml-cpu-scale-f16-unsupported follows "
@@ -227,7 +244,7 @@ def main(argv):
     mode.add_argument("--write", type=Path, metavar="MD", help="write the table of this output to MD")
     p.add_argument("--check-guard-list", type=Path, metavar="DEF",
                    help="the guard's list (harness/programs/graph/upstream/ggml_cpu_f16_unsupported.def) must name "
-                        "exactly the ops whose F16 row says supports_op=1 and compute=abort")
+                        "exactly the ops of the class: F16 says supports_op=1 and the compute aborts, F32 computes")
     args = p.parse_args(argv)
 
     if args.run:

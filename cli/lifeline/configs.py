@@ -87,17 +87,46 @@ def ensure(cfg: Config) -> tuple[Path, Path]:
     return libdir, src / "include"
 
 
-def run(source: str, libdir: Path, include: Path, cfg: Config, env: dict) -> tuple[int, str]:
-    """Compiles `source` (C) against the configuration and runs it: (exit status, output)."""
+def ensure_whisper_plain() -> tuple[list, list]:
+    """whisper.cpp as scripts/fetch-whisper.sh fetched it, built once by its own CMake without sanitizers (a release
+    build, ggml's thread pool), in build/export-configs/whisper-plain/: (library folders, include folders) for
+    run(..., libs=WHISPER_LIBS), what a whisper export needs to show its verdict without a sanitizer."""
+    src = ROOT / "build" / "upstream" / "whisper.cpp"
+    if not (src / "CMakeLists.txt").is_file():
+        raise UsageError("lifeline: whisper.cpp is not fetched (scripts/fetch-whisper.sh)")
+    out = ROOT / "build" / "export-configs" / "whisper-plain"
+    if not (out / "src" / "libwhisper.a").is_file():
+        print(f"configs: building whisper.cpp without sanitizers in {out}", flush=True)
+        for step in (["cmake", "-S", str(src), "-B", str(out), "-G", "Ninja", "-DCMAKE_C_COMPILER=clang-14",
+                      "-DCMAKE_CXX_COMPILER=clang++-14", "-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=OFF",
+                      "-DGGML_NATIVE=OFF", "-DGGML_OPENMP=OFF", "-DWHISPER_BUILD_TESTS=OFF",
+                      "-DWHISPER_BUILD_EXAMPLES=OFF", "-DWHISPER_BUILD_SERVER=OFF"],
+                     ["cmake", "--build", str(out), "--target", "whisper"]):
+            proc = subprocess.run(step, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+            if proc.returncode != 0:
+                raise UsageError("lifeline: building whisper.cpp without sanitizers failed:\n"
+                                 + "\n".join(proc.stdout.splitlines()[-15:]))
+    return [out / "src", out / "ggml" / "src"], [src / "include", src / "ggml" / "include"]
+
+
+GGML_LIBS = ("-lggml", "-lggml-cpu", "-lggml-base")
+WHISPER_LIBS = ("-lwhisper",) + GGML_LIBS
+
+
+def run(source: str, libdir, include, cfg: Config, env: dict, libs: tuple = GGML_LIBS) -> tuple[int, str]:
+    """Compiles `source` (C) against the configuration (a folder of libraries and one of headers, or lists of them)
+    and runs it: (exit status, output)."""
+    libdirs = libdir if isinstance(libdir, list) else [libdir]
+    includes = include if isinstance(include, list) else [include]
     with tempfile.TemporaryDirectory(prefix="lifeline-config-") as tmp:
         t = Path(tmp)
         (t / "repro.c").write_text(source)
         # the reproducer's own checks stay (-UNDEBUG): the configuration is ggml's build
         flags = (SAN if cfg.sanitize else PLAIN).split() + ["-UNDEBUG"]
-        libs = ["-L", str(libdir), "-lggml", "-lggml-cpu", "-lggml-base", "-lm", "-lpthread"]
+        libs = [f"-L{d}" for d in libdirs] + list(libs) + ["-lstdc++", "-lm", "-lpthread"]
         if cfg.openmp:
             libs.append("-fopenmp")
-        for step in (["clang-14", "-std=c11", *flags, "-c", "repro.c", "-I", str(include), "-o", "repro.o"],
+        for step in (["clang-14", "-std=c11", *flags, "-c", "repro.c", *[f"-I{i}" for i in includes], "-o", "repro.o"],
                      ["clang++-14", *(["-fsanitize=address,undefined"] if cfg.sanitize else []), "repro.o", *libs,
                       "-o", "repro"]):
             proc = subprocess.run(step, cwd=t, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

@@ -401,7 +401,7 @@ _RUNS_IN = (
      "through ggml_backend_sched); shown here on {shown}"),
     (re.compile(r"^ggml_backend_sched"), "ggml_backend_sched (ggml-backend.cpp), with any set of backends; shown here "
      "on {shown}"),
-    (re.compile(r"^(ggml_graph_nbytes|ggml_new_graph|ggml_graph_|ggml_hash|ggml_new_tensor|ggml_view)"),
+    (re.compile(r"^(ggml_graph_nbytes|ggml_new_graph|ggml_graph_overhead|ggml_new_tensor|ggml_view)"),
      "ggml's core (ggml.c), which every backend uses; shown here on {shown}"),
 )
 
@@ -552,6 +552,10 @@ def _measure_configs(bug: repro.Bug, exporter: Exporter, rows: list, names: str 
     if unknown or not chosen:
         raise UsageError(f"lifeline export: --configs: unknown configuration '{(unknown or [names])[0]}' (known: "
                          f"{', '.join(c.name for c in configs.CONFIGS)})")
+    whisper = exporter.target == "whisper_string_handoff"
+    if whisper and chosen != [configs.PLAIN_CONFIG]:
+        raise UsageError("lifeline export: --configs for whisper.cpp's findings is 'plain' only (whisper.cpp without "
+                         "sanitizers); its sanitizer builds are the asan lane's")
     labels = {c.label for c in chosen}
     kept = [r for r in (bug_json(bug).get("report") or {}).get("configurations") or []
             if isinstance(r, dict) and not any(str(r.get("build", "")).startswith(lab) for lab in labels)]
@@ -560,9 +564,10 @@ def _measure_configs(bug: repro.Bug, exporter: Exporter, rows: list, names: str 
         if cfg not in chosen:
             results += [r for r in kept if str(r.get("build", "")).startswith(cfg.label)]
             continue
-        libdir, include = configs.ensure(cfg)
+        libdir, include = configs.ensure_whisper_plain() if whisper else configs.ensure(cfg)
         for rep, name, text, *_ in rows:
-            rc, out = configs.run(text, libdir, include, cfg, run_env(rep, exporter))
+            rc, out = configs.run(text, libdir, include, cfg, run_env(rep, exporter),
+                                  libs=configs.WHISPER_LIBS if whisper else configs.GGML_LIBS)
             found = crashmod.parse(out)
             verdict = [line for line in upstream_coordinates(out).splitlines()
                        if line.startswith(("actual:", "verdict:")) or "GGML_ASSERT(" in line

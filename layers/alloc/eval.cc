@@ -107,6 +107,30 @@ void EvaluateRope(const Tensor& node, DType type, const void* x, void* y) {
   }
 }
 
+// Depthwise convolution as ggml's CPU kernel sums it (ggml_compute_forward_conv_2d_dw_whcn: float, ky then kx; a
+// float16 kernel element converted first). The kernel's and the input's elements are small multiples of a quarter
+// in the programs, so the order matters little; outputs compare within kClose all the same.
+void EvaluateConvDw(const Tensor& node, const void* kernel, const void* input, void* y) {
+  const Tensor& k = *node.src[0];
+  const Tensor& in = *node.src[1];
+  const int64_t kw = k.ne[0], kh = k.ne[3], w = in.ne[0], h = in.ne[3];
+  for (int64_t dy = 0; dy < node.ne[3]; ++dy) {
+    for (int64_t dx = 0; dx < node.ne[0]; ++dx) {
+      float sum = 0.0f;
+      for (int64_t ky = 0; ky < kh; ++ky) {
+        const int64_t sy = dy * node.conv.stride + ky - node.conv.pad;
+        if (sy < 0 || sy >= h) continue;
+        for (int64_t kx = 0; kx < kw; ++kx) {
+          const int64_t sx = dx * node.conv.stride + kx - node.conv.pad;
+          if (sx < 0 || sx >= w) continue;
+          sum += LoadElement(k.type, kernel, ky * kw + kx) * LoadElement(in.type, input, sy * w + sx);
+        }
+      }
+      StoreElement(node.type, y, dy * node.ne[0] + dx, sum);
+    }
+  }
+}
+
 }  // namespace
 
 Status Evaluate(const Graph& graph, const DataOf& data_of, bool* nonfinite_row_input) {
@@ -207,6 +231,9 @@ Status Evaluate(const Graph& graph, const DataOf& data_of, bool* nonfinite_row_i
       }
       case Op::kRope:
         EvaluateRope(*node, t, src[0], dst);
+        break;
+      case Op::kConvDw:
+        EvaluateConvDw(*node, src[0], src[1], dst);
         break;
       case Op::kSetRows: {  // dst is src[0]'s bytes: only the rows written change
         const int64_t width = node->ne[0];

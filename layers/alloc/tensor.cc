@@ -27,6 +27,7 @@ const char* OpName(Op op) {
     case Op::kGetRows: return "get_rows";
     case Op::kRope: return "rope";
     case Op::kSetRows: return "set_rows";
+    case Op::kConvDw: return "conv_2d_dw";
   }
   return "?";
 }
@@ -251,6 +252,30 @@ StatusOr<Tensor*> Context::SetRows(Tensor* a, Tensor* b, const int32_t* rows) {
   t.value()->op = Op::kSetRows;
   t.value()->src[1] = b;
   std::copy(rows, rows + n, t.value()->rows);
+  return t;
+}
+
+StatusOr<Tensor*> Context::ConvDw(Tensor* a, Tensor* b, const ConvParams& conv) {
+  LIFELINE_RETURN_IF_ERROR(Check(a, "conv_2d_dw kernel"));
+  LIFELINE_RETURN_IF_ERROR(Check(b, "conv_2d_dw input"));
+  if (a->ne[1] != 1 || a->ne[2] != 1 || b->ne[1] != 1 || b->ne[2] != 1) {
+    return InvalidArgument("conv_2d_dw takes a [KW, 1, 1, KH] kernel and a [W, 1, 1, H] input, got " + Shape(a->ne) +
+                           " and " + Shape(b->ne));
+  }
+  if (conv.stride < 1 || conv.stride > 2 || conv.pad < 0 || conv.pad > 1) {
+    return InvalidArgument("conv_2d_dw: stride 1 or 2 and padding 0 or 1, not " + std::to_string(conv.stride) + " and " +
+                           std::to_string(conv.pad));
+  }
+  const int64_t w = b->ne[0] + 2 * conv.pad - a->ne[0], h = b->ne[3] + 2 * conv.pad - a->ne[3];
+  if (w < 0 || h < 0) {
+    return InvalidArgument("conv_2d_dw: a kernel " + Shape(a->ne) + " larger than its padded input " + Shape(b->ne));
+  }
+  int64_t ne[kMaxDims] = {w / conv.stride + 1, 1, 1, h / conv.stride + 1};
+  LIFELINE_ASSIGN_OR_RETURN(Tensor* t, NewTensor(b->type, ne, kMaxDims));
+  t->op = Op::kConvDw;
+  t->src[0] = a;
+  t->src[1] = b;
+  t->conv = conv;
   return t;
 }
 

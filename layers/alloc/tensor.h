@@ -63,8 +63,18 @@ enum class Op : uint8_t {
   // rows[] n distinct rows of src0 (ggml.h: "undefined behavior if destination rows overlap"), and src1 must not
   // share src0's bytes.
   kSetRows,
+  // Depthwise 2-D convolution of one channel (ggml_conv_2d_dw_direct, GGML_OP_CONV_2D_DW): src0 the kernel
+  // [KW, 1, 1, KH] (float32 or float16), src1 the input [W, 1, 1, H] of either type; dst [W_out, 1, 1, H_out] of
+  // src1's type, W_out = (W + 2 * pad - KW) / stride + 1 (H likewise), dst(x, y) = the sum over the kernel of
+  // kernel(kx, ky) * input(x * stride + kx - pad, y * stride + ky - pad), the input's places outside it skipped (zero
+  // padding), summed in float in ggml's order (ky, then kx).
+  kConvDw,
 };
 inline constexpr int kMaxRows = 4;
+struct ConvParams {
+  int stride = 1;  // 1 or 2, both directions
+  int pad = 0;     // 0 or 1, both directions
+};
 inline constexpr float kRopeFreqBase = 10000.0f;
 // ggml's rope modes (ggml.h GGML_ROPE_TYPE_NORMAL, GGML_ROPE_TYPE_NEOX).
 inline constexpr int kRopeNormal = 0;
@@ -105,6 +115,7 @@ struct Tensor {
   float param = 0.0f;          // kScale
   int32_t rows[kMaxRows] = {};  // kGetRows: the source rows, ne[3] of them; kSetRows: the rows src1's rows go to
   RopeParams rope;             // kRope
+  ConvParams conv;             // kConvDw
   Tensor* view_src = nullptr;  // set for views (and in-place results): the tensor whose bytes this aliases
   size_t view_offs = 0;
   bool input = false;          // ggml_set_input: allocated before anything else, filled by the caller
@@ -139,6 +150,8 @@ class Context {
   StatusOr<Tensor*> Rope(Tensor* a, const RopeParams& rope);          // kRope: a's shape and type
   // kSetRows: b's ne[3] rows into rows[] of a; a view of a.
   StatusOr<Tensor*> SetRows(Tensor* a, Tensor* b, const int32_t* rows);
+  // kConvDw: kernel a [KW, 1, 1, KH] over input b [W, 1, 1, H]; b's type.
+  StatusOr<Tensor*> ConvDw(Tensor* a, Tensor* b, const ConvParams& conv);
   // Op kView: `ne` elements starting `offset` bytes into `a`; must lie inside a's bytes, and `offset`
   // must be a multiple of the element size.
   StatusOr<Tensor*> View(Tensor* a, const int64_t* ne, int ndims, size_t offset);

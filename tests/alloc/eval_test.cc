@@ -221,6 +221,34 @@ TEST(Evaluate, GetRowsCopiesThePickedRowsAsFloat32) {
   EXPECT_FALSE(ctx.GetRows(a, five, 5).ok());
 }
 
+// conv_2d_dw: dst(x, y) sums kernel(kx, ky) * input(x * stride + kx - pad, y * stride + ky - pad) over the kernel,
+// places outside the input skipped; the result has the input's type. Requests ggml would not take are refused.
+TEST(Evaluate, ConvDwSumsTheKernelOverThePaddedInput) {
+  Context ctx;
+  Hand hand;
+  Tensor* a = hand.Give(F32(ctx, {3, 1, 1, 3}, "a"));  // rows {1, 2, 3}, {4, 5, 6}, {7, 8, 9}
+  const float av[] = {1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f, 8.0f, 9.0f};
+  std::memcpy(a->data, av, sizeof av);
+  Tensor* k = hand.Give(F32(ctx, {2, 1, 1, 2}, "k"));  // {1, 0}, {0, 1}: a pixel plus its lower right neighbour
+  const float kv[] = {1.0f, 0.0f, 0.0f, 1.0f};
+  std::memcpy(k->data, kv, sizeof kv);
+  Tensor* plain = hand.Give(Must(ctx.ConvDw(k, a, ConvParams{1, 0})));
+  Tensor* strided = hand.Give(Must(ctx.ConvDw(k, a, ConvParams{2, 1})));
+  Tensor* h = hand.Give(Must(ctx.Copy(a, DType::kF16)));
+  Tensor* half = hand.Give(Must(ctx.ConvDw(k, h, ConvParams{1, 0})));
+  EXPECT_EQ(plain->ne[0], 2);
+  EXPECT_EQ(plain->ne[3], 2);
+  EXPECT_EQ(half->type, DType::kF16);
+  ASSERT_TRUE(IsOk(Evaluate(Must(BuildGraph({plain, strided, half})))));
+  EXPECT_EQ(Values(plain), (std::vector<float>{6.0f, 8.0f, 12.0f, 14.0f}));
+  EXPECT_EQ(Values(strided), (std::vector<float>{1.0f, 3.0f, 7.0f, 14.0f}));
+  EXPECT_EQ(Values(half), Values(plain));
+  EXPECT_FALSE(ctx.ConvDw(a, k, ConvParams{1, 0}).ok());  // a 3x3 kernel over a 2x2 input
+  EXPECT_TRUE(ctx.ConvDw(a, k, ConvParams{1, 1}).ok());   // fits once padded
+  EXPECT_FALSE(ctx.ConvDw(k, a, ConvParams{3, 0}).ok());
+  EXPECT_FALSE(ctx.ConvDw(k, a, ConvParams{1, 2}).ok());
+}
+
 // set_rows writes rows of its float32 source into distinct rows of its destination, in the destination's own bytes (the
 // result is a view of it), converting to the destination's type; the rows not named keep their values. Requests that
 // ggml leaves undefined (a row twice, rows that share the destination's bytes) or refuses are refused.

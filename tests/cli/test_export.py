@@ -442,6 +442,15 @@ class RealExport(unittest.TestCase):
             for shipped in ("ggml_cpu_supports_op_sweep.c", "ggml_cpu_supports_op_sweep.expected", "supports-op-sweep.md"):
                 self.assertTrue((out / "ggml-cpu-scale-f16-unsupported" / shipped).is_file(), shipped)
             self.assertIn("same_outputs(", next((out / "ggml-gallocr-stale-plan-rewired-edges").glob("*.c")).read_text())
+            # A finding whose write past a tensor the program shows without a sanitizer: a canary pass first
+            # (check "canary"), then the placement the fuzzer made, where ASan reports.
+            self.export("ggml-cpu-conv-2d-dw-f16-overflow", out / "conv")
+            conv = (out / "conv" / "f16-input-float-writes.c").read_text()
+            self.assertIn("ggml_conv_2d_dw_direct(", conv)
+            self.assertIn("GGML_TYPE_F16", conv)
+            self.assertLess(conv.index("outside_tensors(ctx1, canary_buf, 1)"), conv.index("ggml_gallocr_alloc_graph("))
+            self.assertIn("return 1;", conv.split("if (overwritten) {", 1)[1])
+            self.assertIn("ask_supports_op(cpu,", conv)
             measured = (out / "ggml-gallocr-reserve-size-drops-buffers" / "measure-then-place.c").read_text()
             self.assertIn("ggml_gallocr_reserve_n_size(galloc, gf1, NULL, NULL, sizes1);", measured)
             self.assertLess(measured.index("ggml_gallocr_reserve_n_size("), measured.index("ggml_gallocr_alloc_graph("))

@@ -6,12 +6,13 @@ For each finding in upstream code (repro/*/bug.json with an upstream status):
      and a merged entry has its merge date (or says it is not visible).
   2. `lifeline export` writes its folder, and every file of the finding that report.md names (an exported
      reproducer, a file of repro/<id>/, a program of report.programs) is in that folder.
-  3. For a finding of ggml_graph_topology (ggml's CPU backend): each exported C program, built against ggml
-     without any sanitizer (a release build, cli/lifeline/configs.py PLAIN_CONFIG), fails (its own verdict, an
+  3. For a finding of ggml_graph_topology (ggml's CPU backend) or whisper_string_handoff (whisper.cpp): each
+     exported C program, built against ggml or whisper.cpp without any sanitizer (a release build,
+     cli/lifeline/configs.py PLAIN_CONFIG and ensure_whisper_plain), fails (its own verdict, an
      abort, a signal) where the bug is there, and runs clean exactly where its reproducer's "no_sanitizer" says
      why; each program of report.programs marked "verdict" fails there too.
-What is not checked without sanitizers is printed with the reason (ggml-vulkan and whisper.cpp are built here
-in the sanitizer lanes only). Exit 1 when any check fails.
+What is not checked without sanitizers is printed with the reason (ggml-vulkan is built here in the sanitizer
+lanes only). Exit 1 when any check fails.
 """
 from __future__ import annotations
 
@@ -58,6 +59,11 @@ def plain_verdict(rc: int, out: str, no_sanitizer: str | None) -> str | None:
 
 
 def run_plain(source: str, rep: repro.Reproducer, exporter: export.Exporter) -> tuple[int, str]:
+    """`source` built against the pinned upstream without sanitizers (ggml's CPU backend, or whisper.cpp) and run."""
+    if exporter.target == "whisper_string_handoff":
+        libdirs, includes = configs.ensure_whisper_plain()
+        return configs.run(source, libdirs, includes, configs.PLAIN_CONFIG, export.run_env(rep, exporter),
+                           libs=configs.WHISPER_LIBS)
     libdir, include = configs.ensure(configs.PLAIN_CONFIG)
     return configs.run(source, libdir, include, configs.PLAIN_CONFIG, export.run_env(rep, exporter))
 
@@ -97,8 +103,8 @@ def main() -> int:
                 print(f"ok   {bug.id}: every file report.md names is in the export")
             if exporter.language != "C":
                 continue
-            if bug.target != "ggml_graph_topology":
-                print(f"note {bug.id}: not run without sanitizers here ({bug.target}'s upstream is built in the "
+            if bug.target not in ("ggml_graph_topology", "whisper_string_handoff"):
+                print(f"note {bug.id}: not run without sanitizers here ({bug.target}'s ggml-vulkan is built in the "
                       "sanitizer lanes only)")
                 continue
             for rep in bug.reproducers:

@@ -76,6 +76,8 @@ class Tensor:
     heads: int = 1            # rope: rows per token
     offset: int = 0
     of: Optional[int] = None  # view-external: the tensor (op id) of another graph
+    stride: int = 1           # conv_2d_dw: src[0] the kernel, src[1] the input; stride and padding both directions
+    pad: int = 0
 
 
 @dataclass
@@ -100,7 +102,8 @@ class Writer:
         self.program, self.finding = program, finding
         self.report = finding.get("report") or {}
         self.backend = finding.get("backend", "cpu")
-        self.check = self.report.get("check")
+        check = self.report.get("check")
+        self.checks = set(check if isinstance(check, list) else [check] if check else [])
         self.graphs: list[Graph] = []
         self.of_tensor: dict[int, Graph] = {}
         self.placed: dict[int, str] = {}   # tensor op id -> C name of its latest placed build
@@ -175,6 +178,9 @@ class Writer:
             return (sa[1], sa[0])
         if t.kind == "get_rows":
             return (sa[0], t.ne[1])
+        if t.kind == "conv_2d_dw":  # kernel [KW, KH] over input [W, H]
+            sb = self.shape(self.of_tensor[t.src[1]].tensors[t.src[1]])
+            return ((sb[0] + 2 * t.pad - sa[0]) // t.stride + 1, (sb[1] + 2 * t.pad - sa[1]) // t.stride + 1)
         if t.kind == "reshape":
             return (sa[0] * sa[1], 1)
         if t.kind == "view":
@@ -188,6 +194,8 @@ class Writer:
             return "f32"
         if t.kind == "view-external":
             return self.dtype(self.of_tensor[t.of].tensors[t.of])
+        if t.kind == "conv_2d_dw":  # the input's type, as ggml_conv_2d_dw_direct makes it
+            return self.dtype(self.of_tensor[t.src[1]].tensors[t.src[1]])
         return self.dtype(self.of_tensor[t.src[0]].tensors[t.src[0]])
 
     def reachable(self, g: Graph) -> list[Tensor]:
@@ -242,6 +250,8 @@ class Writer:
             return f"{n(t.src[0])}_x_{n(t.src[1])}"
         if t.kind == "transpose":
             return f"{n(t.src[0])}_T"
+        if t.kind == "conv_2d_dw":
+            return f"{n(t.src[1])}_conv_{n(t.src[0])}"
         if t.kind == "get_rows":
             return f"rows_of_{n(t.src[0])}"
         if t.kind == "rope":
@@ -334,12 +344,17 @@ class Writer:
                 self.row_sets.append((pos, ", ".join(str(t.first + j * t.step) for j in range(tokens))))
                 turned = self.unique(f"{name}_turned")
                 mode = "GGML_ROPE_TYPE_NEOX" if t.mode == "neox" else "GGML_ROPE_TYPE_NORMAL"
-                self.emit(f"struct ggml_tensor * {turned} = ggml_rope_ext({ctx}, ggml_reshape_3d({ctx}, {src[0]}, {ne0}, "
-                          f"{t.heads}, {tokens}), {pos}, NULL, {t.n_dims}, {mode}, 0, 10000.0f, 1.0f, 0.0f, 1.0f, "
-                          f"0.0f, 0.0f);")
-                if t.output:  # the rope's own bytes are the output, as the adapter flags them
-                    self.emit(f"ggml_set_output({turned});")
-                expr = f"ggml_reshape_2d({ctx}, {turned}, {ne0}, {ne1})"
+                expr = self.reshaped(ctx, turned, t, ne0, ne1,
+                                     f"ggml_rope_ext({ctx}, ggml_reshape_3d({ctx}, {src[0]}, {ne0}, {t.heads}, {tokens}), "
+                                     f"{pos}, NULL, {t.n_dims}, {mode}, 0, 10000.0f, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f)")
+            elif t.kind == "conv_2d_dw":  # one channel: the program's [W, H] read as ggml's [W, H, 1, 1]
+                ks, xs = self.shape(self.of_tensor[t.src[0]].tensors[t.src[0]]), self.shape(
+                    self.of_tensor[t.src[1]].tensors[t.src[1]])
+                conv = self.unique(f"{name}_4d")
+                expr = self.reshaped(ctx, conv, t, ne0, ne1,
+                                     f"ggml_conv_2d_dw_direct({ctx}, ggml_reshape_4d({ctx}, {src[0]}, {ks[0]}, {ks[1]}, 1, 1), "
+                                     f"ggml_reshape_4d({ctx}, {src[1]}, {xs[0]}, {xs[1]}, 1, 1), {t.stride}, {t.stride}, "
+                                     f"{t.pad}, {t.pad}, 1, 1)")
             elif t.kind == "set_rows":  # a view of the destination src[0]; the rows' places from an int32 input
                 n_rows = self.shape(self.of_tensor[t.src[1]].tensors[t.src[1]])[1]
                 idx = self.unique(f"{name}_idx")
@@ -363,6 +378,15 @@ class Writer:
                           f"ggml_nbytes({name}) + 64); /* memory of its own */")
                 self.emit(f"ggml_backend_tensor_alloc({buf}, {name}, ggml_backend_buffer_get_base({buf}));")
         return ctx, gf, names
+
+    def reshaped(self, ctx: str, var: str, t: Tensor, ne0: int, ne1: int, call: str) -> str:
+        """An op ggml computes in a layout of its own (rope, conv_2d_dw): `var` = `call`, flagged an output when the
+        program's tensor is one (its own bytes are the output, as the adapter flags them), read back as the program's
+        [ne0, ne1]."""
+        self.emit(f"struct ggml_tensor * {var} = {call};")
+        if t.output:
+            self.emit(f"ggml_set_output({var});")
+        return f"ggml_reshape_2d({ctx}, {var}, {ne0}, {ne1})"
 
     def out_slot(self, t: Tensor, outs: list) -> str:
         """In the fresh-gallocr loop, an output's tensor also goes to the pass's row of outputs."""
@@ -424,8 +448,8 @@ class Writer:
         self.prebuild_sources(g)
         what = self.name(g)
         split = self.split(g)
-        fresh = compute and last and self.check == "fresh-gallocr" and not split
-        if compute and last and self.check == "canary" and not split and self.backend == "cpu":
+        fresh = compute and last and "fresh-gallocr" in self.checks and not split
+        if compute and last and "canary" in self.checks and not split and self.backend == "cpu":
             self.canary(k, g)
         ga = None if split else self.galloc(k)
         nbuf = len(self.program["allocators"][k]["buffers"])
@@ -472,16 +496,16 @@ class Writer:
         self.emit(f"if (!{call}) {{ fprintf(stderr, \"{call.split('(')[0]} failed\\n\"); return 1; }}")
         for idx, rows in self.row_sets:
             self.emit(f"ggml_backend_tensor_set({idx}, (const int32_t[]){{{rows}}}, 0, ggml_nbytes({idx}));")
-        if self.check == "fresh-gallocr":
+        if "fresh-gallocr" in self.checks:
             for t in self.reachable(g):
                 if t.kind == "leaf" and not t.preallocated:
                     self.emit(f"ggml_set_f32({names[t.id]}, 1.5f); /* the inputs' values */")
         if self.backend == "cpu" or split:
             self.set_threads(k)
-        if self.check == "supports-op":
+        if "supports-op" in self.checks:
             self.uses.add("ask_supports_op")
             self.emit(f"ask_supports_op({self.backend_var()}, {gf});")
-        if self.check == "pool-computes" and self.report.get("pool_computes") and not self.pool_aged:
+        if "pool-computes" in self.checks and self.report.get("pool_computes") and not self.pool_aged:
             self.pool_aged = True
             n = int(self.report["pool_computes"])
             self.emit(f"/* a long-lived process: the pool has computed {n:,} graphs before this one */")
@@ -567,7 +591,7 @@ class Writer:
                 self.emit(f"/* a {kind} the program predicts to be refused ({refused}): left out */")
                 continue
             if kind in ("leaf", "unary", "binary", "copy", "concat", "view", "view-external", "row", "mul_mat",
-                        "transpose", "get_rows", "rope", "set_rows"):
+                        "transpose", "get_rows", "rope", "set_rows", "conv_2d_dw"):
                 g = self.open_graph()
                 t = Tensor(op["id"], kind)
                 if kind == "leaf":
@@ -600,6 +624,8 @@ class Writer:
                     t.first, t.step = op["positions"]
                 elif kind == "set_rows":
                     t.src, t.first, t.step = [int(r[1:]) for r in op["src"]], op["first"], op["step"]
+                elif kind == "conv_2d_dw":
+                    t.src, t.stride, t.pad = [int(r[1:]) for r in op["src"]], op["stride"], op["pad"]
                 elif kind == "view":
                     t.src = [int(op["src"][1:])]
                     if op.get("reshape"):

@@ -10,6 +10,9 @@ submit runs at once; each call gets the language bytes up to their NUL ("en" on 
 binding passes it), the program's thread count and translate flag, and the page's audio: one program sample
 stands for a clip of 100 samples, more for 400 samples each (whisper_caller.h), in a heap block of exactly that
 many floats. Ops the binding refuses (an unbound slot, no threads) reach no whisper call and are comments.
+With report "check": "guard-page" the clip lies at the end of a page whose next page is not readable, unless the
+file is built with ASan (whose redzone after a heap block shows the same read): a read past the samples then
+faults without any sanitizer, and a SIGSEGV handler prints the verdict and exits 1.
 
 generate(program, finding) -> C source. `finding`: {"id", "title", "report": {...}} from bug.json.
 """
@@ -49,6 +52,7 @@ class Writer:
     def __init__(self, program: dict, finding: dict):
         self.program, self.finding = program, finding
         self.report = finding.get("report") or {}
+        self.guard_page = self.report.get("check") == "guard-page"
         self.body: list[str] = []
         self.jobs: dict[str, dict] = {}  # "#id" of the submit -> {"op", "ran", "cancelled"}
         self.multilingual: dict[int, bool] = {}  # bound slots
@@ -124,7 +128,10 @@ class Writer:
                  " * Run: WHISPER_MODEL=ggml-tiny.bin ./repro   (any multilingual model"
                  + ("; WHISPER_MODEL_EN=ggml-tiny.en.bin, an English-only one" if self.uses_en else "") + ")",
                  " */",
-                 "#include <stdbool.h>", "#include <stdio.h>", "#include <stdlib.h>", "", "#include \"whisper.h\"", "",
+                 ] + (["#define _DEFAULT_SOURCE", "#include <signal.h>"] if self.guard_page else []) + [
+                 "#include <stdbool.h>", "#include <stdio.h>", "#include <stdlib.h>"] + (
+                 ["#include <sys/mman.h>", "#include <unistd.h>"] if self.guard_page else []) + [
+                 "", "#include \"whisper.h\"", "",
                  "static struct whisper_context * load(int multilingual) {",
                  "    const char * path = getenv(multilingual ? \"WHISPER_MODEL\" : \"WHISPER_MODEL_EN\");",
                  "    if (path == NULL) {",
@@ -137,11 +144,13 @@ class Writer:
                  "    if (ctx == NULL) {", "        fprintf(stderr, \"cannot load %s\\n\", path);",
                  "        exit(2);", "    }",
                  "    return ctx;", "}", "",
+] + (GUARD_PAGE_CLIP if self.guard_page else [
                  "/* n values, each held for `per` samples, in a heap block of exactly that many floats */",
                  "static float * clip(int n, const float * values, int per) {",
                  "    float * pcm = malloc(sizeof(float) * (size_t) (n * per));",
                  "    for (int i = 0; i < n * per; ++i) pcm[i] = values[i / per];",
                  "    return pcm;", "}", "",
+                 "static void release(float * pcm) { free(pcm); }", ""]) + [
                  "static void transcribe(struct whisper_context * ctx, const char * language, int n_threads,",
                  "                       bool translate, float * pcm, int n_samples) {",
                  "    struct whisper_full_params params = whisper_full_default_params(WHISPER_SAMPLING_GREEDY);",
@@ -152,17 +161,72 @@ class Writer:
                  "    int rc = whisper_full(ctx, params, pcm, n_samples);",
                  "    fprintf(stderr, \"whisper_full(%d samples, language \\\"%s\\\") returned %d\\n\",",
                  "            n_samples, language, rc);",
-                 "    free(pcm);", "}", "", "int main(void) {"]
+                 "    release(pcm);", "}", "", "int main(void) {"]
         said = [(k, r[k]) for k in ("contract", "expected") if r.get(k)]
         if said:
             fmt = "".join(f"{k}: %s\\n" for k, _ in said)
             lines.append(f"    fprintf(stderr, \"{fmt}\", " + ", ".join(_c_string(v) for _, v in said) + ");")
+        if self.guard_page:
+            lines += ["    struct sigaction on_segv = {0};", "    on_segv.sa_sigaction = read_past_the_samples;",
+                      "    on_segv.sa_flags = SA_SIGINFO;", "    sigaction(SIGSEGV, &on_segv, NULL);"]
         lines.append(f"    struct whisper_context * ctx[{SLOTS}] = {{NULL}};")
         lines += self.body
         lines += ["    fprintf(stderr, \"the program ran to its end: the finding did not reproduce\\n\");",
                   f"    for (int i = 0; i < {SLOTS}; ++i) whisper_free(ctx[i]);",
                   "    return 0;", "}"]
         return "\n".join(lines) + "\n"
+
+
+GUARD_PAGE_CLIP = [
+    "#if defined(__has_feature)",
+    "#if __has_feature(address_sanitizer)",
+    "#define UNDER_ASAN 1",
+    "#endif",
+    "#endif",
+    "#if defined(__SANITIZE_ADDRESS__)",
+    "#define UNDER_ASAN 1",
+    "#endif",
+    "",
+    "/* n values, each held for `per` samples: under ASan in a heap block of exactly that many floats (its redzone",
+    "   shows a read past them); otherwise at the very end of a page whose next page is not readable, so that a read",
+    "   past them faults in any build */",
+    "static char * guard_lo, * guard_hi;  /* the last unreadable page after a clip */",
+    "",
+    "static float * clip(int n, const float * values, int per) {",
+    "    size_t bytes = sizeof(float) * (size_t) (n * per);",
+    "#ifdef UNDER_ASAN",
+    "    float * pcm = malloc(bytes);",
+    "#else",
+    "    size_t page = (size_t) sysconf(_SC_PAGESIZE), span = (bytes + page - 1) / page * page;",
+    "    char * base = mmap(NULL, span + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);",
+    "    if (base == MAP_FAILED || mprotect(base + span, page, PROT_NONE) != 0) { perror(\"mmap\"); exit(2); }",
+    "    float * pcm = (float *) (base + span - bytes);",
+    "    guard_lo = base + span, guard_hi = base + span + page;",
+    "#endif",
+    "    for (int i = 0; i < n * per; ++i) pcm[i] = values[i / per];",
+    "    return pcm;",
+    "}",
+    "",
+    "static void release(float * pcm) {",
+    "#ifdef UNDER_ASAN",
+    "    free(pcm);",
+    "#else",
+    "    (void) pcm;  /* its pages stay mapped */",
+    "#endif",
+    "}",
+    "",
+    "static void read_past_the_samples(int sig, siginfo_t * info, void * context) {",
+    "    (void) sig, (void) context;",
+    "    static const char past[] = \"actual: SIGSEGV at an address in the page right after the samples given\\n\"",
+    "                               \"verdict: the bug is there: whisper_full read past the caller's samples\\n\";",
+    "    static const char other[] = \"SIGSEGV elsewhere than after the samples: not this finding\\n\";",
+    "    const char * at = (const char *) info->si_addr;",
+    "    int ours = at >= guard_lo && at < guard_hi;",
+    "    write(2, ours ? past : other, ours ? sizeof past - 1 : sizeof other - 1);",
+    "    _exit(ours ? 1 : 3);",
+    "}",
+    "",
+]
 
 
 def generate(program: dict, finding: dict) -> str:

@@ -97,6 +97,11 @@ Json StepJson(const Step& s, size_t i) {
       j["first"] = t.rows_first;
       j["step"] = t.rows_step;
       break;
+    case StepKind::kConvDw:  // "src": [kernel, input]
+      j["src"] = {Ref(t.src[0]), Ref(t.src[1])};
+      j["stride"] = t.conv.stride;
+      j["pad"] = t.conv.pad;
+      break;
     case StepKind::kMarkOutput:  // of the open graph, or of a sealed one (a toggle with no leaf to toggle)
       j["tensor"] = Ref(s.tensor_index);
       if (s.graph >= 0) j["graph"] = Ref(s.graph);
@@ -280,6 +285,12 @@ Step StepFrom(const Json& j, const programs::OpIds& ids, size_t at) {
       std::tie(t.src[0], t.src[1]) = pair("src");
       t.rows_first = Get<int>(j, "first");
       t.rows_step = Get<int>(j, "step");
+      break;
+    case StepKind::kConvDw:
+      t.op = Op::kConvDw;
+      std::tie(t.src[0], t.src[1]) = pair("src");
+      t.conv.stride = Get<int>(j, "stride");
+      t.conv.pad = Get<int>(j, "pad");
       break;
   }
   return s;

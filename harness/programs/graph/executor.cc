@@ -22,6 +22,7 @@ Status Run(const Step& s, AllocatorAdapter& adapter) {
     case StepKind::kGetRows:
     case StepKind::kRope:
     case StepKind::kSetRows:
+    case StepKind::kConvDw:
       return adapter.AddTensor(s.graph, s.tensor);
     case StepKind::kGrow:
       LIFELINE_RETURN_IF_ERROR(adapter.AddTensor(s.graph, s.tensor));

@@ -126,6 +126,33 @@ void DecodeSetRows(Source& src, Model& m, int open, Step& step, const Step& want
   m.AddTensor(open, step, mt);
 }
 
+// A depthwise convolution (ggml_conv_2d_dw_direct, one channel) of a tensor of the open graph by a small kernel of
+// it: the input first, then the padding (0 or 1), then the kernel among the tensors of at most kMaxConvKernel
+// elements that fit in the padded input, then the stride (1 or 2); where no kernel fits, the step copies the
+// input instead, so that it still adds a tensor. The result has the input's type, as ggml's.
+void DecodeConvDw(Source& src, Model& m, int open, Step& step, const Step& want, const Refs& refs) {
+  const ModelGraph& og = m.g[open];
+  const TensorSpec& w = want.tensor;
+  const int b = PickInt(src, og.t.size(), src.encoding() ? refs.TensorIn(open, w.src[1]) : 0);
+  const int pad = src.Int<int>(0, 1, [&] { return w.conv.pad; });
+  const ModelTensor input = og.t[b];
+  const std::vector<int> fit = og.Where([&](const ModelTensor& t, int) {
+    return t.ne0 * t.ne1 <= kMaxConvKernel && t.ne0 <= input.ne0 + 2 * pad && t.ne1 <= input.ne1 + 2 * pad;
+  });
+  if (fit.empty()) {
+    step.kind = StepKind::kCopy;
+    return m.AddTensor(open, step, Derived(input, Op::kCopy, b));
+  }
+  const int a = PickFrom(src, fit, [&] { return refs.TensorIn(open, w.src[0]); });
+  ModelTensor mt = Derived(input, Op::kConvDw, a);
+  mt.spec.src[1] = b;
+  mt.spec.conv.pad = pad;
+  mt.spec.conv.stride = src.Int<int>(1, 2, [&] { return w.conv.stride; });
+  mt.ne0 = mt.spec.ne[0] = (input.ne0 + 2 * pad - og.t[a].ne0) / mt.spec.conv.stride + 1;
+  mt.ne1 = mt.spec.ne[1] = (input.ne1 + 2 * pad - og.t[a].ne1) / mt.spec.conv.stride + 1;
+  m.AddTensor(open, step, mt);
+}
+
 // A row op of a float32 tensor of the open graph (Model::Legal: there is one): rms_norm or soft_max.
 void DecodeRowOp(Source& src, Model& m, int open, Step& step, const Step& want, const Refs& refs) {
   const ModelGraph& og = m.g[open];
@@ -420,7 +447,8 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
     // (read only then, so every input without the bit keeps its bytes' meaning): its bit 0 is Program::shared_pool,
     // bit 1 Program::reuse, bit 2 Program::chunked, bit 3 Program::layout_ops, bit 4 Program::get_rows, bit 5
     // Program::rope, bit 6 Program::set_rows, bit 7 a second options byte follows (its bit 0 Program::f16_mul_mat, bit 1
-    // Program::unplanned_allocs, bit 2 Program::scheduled; the others for options to come, written 0, read and ignored).
+    // Program::unplanned_allocs, bit 2 Program::scheduled, bit 3 Program::conv; the others for options to come, written
+    // 0, read and ignored).
     const uint8_t head = src.Full<uint8_t>([&] {
       if (want->buffers.empty() || want->buffers.size() > 2) throw Unencodable("an allocator has 1 or 2 buffers");
       if (want->cpu_threads < 1 || want->cpu_threads > kMaxCpuThreads) throw Unencodable("an allocator has 1 to 4 CPU threads");
@@ -431,7 +459,8 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
                                   (k == 0 && (target->shared_pool || target->reuse || target->chunked ||
                                               uses(StepKind::kTranspose) || uses(StepKind::kGetRows) ||
                                               uses(StepKind::kRope) || uses(StepKind::kSetRows) ||
-                                              F16MulMat(*target) || target->unplanned_allocs || target->scheduled)
+                                              F16MulMat(*target) || target->unplanned_allocs || target->scheduled ||
+                                              uses(StepKind::kConvDw))
                                                  ? 128
                                                  : 0));
     });
@@ -440,11 +469,12 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
       return static_cast<uint8_t>((target->shared_pool ? 1 : 0) | (target->reuse ? 2 : 0) | (target->chunked ? 4 : 0) |
                                   (uses(StepKind::kTranspose) ? 8 : 0) | (uses(StepKind::kGetRows) ? 16 : 0) |
                                   (uses(StepKind::kRope) ? 32 : 0) | (uses(StepKind::kSetRows) ? 64 : 0) |
-                                  (F16MulMat(*target) || target->unplanned_allocs || target->scheduled ? 128 : 0));
+                                  (F16MulMat(*target) || target->unplanned_allocs || target->scheduled ||
+                                   uses(StepKind::kConvDw) ? 128 : 0));
     }) : 0;
     const uint8_t options2 = (options & 128) != 0 ? src.Full<uint8_t>([&] {
       return static_cast<uint8_t>((F16MulMat(*target) ? 1 : 0) | (target->unplanned_allocs ? 2 : 0) |
-                                  (target->scheduled ? 4 : 0));
+                                  (target->scheduled ? 4 : 0) | (Uses(*target, StepKind::kConvDw) ? 8 : 0));
     }) : 0;
     const int n = 1 + (head & 1);
     p.allocators[k].cpu_threads = 1 + ((head >> 1) & 3);
@@ -463,6 +493,7 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
       p.f16_mul_mat = m.f16_mul_mat = (options2 & 1) != 0;
       p.unplanned_allocs = m.unplanned_allocs = (options2 & 2) != 0;
       p.scheduled = m.scheduled = (options2 & 4) != 0;
+      p.conv = m.conv = (options2 & 8) != 0;
     }
     for (int b = 0; b < n; ++b) {
       alloc::BufferSpec spec;
@@ -502,6 +533,7 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
       case StepKind::kGetRows: DecodeGetRows(src, m, open, step, want, refs); break;
       case StepKind::kRope: DecodeRope(src, m, open, step, want, refs); break;
       case StepKind::kSetRows: DecodeSetRows(src, m, open, step, want, refs); break;
+      case StepKind::kConvDw: DecodeConvDw(src, m, open, step, want, refs); break;
       case StepKind::kMarkOutput:
         step.graph = open;
         step.tensor_index = PickInt(src, m.g[open].t.size(), src.encoding() ? refs.TensorIn(open, want.tensor_index) : 0);
@@ -544,7 +576,7 @@ Program Run(Source& src, const AllocatorRules& rules, const Program* target) {
 
 bool AddsTensor(StepKind k) {
   return k == StepKind::kGrow || k == StepKind::kRowOp || k == StepKind::kMatMul || k == StepKind::kTranspose ||
-         k == StepKind::kGetRows || k == StepKind::kRope || k == StepKind::kSetRows ||
+         k == StepKind::kGetRows || k == StepKind::kRope || k == StepKind::kSetRows || k == StepKind::kConvDw ||
          (k >= StepKind::kLeaf && k <= StepKind::kViewExternal);
 }
 
@@ -657,6 +689,8 @@ bool SameStep(const Step& a, const Step& b) {
              x.rope.heads == y.rope.heads && x.rope.pos_first == y.rope.pos_first && x.rope.pos_step == y.rope.pos_step;
     case StepKind::kSetRows:
       return x.src[0] == y.src[0] && x.src[1] == y.src[1] && x.rows_first == y.rows_first && x.rows_step == y.rows_step;
+    case StepKind::kConvDw:
+      return x.src[0] == y.src[0] && x.src[1] == y.src[1] && x.conv.stride == y.conv.stride && x.conv.pad == y.conv.pad;
     case StepKind::kMarkOutput:
     case StepKind::kTogglePrealloc: return a.tensor_index == b.tensor_index;
     case StepKind::kSeal: return true;
@@ -684,7 +718,7 @@ std::vector<uint8_t> Encode(const Program& target, const AllocatorRules& rules) 
 const char* const kStepNames[] = {"leaf",   "unary",         "binary",      "copy",     "concat",
                                       "view",   "view-external", "mark-output", "seal",     "reserve",
                                       "alloc+compute", "rewire", "grow",        "toggle-prealloc", "measure", "row", "mul_mat",
-                                      "transpose", "get_rows", "rope", "set_rows"};
+                                      "transpose", "get_rows", "rope", "set_rows", "conv_2d_dw"};
 
 namespace {
 
@@ -708,6 +742,7 @@ std::string TensorText(const TensorSpec& t) {
          " heads=" + std::to_string(t.rope.heads) + " positions " + std::to_string(t.rope.pos_first) + "+" +
          std::to_string(t.rope.pos_step) + "j";
   }
+  if (t.op == Op::kConvDw) s += " stride=" + std::to_string(t.conv.stride) + " pad=" + std::to_string(t.conv.pad);
   if (t.input) s += " input";
   if (t.preallocated) s += " preallocated";
   if (t.external_graph >= 0) s += " view of g" + std::to_string(t.external_graph) + ".t" + std::to_string(t.external_tensor);
@@ -760,6 +795,7 @@ std::string DescribeAllocators(const Program& p) {
     if (k == 0 && p.get_rows) out += " (the program may get rows)";
     if (k == 0 && p.rope) out += " (the program may rope)";
     if (k == 0 && p.set_rows) out += " (the program may set rows)";
+    if (k == 0 && p.conv) out += " (the program may convolve)";
     if (k == 0 && p.f16_mul_mat) out += " (mul_mat may take float16 weights)";
     if (k == 0 && p.unplanned_allocs) out += " (an unplanned allocator of several buffers is asked to place)";
     if (k == 0 && p.scheduled) out += " (every graph through the scheduler)";

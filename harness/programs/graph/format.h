@@ -57,6 +57,8 @@ struct TensorSpec {
   int rows_step = 0;
   // kRope: its n_dims, mode, heads and positions (alloc::RopeParams; position of token j = pos_first + j * pos_step).
   alloc::RopeParams rope;
+  // kConvDw: src[0] the kernel, src[1] the input; its stride and padding (alloc::ConvParams).
+  alloc::ConvParams conv;
 };
 
 enum class StepKind : uint8_t {
@@ -89,7 +91,10 @@ enum class StepKind : uint8_t {
   kRope,          // rope of a tensor of the open graph with ne0 >= 2, its positions from an int32 input
   // Drawn only in programs whose options byte has bit 6 set (Program's `set_rows`), where model ops are.
   kSetRows,       // rows of a float32 tensor of the open graph written into distinct rows of another one, in place
-  kMaxValue = kSetRows,
+  // Drawn only in programs whose second options byte has bit 3 set (Program's `conv`), where the allocator draws it
+  // (AllocatorRules::draws_conv).
+  kConvDw,        // depthwise conv_2d (ggml_conv_2d_dw_direct): a small kernel of the open graph over another tensor of it
+  kMaxValue = kConvDw,
 };
 
 struct Step {
@@ -171,6 +176,9 @@ struct Program {
   // the CPU, as a llama.cpp graph without weights would. Only where the allocator under test
   // has a scheduler (AllocatorRules::splits_cpu_marks); others ignore it. Draws no step ("scheduled": true).
   bool scheduled = false;
+  // Bit 3 of the second options byte: kConvDw may be drawn (encoding sets it when a step is one; no checked-in input
+  // had the second byte's bit 3 set before it meant this).
+  bool conv = false;
   std::vector<Step> steps;
 };
 
@@ -213,6 +221,13 @@ struct AllocatorRules {
   // from sources of types `a` and `b` (b = a for one source). ggml-vulkan's answers differ between ggml versions
   // (0.15.1's takes no float16 concat); the Vulkan target asks its backend (ggml_vulkan_adapter.h). Null: none.
   bool (*backend_refuses)(alloc::Op op, alloc::DType out, alloc::DType a, alloc::DType b) = nullptr;
+  // Whether kConvDw may be drawn: the CPU targets (the stand-in, ggml's CPU backend where the tree has
+  // ggml_conv_2d_dw_direct); not ggml-vulkan, whose supports_op probe (backend_refuses) builds no convolution.
+  bool draws_conv = true;
+  // The same as refuses_f16_scale for a graph holding a conv_2d_dw of a float16 input (ggml's CPU backend with guard
+  // ggml-cpu-conv-2d-dw-f16-input on: supports_op says yes, and its kernel writes float32 results into the float16
+  // destination, twice its bytes).
+  bool refuses_f16_conv = false;
 };
 
 Program Decode(const uint8_t* data, size_t size, const AllocatorRules& rules = {});
@@ -230,6 +245,7 @@ void SetRowsOf(const TensorSpec& spec, int64_t source_rows, int64_t destination_
 std::vector<int32_t> PositionsOf(const TensorSpec& spec);
 inline constexpr int kMaxRopePosition = 255;  // pos_first's range; pos_step is 0 to kMaxRopeStep
 inline constexpr int kMaxRopeStep = 3;
+inline constexpr int kMaxConvKernel = 9;  // a kConvDw kernel's elements (3x3 at most, as a depthwise conv's)
 
 // A program's id form, which the reducer edits (codec.h) and Encode takes: every operand that names a
 // tensor or a graph names the step that made it instead of giving its position, so deleting steps leaves

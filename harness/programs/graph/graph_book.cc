@@ -101,6 +101,9 @@ Status GraphBook::AddTensor(int g, const TensorSpec& spec) {
       t = ctx_.SetRows(src(0), src(1), rows);
       break;
     }
+    case alloc::Op::kConvDw:
+      t = ctx_.ConvDw(src(0), src(1), spec.conv);
+      break;
   }
   if (!t.ok()) return t.status();
   Tensor* tensor = t.value();

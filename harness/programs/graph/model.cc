@@ -137,6 +137,7 @@ bool Model::Legal(StepKind k) const {
       for (const ModelTensor& t : g[o].t)
         if (t.spec.type == alloc::DType::kF32 && t.ne1 <= alloc::kMaxRows) return true;
       return false;
+    case StepKind::kConvDw: return room && has_tensor && conv && rules.draws_conv;
     case StepKind::kMarkOutput: return has_tensor;
     case StepKind::kSeal:
       if (o < 0) return false;
@@ -265,7 +266,8 @@ bool Model::AllocLegal(int gi, int k, StatusCode* expect) const {
   // Refused up front by the allocator's rules (checked after the precondition above, as the adapter does).
   if (*expect == StatusCode::kOk && (rules.refuses_f16_scale || rules.refuses_odd_rope || rules.refuses_f16_rope ||
                                     rules.refuses_misaligned_sources > 0 || rules.refuses_set_rows ||
-                                    rules.refuses_f16_set_rows || rules.backend_refuses != nullptr)) {
+                                    rules.refuses_f16_set_rows || rules.backend_refuses != nullptr ||
+                                    rules.refuses_f16_conv)) {
     auto misaligned = [&](int src) {
       return src >= 0 && ByteOffset(gi, src) % rules.refuses_misaligned_sources != 0;
     };
@@ -279,6 +281,7 @@ bool Model::AllocLegal(int gi, int k, StatusCode* expect) const {
                                    (rules.misaligned_unary_too && s.op == Op::kNeg)) &&
                                   (misaligned(s.src[0]) || misaligned(s.src[1]));
       const bool set_rows = s.op == Op::kSetRows;
+      const bool f16_conv = s.op == Op::kConvDw && s.type == alloc::DType::kF16;  // the input's type
       const bool f16_set_rows = set_rows && s.src[1] >= 0 && mg.t[s.src[1]].spec.type == alloc::DType::kF16;
       auto type_of = [&](int src) { return src >= 0 ? mg.t[src].spec.type : s.type; };
       const bool backend_refuses = rules.backend_refuses != nullptr && s.op != Op::kNone &&
@@ -286,7 +289,8 @@ bool Model::AllocLegal(int gi, int k, StatusCode* expect) const {
                                                          s.src[1] >= 0 ? type_of(s.src[1]) : type_of(s.src[0]));
       if (r[i] && ((rules.refuses_f16_scale && f16_scale) || (rules.refuses_odd_rope && odd_rope) ||
                    (rules.refuses_f16_rope && f16_rope) || misaligned_src || (rules.refuses_set_rows && set_rows) ||
-                   (rules.refuses_f16_set_rows && f16_set_rows) || backend_refuses)) {
+                   (rules.refuses_f16_set_rows && f16_set_rows) || (rules.refuses_f16_conv && f16_conv) ||
+                   backend_refuses)) {
         *expect = StatusCode::kUnimplemented;
       }
     }

@@ -65,6 +65,7 @@ struct Model {
   bool f16_mul_mat = false;  // Program::f16_mul_mat: a kMatMul's first source may be float16
   bool unplanned_allocs = false;  // Program::unplanned_allocs
   bool scheduled = false;         // Program::scheduled: every graph goes to the scheduler (where there is one)
+  bool conv = false;              // Program::conv: kConvDw may be drawn (where rules.draws_conv)
   std::vector<ModelGraph> g;
   uint64_t epoch[kAllocators] = {};
   int buffers[kAllocators] = {};

@@ -56,6 +56,18 @@ class GgmlAdapter final : public GgmlGraphAdapter {
                              " on float16 (guard ggml-cpu-scale-f16-unsupported)");
       }
       LIFELINE_RETURN_IF_ERROR(RefuseOddRope(t, what));
+#if LIFELINE_GGML_HAS_CONV_2D_DW_DIRECT
+      // Guard ggml-cpu-conv-2d-dw-f16-overflow: supports_op says yes to a depthwise convolution of a float16 input,
+      // whose result ggml makes float16 too, and the kernel writes float32 sums into it: twice its bytes.
+      if (t->op == GGML_OP_CONV_2D_DW && t->src[1]->type == GGML_TYPE_F16 &&
+          GuardHolds(Guard::kGgmlCpuConv2dDwF16Overflow, [&] {
+            return std::string(t->name) + " is a conv_2d_dw of a float16 input: the CPU kernel writes float32 results "
+                   "into its float16 result, twice its bytes; " + what + " is refused before it is placed";
+          })) {
+        return Unimplemented(std::string(t->name) + ": ggml's CPU backend writes past a conv_2d_dw of a float16 input " +
+                             "(guard ggml-cpu-conv-2d-dw-f16-overflow)");
+      }
+#endif
     }
     return Status::Ok();
   }

@@ -195,7 +195,8 @@ Status GgmlGraphAdapter::RefuseOddRope(const ggml_tensor* t, const std::string& 
 oracles::Equality GgmlGraphAdapter::EqualityFor(int g) const {
   for (int i = 0; i < book_.size(g); ++i) {
     const alloc::Op op = book_.spec(g, i).op;
-    if (op == alloc::Op::kRmsNorm || op == alloc::Op::kSoftMax || op == alloc::Op::kMulMat || op == alloc::Op::kRope) {
+    if (op == alloc::Op::kRmsNorm || op == alloc::Op::kSoftMax || op == alloc::Op::kMulMat || op == alloc::Op::kRope ||
+        op == alloc::Op::kConvDw) {
       return oracles::Equality::kClose;
     }
   }
@@ -700,6 +701,26 @@ ggml_tensor* GgmlGraphAdapter::Make(Instance& inst, int g, int i, bool detached)
       t = ggml_reshape_4d(ctx, set, m->ne[0], 1, 1, m->ne[3]);
       break;
     }
+    case alloc::Op::kConvDw: {
+      // One channel, one image: the kernel [KW, 1, 1, KH] read as ggml's [KW, KH, 1, 1] and the input [W, 1, 1, H] as
+      // [W, H, 1, 1]; dilation 1. The result [W_out, H_out, 1, 1], of the input's type, read back as the program's.
+      ggml_tensor* a = src(0);
+      ggml_tensor* b = src(1);
+#if LIFELINE_GGML_HAS_CONV_2D_DW_DIRECT
+      ggml_tensor* conv = ggml_conv_2d_dw_direct(ctx, ggml_reshape_4d(ctx, a, a->ne[0], a->ne[3], 1, 1),
+                                                 ggml_reshape_4d(ctx, b, b->ne[0], b->ne[3], 1, 1), spec.conv.stride,
+                                                 spec.conv.stride, spec.conv.pad, spec.conv.pad, 1, 1);
+      ggml_format_name(conv, "g%d.t%d.conv_2d_dw", g, i);
+      t = ggml_reshape_4d(ctx, conv, m->ne[0], 1, 1, m->ne[3]);
+      if (m->output) ggml_set_output(conv);  // as for mul_mat: the convolution's own bytes are the output
+#else
+      // The tree lacks it (AllocatorRules::draws_conv is false there, so only a hand-written program gets here): a view
+      // of the input stands in, and the graph is refused before it is placed.
+      inst.unsupported = "this ggml has no ggml_conv_2d_dw_direct";
+      t = ggml_view_tensor(ctx, b);
+#endif
+      break;
+    }
   }
   ggml_format_name(t, "g%d.t%d", g, i);
   if (m->output) ggml_set_output(t);
@@ -743,7 +764,7 @@ std::unordered_map<const ggml_tensor*, alloc::Tensor*> GgmlGraphAdapter::MirrorO
     const alloc::Op op = book_.spec(g, i).op;
     if (t->op == GGML_OP_RESHAPE &&
         (op == alloc::Op::kMulMat || op == alloc::Op::kGetRows || op == alloc::Op::kTranspose || op == alloc::Op::kRope ||
-         op == alloc::Op::kSetRows)) {
+         op == alloc::Op::kSetRows || op == alloc::Op::kConvDw)) {
       t = t->src[0];
     }
     back[t] = book_.tensor(g, i);

@@ -21,6 +21,10 @@ AllocatorRules GgmlRules() {
   AllocatorRules rules;
   rules.refuses_f16_scale = GuardOn(Guard::kGgmlCpuScaleF16Unsupported);
   rules.refuses_odd_rope = GuardOn(Guard::kGgmlCpuRopeOddRowOverflow);
+  rules.refuses_f16_conv = GuardOn(Guard::kGgmlCpuConv2dDwF16Overflow);
+#if defined(LIFELINE_GGML_HAS_CONV_2D_DW_DIRECT)
+  rules.draws_conv = LIFELINE_GGML_HAS_CONV_2D_DW_DIRECT != 0;  // a tree without ggml_conv_2d_dw_direct draws none
+#endif
   SetRowsRules(&rules);
   return rules;
 }
@@ -29,6 +33,7 @@ AllocatorRules GgmlVulkanRules() {
   AllocatorRules rules;
   rules.refuses_f16_scale = true;  // ggml_backend_vk_device_supports_op: scale needs a contiguous f32 source
   rules.splits_cpu_marks = true;
+  rules.draws_conv = false;  // format.h: VulkanRefuses builds no convolution to ask the device about
   // Its fresh-allocator differential computes each graph again on ggml's CPU backend (ggml_graph_adapter.cc).
   rules.refuses_odd_rope = GuardOn(Guard::kGgmlCpuRopeOddRowOverflow);
   rules.refuses_f16_rope = true;  // format.h: rope_*_f16 as Debian's glslang compiles them is invalid SPIR-V

@@ -399,6 +399,7 @@ _RUNS_IN = (
     (re.compile(r"^(ggml_gallocr|ggml_dyn_tallocr|ggml_vbuffer|ggml_backend_alloc_ctx|ggml_tallocr)"),
      "ggml's graph allocator (ggml-alloc.c: ggml_gallocr), which every backend's graphs go through (directly, or "
      "through ggml_backend_sched); shown here on {shown}"),
+    (re.compile(r"^ggml_vk_"), "ggml-vulkan (shown here on lavapipe, Mesa's CPU Vulkan device)"),
     (re.compile(r"^ggml_backend_sched"), "ggml_backend_sched (ggml-backend.cpp), with any set of backends; shown here "
      "on {shown}"),
     (re.compile(r"^(ggml_graph_nbytes|ggml_new_graph|ggml_graph_overhead|ggml_new_tensor|ggml_view)"),

@@ -6,7 +6,7 @@
 // conjunctions of a few features out of reach: `ggml-vk-graph-optimize-view-alias` needs an in-place binary op,
 // a later reader of the tensor it writes, and the scheduler's path with all three in one Vulkan split (a
 // Program::scheduled program, or an op marked for the CPU that does not split them apart, and a leaf in
-// ggml-vulkan's memory that the ops read from: a graph fed by inputs alone runs on the CPU); docs/upstream-targets.md
+// ggml-vulkan's memory that the ops read from: a graph fed by inputs alone runs on the CPU); docs/upstream-ggml-vulkan.md
 // has the times to exposure with and without it. This mutator decodes the
 // input to its program in id form (format.h, ToIds), makes one edit to it, and encodes it back (Encode), so the
 // steps it does not touch keep their meaning. The edits are generic, in terms of the format alone:

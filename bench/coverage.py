@@ -15,7 +15,8 @@ The table gives lines, functions and branches of the project's code under test (
 upstream files the target drives (ggml-alloc.c, ggml-backend.cpp, ggml.c, the CPU backend's ops, ggml-vulkan).
 --picture renders the annotated ggml-alloc.c of the regression run with headless Chromium (Debian's chromium;
 `scripts/install-deps.sh --bench` installs it) into bench/results/<NAME>-ggml-alloc.png.
-Writes bench/results/<NAME>.json and <NAME>.md (NAME: coverage by default). A benchmark, not a test.
+Writes bench/results/<NAME>.json (with the run's date, machine and commit, bench/provenance.py) and <NAME>.md
+(NAME: coverage by default). A benchmark, not a test.
 """
 import argparse
 import json
@@ -25,6 +26,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import provenance  # bench/, this script's folder
 
 ROOT = Path(__file__).resolve().parents[1]
 LIFELINE = [sys.executable, str(ROOT / "cli" / "lifeline_main.py")]
@@ -154,7 +157,7 @@ def main() -> int:
         lifeline(["coverage", *a.targets, "--inputs", "seeds", "--out", str(work / "build-check")], "building the coverage lane")
     targets = a.targets or sorted(p.name for p in (ROOT / "build" / "coverage" / "targets").iterdir() if p.is_file())
     fuzz_dir = Path(a.fuzz_out).absolute() if a.fuzz_out else work / "fuzz"
-    results, fuzz_note = {}, {}
+    results, fuzz_note, prov = {}, {}, provenance.record()
     for t in targets:
         cols = results.setdefault(t, {})
         cols["seeds"] = measure(t, work / t / "seeds", ["--inputs", "seeds"])
@@ -177,7 +180,7 @@ def main() -> int:
     md += ["", "Fuzz corpora: " + "; ".join(f"{t}: {n}" for t, n in fuzz_note.items())]
     results_dir = ROOT / "bench" / "results"
     (results_dir / f"{a.name}.md").write_text("\n".join(md) + "\n")
-    (results_dir / f"{a.name}.json").write_text(json.dumps({"results": results, "fuzz": fuzz_note}, indent=1) + "\n")
+    (results_dir / f"{a.name}.json").write_text(json.dumps({"results": results, "fuzz": fuzz_note, **prov}, indent=1) + "\n")
     print("\n".join(md))
     if a.picture:
         reg = work / "ggml_graph_topology" / "regression" / "html"

@@ -15,7 +15,9 @@ Per target (default: every target built in the fuzz lane), in the fuzz lane's bu
             setting, trial k of every setting with -seed=k+1, the settings in turns (bench/tte.py's trial);
             found/N, median, RMST over the --budget. --upstream-open adds the target's upstream-open
             findings (LIFELINE_UNGUARD=<its guard>, every other guard on), which take far longer.
-Prints progress and a table; writes bench/results/<NAME>.json and <NAME>.md. A benchmark, not a test.
+Prints progress and a table; writes bench/results/<NAME>.json and <NAME>.md, each target's result with the run's
+date, machine and commit (bench/provenance.py); the table's (0.73x) is a setting's exec/s over the first
+setting's, both printed in the row. A benchmark, not a test.
 """
 import argparse
 import json
@@ -29,6 +31,8 @@ sys.path.insert(0, str(ROOT / "cli"))
 sys.path.insert(0, str(ROOT / "bench"))
 from lifeline import repro  # noqa: E402
 from lifeline.bugs import switch_env  # noqa: E402
+import provenance  # noqa: E402
+import tables  # noqa: E402
 import throughput  # noqa: E402
 import tte  # noqa: E402
 
@@ -106,7 +110,7 @@ def main() -> int:
         print(f"engine: not built in {build}: {', '.join(missing) or 'any target'}; "
               "run `cmake --preset fuzz && cmake --build --preset fuzz`", file=sys.stderr)
         return 2
-    results = []
+    results, prov = [], provenance.record()
     for n, t in enumerate(targets):
         binary = build / "targets" / t
         seeds = Path(args.seeds) if args.seeds else ROOT / "corpus" / t
@@ -118,7 +122,7 @@ def main() -> int:
                 eps[s].append(v)
                 print(f"  round {r}: {s:<16} {v:>7} exec/s", flush=True)
         res = {"target": t, "seeds": str(seeds), "settings": settings, "exec_s": {s: round(statistics.mean(v)) for s, v in eps.items()},
-               "exec_s_rows": eps, "bugs": []}
+               "exec_s_rows": eps, "bugs": [], **prov}
         for bug in bugs_of(t, args.upstream_open):
             if args.bug and bug.id not in args.bug:
                 continue
@@ -145,23 +149,7 @@ def main() -> int:
             res["bugs"].append({"bug": bug.id, "status": bug.status, "budget_s": args.budget, "by_setting": per})
         results.append(res)
 
-    names = list(settings)
-    lines = [f"# libFuzzer settings per target ({args.rounds} rounds of {args.seconds} s for exec/s; "
-             f"{args.trials} trials, budget {args.budget} s, for time-to-exposure)", "",
-             "Command: `bench/engine.py " + " ".join(sys.argv[1:]) + "`", "",
-             "Settings: " + "; ".join(f"`{s}` = {' '.join(f) or '(libFuzzer defaults)'}" for s, f in settings.items()),
-             "", "| target | what | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
-    for res in results:
-        base = res["exec_s"][names[0]] or 1
-        lines.append(f"| {res['target']} | exec/s | " + " | ".join(
-            f"{res['exec_s'][s]} ({res['exec_s'][s] / base:.2f}x)" for s in names) + " |")
-        for b in res["bugs"]:
-            cells = []
-            for s in names:
-                p = b["by_setting"][s]
-                cells.append(f"{p['found']}/{p['trials']}, median {p['median_s'] if p['median_s'] is not None else '-'}"
-                             f" s, RMST {p['rmst_s']} s" + (f", {p['other']} other" if p["other"] else ""))
-            lines.append(f"| | `{b['bug']}` | " + " | ".join(cells) + " |")
+    lines = table(results, settings, args, "bench/engine.py " + " ".join(sys.argv[1:]))
     out_dir = ROOT / "bench" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"{args.name}.json").write_text(json.dumps(results, indent=2) + "\n")
@@ -169,6 +157,29 @@ def main() -> int:
     print("\n" + "\n".join(lines[4:]))
     print(f"\nwrote {out_dir / (args.name + '.md')}")
     return 0
+
+
+def table(results: list, settings: dict, args, command: str) -> list:
+    """The lines of <NAME>.md (`args`: rounds, seconds, trials, budget): per target, exec/s under each setting with
+    its ratio to the first setting's, then each bug's time to exposure under each."""
+    names = list(settings)
+    lines = [f"# libFuzzer settings per target ({args.rounds} rounds of {args.seconds} s for exec/s; "
+             f"{args.trials} trials, budget {args.budget} s, for time-to-exposure)", "",
+             f"Command: `{command}`", "",
+             "Settings: " + "; ".join(f"`{s}` = {' '.join(f) or '(libFuzzer defaults)'}" for s, f in settings.items()),
+             "", "| target | what | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
+    for res in results:
+        base = res["exec_s"][names[0]]
+        lines.append(f"| {res['target']} | exec/s | " + " | ".join(
+            f"{res['exec_s'][s]} ({tables.times(res['exec_s'][s], base)})" for s in names) + " |")
+        for b in res["bugs"]:
+            cells = []
+            for s in names:
+                p = b["by_setting"][s]
+                cells.append(f"{p['found']}/{p['trials']}, median {p['median_s'] if p['median_s'] is not None else '-'}"
+                             f" s, RMST {p['rmst_s']} s" + (f", {p['other']} other" if p["other"] else ""))
+            lines.append(f"| | `{b['bug']}` | " + " | ".join(cells) + " |")
+    return lines
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@ previous lane's ctest, so the lanes' seconds add up to more than the wall time, 
 each stretch between two of its `==== lane` headings how long it took and how busy the processors were (from
 /proc/stat: the seconds of CPU left idle say what running more beside it could still win). --fresh deletes build/<lane>/ and the lanes' compiler cache build/ccache/ first, as a fresh
 clone has neither (the fetched upstream source and the shared ggml-vulkan shader build stay). Writes
-bench/results/suite.json and suite.md. A benchmark: it reports the suite's result, it does not judge it.
+bench/results/suite.json (with the run's date, machine and commit, bench/provenance.py) and suite.md, whose CPU
+busy % is computed from the busy and idle CPU seconds printed beside it. A benchmark: it reports the suite's
+result, it does not judge it.
 """
 import argparse
 import json
@@ -20,6 +22,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import provenance  # bench/, this script's folder
+import tables
 
 ROOT = Path(__file__).resolve().parents[1]
 LANES = ("asan", "tsan", "lsan", "valgrind", "fuzz")
@@ -72,7 +77,7 @@ def main() -> int:
     print("suite: " + " ".join(cmd), flush=True)
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    rows = []
+    rows, prov = [], provenance.record()
     meter, phases, phase, phase_t0 = CpuMeter(), [], "start-up (dependencies, upstream fetch)", t0
 
     def close_phase(now: float) -> None:
@@ -80,7 +85,7 @@ def main() -> int:
         if lap is not None and now - phase_t0 >= 0.5:
             busy, idle = lap
             phases.append({"phase": phase, "seconds": round(now - phase_t0), "busy_pct": round(100 * busy / (busy + idle), 1)
-                           if busy + idle else 0.0, "idle_cpu_s": round(idle, 1)})
+                           if busy + idle else 0.0, "busy_cpu_s": round(busy, 1), "idle_cpu_s": round(idle, 1)})
 
     for line in proc.stdout:
         if line.startswith("==== lane") or line.startswith("lane       build"):
@@ -103,25 +108,33 @@ def main() -> int:
         print("suite: `lifeline test` printed no lane table; nothing recorded", file=sys.stderr)
         return 1
     result = {"command": " ".join(cmd[1:]), "fresh": args.fresh, "exit_status": rc, "wall_s": round(wall),
-              "lanes": rows, "phases": phases}
+              "lanes": rows, "phases": phases, **prov}
     out = ROOT / "bench" / "results"
     (out / "suite.json").write_text(json.dumps(result, indent=2) + "\n")
-    lines = [f"# Suite wall time (`./lifeline {result['command']}`" + (", fresh build folders" if args.fresh else "")
+    lines = table(result)
+    (out / "suite.md").write_text("\n".join(lines) + "\n")
+    print("\n" + "\n".join(lines[2:]))
+    return 0
+
+
+def table(result: dict) -> list:
+    """The lines of suite.md from the result main() writes to suite.json."""
+    rows, phases, rc, wall = result["lanes"], result["phases"], result["exit_status"], result["wall_s"]
+    lines = [f"# Suite wall time (`./lifeline {result['command']}`" + (", fresh build folders" if result["fresh"] else "")
              + f"; exit status {rc})", "", "| lane | build s | ctest s | passed | failed | skipped |",
              "|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['lane']} | {r['build_s']} | {r['ctest_s']} | {r['passed']} | {r['failed']} | {r['skipped']} |")
-    lines.append(f"| **all**: wall s (including dependency checks) | **{round(wall)}** | | "
+    lines.append(f"| **all**: wall s (including dependency checks) | **{wall}** | | "
                  f"{sum(r['passed'] for r in rows)} | {sum(r['failed'] for r in rows)} | "
                  f"{sum(r['skipped'] for r in rows)} |")
     if phases:
         lines += ["", "Where the wall time went, between the headings `lifeline test` prints (a build printed under its "
                   "heading ran earlier, beside a ctest, when it is held):", "",
-                  "| stretch | s | CPU busy % | CPU s left idle |", "|---|---|---|---|"]
-        lines += [f"| {p['phase']} | {p['seconds']} | {p['busy_pct']} | {p['idle_cpu_s']} |" for p in phases]
-    (out / "suite.md").write_text("\n".join(lines) + "\n")
-    print("\n" + "\n".join(lines[2:]))
-    return 0
+                  "| stretch | s | CPU s busy | CPU s left idle | CPU busy % |", "|---|---|---|---|---|"]
+        lines += [f"| {p['phase']} | {p['seconds']} | {p['busy_cpu_s']} | {p['idle_cpu_s']} | "
+                  f"{tables.percent(p['busy_cpu_s'], p['busy_cpu_s'] + p['idle_cpu_s'])} |" for p in phases]
+    return lines
 
 
 if __name__ == "__main__":

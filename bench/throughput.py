@@ -23,7 +23,9 @@ since a target that keeps finding known upstream bugs (ggml_graph_topology) is m
 --replay DIR: instead, every input of DIR runs once (-runs=0) on each target in turns, and exec/s is inputs per
 second of wall time (start-up included): the same inputs on every target, no mutation, no crash.
 Prints progress and tables; writes bench/results/<NAME>.json, <NAME>.md (NAME: throughput by default) and,
-per target, <NAME>-<target>.json (not with --replay). A benchmark, not a test.
+per target, <NAME>-<target>.json (not with --replay), each result with the run's date, machine and commit
+(bench/provenance.py; bench/dashboard.py shows the newest per target). Every ratio in a table is computed from
+the two figures printed beside it (bench/tables.py). A benchmark, not a test.
 """
 import argparse
 import json
@@ -40,6 +42,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "cli"))
 from lifeline.options import libfuzzer_flags  # noqa: E402
 from lifeline.usage import UsageError  # noqa: E402
+import provenance  # noqa: E402  (bench/, this script's folder)
+import tables  # noqa: E402
 BASE_FLAGS = "-O1 -fno-omit-frame-pointer -gline-tables-only -fsanitize=fuzzer-no-link"
 # The lanes' flags (cmake/LifelineLane.cmake), so each variant is what that lane runs.
 LANE_ASAN = "-fsanitize=address -fsanitize-address-use-after-return=runtime -fsanitize-address-use-after-scope"
@@ -227,7 +231,7 @@ def main() -> int:
     except UsageError as e:
         print(f"throughput: {e}", file=sys.stderr)
         return 2
-    results = []
+    results, prov = [], provenance.record()
     for n, t in enumerate(targets):
         print(f"[{n + 1}/{len(targets)}] {t}", flush=True)
         seeds = ROOT / "corpus" / t
@@ -236,7 +240,7 @@ def main() -> int:
         res = {"target": t, "exec_s": rate(te), "ceiling_exec_s": round(ce), "ratio": round(te / ce, 4) if ce else 0,
                "seconds": args.seconds, "rounds": args.rounds, "max_len": args.max_len, "rows": rows,
                "runs_ended_by_crash": CRASHED.get(str(build / "targets" / t), 0), "overhead": {},
-               "flags": settings[t]}
+               "flags": settings[t], **prov}
         if against:
             # The other checkout's seeds: its decoder reads its own inputs (<checkout>/build/<lane>/targets/<t>).
             own = against.parent.parent / "corpus" / t
@@ -260,37 +264,50 @@ def main() -> int:
     out_dir = ROOT / "bench" / "results"
     (out_dir / f"{args.name}.json").write_text(json.dumps(results, indent=2) + "\n")
     names = [n for n in variants if n != "none"]
+    lines = table(results, names, str(against) if against else None, args.rounds, args.seconds, args.max_len,
+                  "bench/throughput.py " + " ".join(sys.argv[1:]))
+    (out_dir / f"{args.name}.md").write_text("\n".join(lines) + "\n")
+    print("\n" + "\n".join(lines[4:]))
+    return 0
+
+
+def table(results: list, names: list, against, rounds: int, seconds: int, max_len: int, command: str) -> list:
+    """The lines of <NAME>.md: one row per result of main(), a slowdown column per sanitizer of `names`, and the
+    --against columns where `against` (the other build's folder) is given."""
     head = "| target | exec/s | empty target | ratio | runs ended by a crash |" + "".join(f" {n} slowdown |" for n in names)
     sep = "|---|---|---|---|---|" + "---|" * len(names)
     if against:
-        head += " against: exec/s there | this / there |"
-        sep += "---|---|"
-    lines = [f"# Throughput ({args.rounds} alternating rounds of {args.seconds} s, -max_len={args.max_len})", "",
-             "Command: `bench/throughput.py " + " ".join(sys.argv[1:]) + "`", "", head, sep]
+        head += " against: exec/s there | this build, same turns | this / there |"
+        sep += "---|---|---|"
+    lines = [f"# Throughput ({rounds} alternating rounds of {seconds} s, -max_len={max_len})", "",
+             f"Command: `{command}`", "", head, sep]
     for r in results:
-        cells = "".join(f" {r['overhead'][n]['slowdown']}x ({r['overhead'][n]['exec_s']:,} exec/s) |"
-                        if r["overhead"].get(n) and r["overhead"][n]["slowdown"] else " n/a |" for n in names)
+        cells = ""
+        for n in names:
+            o = r["overhead"].get(n)
+            cells += (f" {tables.times(o['none_exec_s'], o['exec_s'])} ({o['none_exec_s']:,} / {o['exec_s']:,} exec/s) |"
+                      if o and o["exec_s"] else " n/a |")
         if against:
             a = r["against"]
-            cells += f" {a['exec_s']} | {a['ratio']}x |" if a["ratio"] else f" {a['exec_s']} | n/a |"
-        lines.append(f"| {r['target']} | {r['exec_s']} | {r['ceiling_exec_s']} | {r['ratio']:.2%} | "
-                     f"{r['runs_ended_by_crash']}/{args.rounds} |{cells}")
+            cells += f" {a['exec_s']} | {a['this_exec_s']} | {tables.times(a['this_exec_s'], a['exec_s'])} |"
+        lines.append(f"| {r['target']} | {r['exec_s']} | {r['ceiling_exec_s']} | "
+                     f"{tables.percent(r['exec_s'], r['ceiling_exec_s'], 2)} | {r['runs_ended_by_crash']}/{rounds} |{cells}")
+    lines += ["", "ratio = exec/s / the empty target's exec/s, measured in turns."]
     if against:
-        lines += ["", f"against: `{against}`, measured in turns with this build (its own rounds, not the ceiling's), "
-                      "each from its checkout's seeds with this checkout's libFuzzer settings; this / there is "
-                      "this build's exec/s over that build's."]
+        lines += ["", f"against: `{against}`, measured in turns with this build (their own rounds, not the ceiling's), "
+                      "each from its checkout's seeds with this checkout's libFuzzer settings; this / there = this "
+                      "build's exec/s in those turns (\"this build, same turns\", not the exec/s column, which is of "
+                      "the ceiling's turns) / that build's."]
     if names:
         lines += ["", "slowdown = exec/s without sanitizers / exec/s with the sanitizer, both libFuzzer builds of "
                       ".clusterfuzzlite/build.sh with the lane's flags (fuzz = ASan+UBSan, -fno-sanitize-recover=all), "
-                      "measured in turns with the target's own settings (targets/<t>.options); in brackets the "
-                      "sanitizer build's exec/s. The fuzz variant loads the lane's pass plugin "
+                      "measured in turns with the target's own settings (targets/<t>.options); in brackets "
+                      "exec/s without / with the sanitizer. The fuzz variant loads the lane's pass plugin "
                       "(cmake/sancov-filter/: no comparison tracing of UBSan's checks); fuzz-unfiltered is the same "
                       "without it; fuzz-bare-harness builds harness/ without ASan and UBSan (what the code under "
                       "test costs alone; a measurement, never a lane). The tsan variant is built with clang 19 (as "
                       "the tsan lane), the others and the build without sanitizers with clang 14."]
-    (out_dir / f"{args.name}.md").write_text("\n".join(lines) + "\n")
-    print("\n" + "\n".join(lines[4:]))
-    return 0
+    return lines
 
 
 def main_replay(args) -> int:
@@ -312,20 +329,25 @@ def main_replay(args) -> int:
             eps = replay(build / "targets" / t, inputs)
             got[t].append(eps)
             print(f"  replay round {r}: {t:<28} {eps:>9.1f} inputs/s", flush=True)
+    prov = provenance.record()
     results = [{"target": t, "replay_exec_s": round(statistics.mean(v), 1), "rows": v, "inputs": n,
-                "rounds": args.rounds, "corpus": str(inputs)} for t, v in got.items()]
-    base = results[0]["replay_exec_s"]
-    lines = [f"# Replay rate ({args.rounds} alternating rounds, {n} inputs of {inputs.name}, each once per run)", "",
-             "Command: `bench/throughput.py " + " ".join(sys.argv[1:]) + "`", "",
-             f"| target | inputs/s | vs {results[0]['target']} |", "|---|---|---|"]
-    for r in results:
-        lines.append(f"| {r['target']} | {r['replay_exec_s']} | {r['replay_exec_s'] / base:.2f}x |" if base else
-                     f"| {r['target']} | {r['replay_exec_s']} | n/a |")
+                "rounds": args.rounds, "corpus": str(inputs), **prov} for t, v in got.items()]
+    lines = replay_table(results, inputs.name, args.rounds, "bench/throughput.py " + " ".join(sys.argv[1:]))
     out_dir = ROOT / "bench" / "results"
     (out_dir / f"{args.name}.json").write_text(json.dumps(results, indent=2) + "\n")
     (out_dir / f"{args.name}.md").write_text("\n".join(lines) + "\n")
     print("\n" + "\n".join(lines[4:]))
     return 0
+
+
+def replay_table(results: list, corpus_name: str, rounds: int, command: str) -> list:
+    """The lines of a --replay run's <NAME>.md: inputs/s per target, and each against the first target's."""
+    n, base = results[0]["inputs"], results[0]["replay_exec_s"]
+    lines = [f"# Replay rate ({rounds} alternating rounds, {n} inputs of {corpus_name}, each once per run)", "",
+             f"Command: `{command}`", "", f"| target | inputs/s | vs {results[0]['target']} |", "|---|---|---|"]
+    for r in results:
+        lines.append(f"| {r['target']} | {r['replay_exec_s']} | {tables.times(r['replay_exec_s'], base)} |")
+    return lines
 
 
 if __name__ == "__main__":

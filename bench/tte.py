@@ -23,8 +23,9 @@ not seen before it), one that runs out of budget is censored at the budget.
 Per bug: found/N, the median time of the trials that found it, the restricted mean survival time (RMST:
 the area under the Kaplan-Meier survival curve up to the budget — the expected time to exposure with
 unfound trials counted at the budget), a Kaplan-Meier plot (bench/results/tte-<bug>.png) and
-bench/results/tte-<bug>-<mode>.json; for several bugs also bench/results/tte.md and tte-survival.png
-(all curves). A benchmark, not a test: nothing here passes or fails.
+bench/results/tte-<bug>-<mode>.json (with the run's date, machine and commit; bench/dashboard.py shows the newest
+per bug and mode); for several bugs also bench/results/tte.md and tte-survival.png (all curves). A benchmark, not
+a test: nothing here passes or fails.
 
 Upstream code has no switches. --upstream fuzzes the bug forward-ported into upstream by a patch (the patched
 build of the upstream variant) with every guard on (core/guards.h): the upstream-open findings the harness
@@ -54,6 +55,7 @@ from lifeline.options import libfuzzer_flags  # noqa: E402
 from lifeline.shellsafe import SafeLinks  # noqa: E402
 from lifeline.triage import expectation_lanes  # noqa: E402
 from lifeline.usage import UsageError  # noqa: E402
+import provenance  # noqa: E402  (bench/, this script's folder)
 
 
 def kaplan_meier(rows: list, budget: float) -> list:
@@ -318,6 +320,7 @@ def run_bug(args, bug_id: str):
     if args.lane != "fuzz":
         mode += "-" + args.lane
     summary["mode"] = mode
+    summary.update(provenance.record())  # date, machine, commit (bench/provenance.py)
     print(f"\n{bug.id} ({mode}): found {len(times)}/{args.trials}"
           + (f", median {summary['median_s']} s" if times else "")
           + f", RMST {summary['rmst_s']} s, other crashes {summary['other_crashes']}, budget {args.budget} s per trial"

@@ -16,7 +16,8 @@ class TimeToExposure(ScratchProject):
     def setUp(self):
         super().setUp()
         (self.root / "bench").mkdir()
-        shutil.copy(ROOT / "bench" / "tte.py", self.root / "bench" / "tte.py")
+        for script in ("tte.py", "provenance.py"):
+            shutil.copy(ROOT / "bench" / script, self.root / "bench" / script)
         (self.root / "corpus" / "fake_target").mkdir()
         self.cwd = self.tmp / "cwd"
         self.cwd.mkdir()
@@ -36,9 +37,13 @@ class TimeToExposure(ScratchProject):
         rc, out, err = self.run_tte("fake-guarded")
         self.assertEqual(rc, 0, out + err)
         self.assertEqual(list(self.tmp.rglob("pwned")), [])
-        row = json.loads((self.root / "bench" / "results" / "tte-fake-guarded-pinned-upstream.json")
-                         .read_text())["rows"][0]
+        summary = json.loads((self.root / "bench" / "results" / "tte-fake-guarded-pinned-upstream.json").read_text())
+        row = summary["rows"][0]
         self.assertEqual((row["result"], row["execs"]), ("found", 42), row)
+        # Where and when it ran, for bench/dashboard.py; the scratch checkout is no git repository.
+        self.assertRegex(summary["date"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+        self.assertEqual(summary["commit"], "not recorded")
+        self.assertTrue(summary["machine"], summary)
         self.assertNotIn("-fork=1", json.loads((self.fake.parent / "fake-argv.json").read_text()))
 
     def test_a_trial_stopped_on_a_timeout_keeps_the_timeout_input(self):

@@ -149,9 +149,10 @@ def results_from_json(doc) -> list[Result]:
 
 # ---- a fuzz job's summary (`lifeline fuzz --out DIR` writes DIR/summary.json) ---------------------------------
 
-# The fields of a summary's job (one per target: fuzz.py _fuzz_one and _afl_one, plus "engine" and "upstream") that
-# the reports read, and what each may hold. Other fields are left alone: summary.json is the record of a job and
-# gains fields with fuzz.py, and a report must not refuse a newer one over a field it never reads.
+# The fields of a summary's job (one per target: fuzz_libfuzzer.py libfuzzer_job and fuzz_afl.py afl_job, plus
+# "engine" and "upstream") that the reports read, and what each may hold. Other fields are left alone: summary.json
+# is the record of a job and gains fields with fuzz.py, and a report must not refuse a newer one over a field it
+# never reads.
 _JOB = {"target": (str,), "engine": (str,), "execs": (int,), "crashes": (int,), "interrupted": (bool,),
         "ended_early": (bool,), "crash_artifacts": (list,), "upstream_open_artifacts": (list,),
         "not_replayed": (list,), "leak_at_exit": (dict,), "upstream": (dict,), "log": (str,)}

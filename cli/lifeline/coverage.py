@@ -29,10 +29,11 @@ import subprocess
 import time
 from pathlib import Path
 
-from . import repro
 from .bugs import switch_env
 from .build import configure_and_build, ensure_deps, ensure_upstream
-from .paths import ROOT, fuzz_targets, source_targets
+from .coverage_inputs import repro_inputs, targets_and_sets
+from .paths import ROOT, fuzz_targets
+from .states import cmd_states
 from .usage import UsageError
 
 LANE = "coverage"
@@ -118,19 +119,6 @@ def under_test(path: str) -> str | None:
     if not rel.parts or rel.parts[0] not in PROJECT_DIRS or str(rel) in NOT_UNDER_TEST:
         return None
     return str(rel)
-
-
-def repro_inputs(target: str) -> list[tuple[Path, dict]]:
-    """(input, extra environment) of the reproducers that run on `target` as it is built: the bug's own inputs
-    when it is the bug's target, and an upstream variant's inputs when it is that variant's target (the
-    unpatched upstream is the fixed code). A bug.json that does not load is skipped: its own test fails."""
-    out = []
-    for bug in repro.loadable(ROOT / "repro"):
-        if bug.target == target:
-            out += [(r.input, r.env) for r in bug.reproducers]
-        if bug.variant and bug.variant.target == target:
-            out += [(r.input, r.env) for r in bug.variant.reproducers]
-    return out
 
 
 def check_corpus_dir(d: str) -> None:
@@ -385,23 +373,8 @@ def _reset(d: Path) -> None:
     d.mkdir(parents=True)
 
 
-def targets_and_sets(args, default_sets, known_sets, err) -> list[str]:
-    """Checks args.targets against the project's targets and returns the input sets --inputs names (default
-    `default_sets`), each one of `known_sets`; `err` makes the UsageError."""
-    known = source_targets()
-    for t in args.targets:
-        if t not in known:
-            raise err(f"unknown target '{t}' (known: {', '.join(known)})")
-    sets = [s for s in (args.inputs or ",".join(default_sets)).split(",") if s]
-    for s in sets:
-        if s not in known_sets:
-            raise err(f"--inputs: unknown input set '{s}' (known: {', '.join(known_sets)})")
-    return sets
-
-
 def cmd_coverage(args) -> int:
     if args.states:
-        from .states import cmd_states
         if args.out is not None or args.gaps:
             raise _err("--states prints its table: it takes no --out and no --gaps")
         return cmd_states(args)

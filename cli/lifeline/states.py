@@ -29,6 +29,7 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
+from .coverage_inputs import repro_inputs, targets_and_sets
 from .paths import ROOT, fuzz_targets
 from .usage import UsageError
 
@@ -91,7 +92,6 @@ def _files(d: Path) -> list[Path]:
 
 
 def input_files(target: str, sets: list[str], corpus: list[Path]) -> dict[str, list[Path]]:
-    from .coverage import repro_inputs  # the reproducer inputs of a target, as `lifeline coverage` replays them
     out = {}
     if "seeds" in sets:
         out["seeds"] = _files(ROOT / "corpus" / target)
@@ -155,7 +155,6 @@ def report(target: str, golden: Golden, counts: Counter, inputs: dict[str, int],
 
 
 def cmd_states(args) -> int:
-    from .coverage import targets_and_sets
     sets = targets_and_sets(args, DEFAULT_SETS, STATE_SETS, _err)
     corpus = [Path(d) for d in args.corpus or []]
     for d in corpus:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import tempfile
@@ -16,23 +15,13 @@ from typing import Optional
 from . import crash as crashmod
 from . import reduce as reducemod
 from . import triage as triagemod
+from .bug_signature import signature_for_bug_json
 from .bugs import BUG_ID, known_bug_ids, switch_env
 from .build import run
 from .options import per_input_timeout
 from .paths import FUZZ_LANES, LANES, ROOT, source_targets
 from .shellsafe import SafeLinks
 from .usage import UsageError
-
-
-def signature_for_bug_json(c: dict) -> dict:
-    if c["type"] == "lifeline-check" and c.get("message"):
-        # The longest run of the check's message without digits: op indexes, object ids, counts and
-        # values vary between inputs that hit the same check; its wording does not.
-        chunks = [x.strip(" :,()-") for x in re.split(r"[#0-9]", c["message"])]
-        text = max(chunks, key=len)
-        if len(text) >= 8:
-            return {"type": c["type"], "message": text}
-    return {"type": c["type"], "frame": c["state"][0]}
 
 
 def minimize(binary: Path, crash_file: Path, reintroduce: Optional[str], work: Path, runs: int, timeout: int) -> Path:

@@ -32,7 +32,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import os
 import re
 import subprocess
 import tempfile
@@ -41,6 +40,7 @@ from typing import Callable, Optional
 
 from . import crash as crashmod
 from . import repro
+from .bug_signature import signature_for_bug_json
 from .bugs import BUG_ID, switch_env
 from .paths import LANES, ROOT, source_targets
 from .usage import UsageError
@@ -467,7 +467,6 @@ def cmd_reduce(args) -> int:
             if found is None or rc == 0:
                 print(f"reduce: {input_path} runs clean on {args.target}: nothing to keep while reducing")
                 return 1
-            from .promote import signature_for_bug_json  # promote reduces with this module: imported when run
             expect = signature_for_bug_json(found.to_json())
             oracle = AllOf([Oracle(binary, env, expect, work, launcher_of(args.lane), what=json.dumps(expect))])
             binary = _codec_binary(ROOT / "build" / CODEC_LANE / "targets" / args.target)

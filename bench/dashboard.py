@@ -16,7 +16,8 @@ the file (renames followed; marked "(git)"), and the machine is "not recorded". 
 time (one commit), a tte result under the name bench/tte.py writes (tte-<bug>-<mode>.json) wins over a renamed
 copy, and only that name gets its plot (tte-<bug>[-<mode>].png) linked.
 Every derived column is computed from the two columns printed beside it (bench/tables.py). Writes nothing else;
-tests/cli/test_dashboard.py checks that the committed README.md is what this writes.
+tests/cli/test_dashboard.py checks that the committed README.md is what this writes. Refuses to run in a shallow
+clone, whose cut history would date every older result alike.
 """
 import argparse
 import calendar
@@ -383,6 +384,11 @@ def main() -> int:
     mode.add_argument("--check", action="store_true", help="exit 1 if README.md differs from what would be written")
     mode.add_argument("--stdout", action="store_true", help="print the dashboard instead of writing it")
     args = ap.parse_args()
+    if shallow(ROOT):
+        # The results that record no date are dated, and so ordered, by git: a cut history dates them all alike.
+        print(f"dashboard: {ROOT} is a shallow clone or no git checkout, and the results before issue 64 are dated "
+              "by their commits: run `git fetch --unshallow` first", file=sys.stderr)
+        return 2
     page = render()
     readme = RESULTS / "README.md"
     if args.stdout:

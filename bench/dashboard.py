@@ -4,6 +4,8 @@
   bench/dashboard.py            rewrite bench/results/README.md from the results
   bench/dashboard.py --check    exit 1 (and say which line differs) if README.md is not what it would write
   bench/dashboard.py --stdout   print the dashboard instead of writing it
+  bench/dashboard.py --older    list the results at the top that a newer one of their measure supersedes: each
+                                with its run's files, the dated folder it belongs in and the guides that cite it
 
 Reads every JSON result under bench/results/, the dated folders of older runs included (artifacts/ and matrix/
 left out), by its fields: a bench/throughput.py run (<NAME>.json, a list with exec_s and ceiling_exec_s) gives a
@@ -378,17 +380,51 @@ def render(results: Path = RESULTS, root: Path = ROOT) -> str:
     return "\n".join(lines) + "\n"
 
 
+def older(results: Path = RESULTS, root: Path = ROOT) -> list:
+    """Lines: each JSON result at the top of `results` that no row of the dashboard shows, with its run's other
+    files (<NAME>.md, per-target JSONs), the dated folder of its date, and the guides and result tables that name
+    it."""
+    paths = [f"bench/results/{p.relative_to(results).as_posix()}" for p in results.rglob("*") if p.is_file()]
+    history = git_history(root, paths)
+    best = collect(results, history)
+    shown = {item[1].rel for kind in best.values() for item in kind.values()}
+    named_in = [root / "README.md", *sorted((root / "docs").glob("*.md")),
+                *sorted(p for p in results.glob("*.md") if p.name != "README.md")]
+    guides = {g: g.read_text(errors="replace") for g in named_in if g.is_file()}
+    lines = []
+    for rel in result_files(results):
+        if "/" in rel or rel in shown:
+            continue
+        data = json.loads((results / rel).read_text())
+        kind = ("throughput" if isinstance(data, list) and data and all("ceiling_exec_s" in e for e in data) else
+                "tte" if isinstance(data, dict) and {"bug", "rows", "trials", "found"} <= set(data) else None)
+        if kind is None:
+            continue
+        src = Source(results, rel, history, data)
+        entry = data[0] if kind == "throughput" else data
+        folder = src.provenance(entry)["date"].split()[0]
+        files = sorted({rel, *(v for k, v in src.siblings().items() if k != "plot")})
+        cited = sorted({g.relative_to(root).as_posix() for g, text in guides.items()
+                        for f in files if f in text and g.name not in files})
+        lines.append(f"{folder}/ <- " + " ".join(files) + (f"   (named in {', '.join(cited)})" if cited else ""))
+    return lines
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="exit 1 if README.md differs from what would be written")
     mode.add_argument("--stdout", action="store_true", help="print the dashboard instead of writing it")
+    mode.add_argument("--older", action="store_true", help="list the superseded results at the top")
     args = ap.parse_args()
     if shallow(ROOT):
         # The results that record no date are dated, and so ordered, by git: a cut history dates them all alike.
         print(f"dashboard: {ROOT} is a shallow clone or no git checkout, and the results before issue 64 are dated "
               "by their commits: run `git fetch --unshallow` first", file=sys.stderr)
         return 2
+    if args.older:
+        print("\n".join(older()) or "dashboard: no superseded result at the top")
+        return 0
     page = render()
     readme = RESULTS / "README.md"
     if args.stdout:

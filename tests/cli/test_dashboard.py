@@ -1,6 +1,6 @@
 """bench/dashboard.py and the tables bench/ prints: the committed bench/results/README.md is what the script writes
-from the committed results; the newest result of a measure wins, in a dated folder too; a result that records no
-provenance gets its commit from git across a move; and every derived column (ratio, slowdown, share) equals the
+from the committed results; the newest result of a measure wins, in a dated folder too, and --older names the
+superseded one; a result that records no provenance gets its commit from git across a move; and every derived column (ratio, slowdown, share) equals the
 division of the two figures printed in its own row, in the dashboard and in the tables of bench/throughput.py,
 bench/engine.py and bench/suite.py."""
 import json
@@ -179,6 +179,14 @@ class Newest(unittest.TestCase):
         self.assertEqual([(r["found"], r["median s"], r["last found s"], r["machine"], r["commit"]) for r in tte],
                          [("2/2", "3", "4.5", "4 x New CPU", "bbbbbbb")])
         self.assertIn("(2026-12-01/tte-b-reintroduced.json)", tte[0]["file"])
+
+    def test_older_lists_a_superseded_result_at_the_top_with_its_dated_folder(self):
+        write(self.results / "tte-b-reintroduced-first.json", tte_result("b", "2026-11-20T10:00:00Z", 1, [5.0]))
+        write(self.results / "tte-b-reintroduced.json", tte_result("b", "2026-11-21T10:00:00Z", 1, [4.0]))
+        (self.tmp / "docs").mkdir()
+        (self.tmp / "docs" / "guide.md").write_text("as `tte-b-reintroduced-first.json` says\n")
+        self.assertEqual(dashboard.older(self.results, self.tmp),
+                         ["2026-11-20/ <- tte-b-reintroduced-first.json   (named in docs/guide.md)"])
 
     def test_a_result_without_provenance_takes_its_commit_from_git_across_a_move(self):
         git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]

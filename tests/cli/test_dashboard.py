@@ -1,8 +1,8 @@
 """bench/dashboard.py and the tables bench/ prints: the committed bench/results/README.md is what the script writes
 from the committed results; the newest result of a measure wins, in a dated folder too, and --older names the
-superseded one; a result that records no provenance gets its commit from git across a move; and every derived column (ratio, slowdown, share) equals the
-division of the two figures printed in its own row, in the dashboard and in the tables of bench/throughput.py,
-bench/engine.py and bench/suite.py."""
+superseded one; a result that records no provenance gets its commit from git across a move; and every derived
+column (ratio, slowdown, share) equals the division of the two figures printed in its own row, in the dashboard and
+in the tables of bench/throughput.py, bench/engine.py and bench/suite.py."""
 import json
 import os
 import re

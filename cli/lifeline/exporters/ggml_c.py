@@ -25,15 +25,17 @@ it, where ASan reports, and exits 1 at its end when a byte was overwritten).
 
 generate(program, finding) -> C source. `finding`: {"id", "title", "report": {...}} from bug.json, and
 "backend": "cpu" or "vulkan".
+
+This module writes the program's steps; the graphs it follows while writing (tensors, graphs and their forms,
+shapes, names) are ggml_c_graphs.py's, and the file around the steps (includes, helper functions, main's prelude
+and teardown) is ggml_c_file.py's.
 """
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
 from typing import Optional
 
-MAX_NAME = 32
-
+from .ggml_c_file import CFile
+from .ggml_c_graphs import TENSOR_OPS, Graph, Graphs, Tensor, Unexportable, tensor_of
 
 
 # The program options (harness/programs/graph/format.h: Program::weights, shared_pool, chunked, reuse) this
@@ -49,55 +51,16 @@ UNWRITTEN_OPTIONS = {
              "builds every placement",
 }
 
-class Unexportable(ValueError):
-    pass
-
-
-@dataclass
-class Tensor:
-    id: int
-    kind: str                 # leaf, scale, neg, add, mul, copy, concat, view, reshape, view-external, rms_norm,
-    #                           soft_max, mul_mat, transpose, get_rows, rope, set_rows
-    type: str = "f32"
-    ne: tuple = (1, 1)
-    src: list = field(default_factory=list)
-    param: float = 0.0
-    inplace: bool = False
-    input: bool = False
-    output: bool = False
-    preallocated: bool = False
-    cpu: bool = False
-    permute: bool = False     # transpose: built with ggml_permute rather than ggml_transpose
-    first: int = 0            # get_rows: rows first + j * step (mod the source's rows), ne[1] of them; set_rows:
-    #                           row j of src[1] into row first + j * step (mod the destination src[0]'s rows)
-    step: int = 0             # rope: positions first + j * step, one per token
-    mode: str = "normal"      # rope: normal or neox
-    n_dims: int = 0           # rope: the elements of each row it turns
-    heads: int = 1            # rope: rows per token
-    offset: int = 0
-    of: Optional[int] = None  # view-external: the tensor (op id) of another graph
-    stride: int = 1           # conv_2d_dw: src[0] the kernel, src[1] the input; stride and padding both directions
-    pad: int = 0
-
-
-@dataclass
-class Graph:
-    index: int
-    tensors: dict = field(default_factory=dict)  # op id -> Tensor, in order
-    seal: Optional[int] = None
-    form: int = 1             # bumped by each change of a sealed graph (rewire, grow, a leaf's memory, a new output)
-
 
 def _c_float(v: float) -> str:
     s = repr(float(v))
     return (s if ("." in s or "e" in s) else s + ".0") + "f"
 
 
-def _c_string(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+class Writer(Graphs, CFile):
+    """The program's ops in order, each written as C steps: builds, placements, computes and the checks (the
+    graphs it follows: Graphs, ggml_c_graphs.py; the file around the steps: CFile, ggml_c_file.py)."""
 
-
-class Writer:
     def __init__(self, program: dict, finding: dict):
         self.program, self.finding = program, finding
         self.report = finding.get("report") or {}
@@ -125,143 +88,6 @@ class Writer:
         self.labels: dict[int, int] = {}  # graph index -> its number in the file
         self.frees: list[str] = []  # what the end frees besides the allocators, contexts and backends
         self.loop_outputs: Optional[str] = None  # the fresh-gallocr loop's array of outputs, while it is emitted
-
-    # ---- the program's graphs ----------------------------------------------------------------------
-
-    def graph_of_seal(self, ref: str) -> Graph:
-        sid = int(ref[1:])
-        for g in self.graphs:
-            if g.seal == sid:
-                return g
-        raise Unexportable(f"no graph is sealed by {ref}")
-
-    def tensor(self, ref: str) -> Tensor:
-        tid = int(ref[1:])
-        g = self.of_tensor.get(tid)
-        if g is None:
-            raise Unexportable(f"{ref} names no tensor")
-        return g.tensors[tid]
-
-    def label(self, g: Graph) -> int:
-        """Graphs are numbered in the order the file first builds them (the program's order is its own)."""
-        if g.index not in self.labels:
-            self.labels[g.index] = len(self.labels) + 1
-        return self.labels[g.index]
-
-    def name(self, g: Graph) -> str:
-        """"graph N", and its form once it has changed since sealed: a changed graph is not the graph it was."""
-        return f"graph {self.label(g)}" + (f" (form {g.form})" if g.form > 1 else "")
-
-    def open_graph(self) -> Graph:
-        if not self.graphs or self.graphs[-1].seal is not None:
-            self.graphs.append(Graph(len(self.graphs)))
-        return self.graphs[-1]
-
-    def add(self, g: Graph, t: Tensor) -> None:
-        g.tensors[t.id] = t
-        self.of_tensor[t.id] = g
-
-    def shape(self, t: Tensor) -> tuple:
-        if t.kind == "leaf":
-            return t.ne
-        if t.kind == "view-external":
-            return self.shape(self.of_tensor[t.of].tensors[t.of])
-        a = self.of_tensor[t.src[0]].tensors[t.src[0]]
-        sa = self.shape(a)
-        if t.kind == "concat":
-            b = self.of_tensor[t.src[1]].tensors[t.src[1]]
-            return (sa[0], sa[1] + self.shape(b)[1])
-        if t.kind == "mul_mat":  # [K, M] x [K, N] -> [M, N]
-            b = self.of_tensor[t.src[1]].tensors[t.src[1]]
-            return (sa[1], self.shape(b)[1])
-        if t.kind == "transpose":
-            return (sa[1], sa[0])
-        if t.kind == "get_rows":
-            return (sa[0], t.ne[1])
-        if t.kind == "conv_2d_dw":  # kernel [KW, KH] over input [W, H]
-            sb = self.shape(self.of_tensor[t.src[1]].tensors[t.src[1]])
-            return ((sb[0] + 2 * t.pad - sa[0]) // t.stride + 1, (sb[1] + 2 * t.pad - sa[1]) // t.stride + 1)
-        if t.kind == "reshape":
-            return (sa[0] * sa[1], 1)
-        if t.kind == "view":
-            return (t.ne[0], 1)
-        return sa
-
-    def dtype(self, t: Tensor) -> str:
-        if t.kind in ("leaf", "copy"):
-            return t.type
-        if t.kind in ("mul_mat", "get_rows"):
-            return "f32"
-        if t.kind == "view-external":
-            return self.dtype(self.of_tensor[t.of].tensors[t.of])
-        if t.kind == "conv_2d_dw":  # the input's type, as ggml_conv_2d_dw_direct makes it
-            return self.dtype(self.of_tensor[t.src[1]].tensors[t.src[1]])
-        return self.dtype(self.of_tensor[t.src[0]].tensors[t.src[0]])
-
-    def reachable(self, g: Graph) -> list[Tensor]:
-        """The tensors of g that its outputs reach, in the order the adapter makes them: from each output (in
-        the order they were added), sources first (GgmlGraphAdapter::Make)."""
-        order: list[Tensor] = []
-        seen: set[int] = set()
-
-        def visit(i: int) -> None:
-            if i in seen:
-                return
-            seen.add(i)
-            for s in g.tensors[i].src:
-                visit(s)
-            order.append(g.tensors[i])
-
-        for t in g.tensors.values():
-            if t.output:
-                visit(t.id)
-        return order
-
-    # ---- names -------------------------------------------------------------------------------------------
-
-    def unique(self, base: str) -> str:
-        base = re.sub(r"[^A-Za-z0-9_]", "_", base)[:MAX_NAME].strip("_") or "t"
-        name, n = base, 2
-        while name in self.taken:
-            name, n = f"{base}{n}", n + 1
-        self.taken.add(name)
-        return name
-
-    def role(self, t: Tensor, names: dict) -> str:
-        def n(i):
-            return names[i]
-        if t.kind == "leaf":
-            return "x" if t.input else ("w_own" if t.preallocated else "w")
-        if t.kind == "view-external":
-            return "view_of_" + self.role_of_placed(t.of)
-        if t.kind in ("scale", "neg"):
-            return f"{t.kind}d_{n(t.src[0])}" if t.kind == "scale" else f"neg_{n(t.src[0])}"
-        if t.kind in ("add", "mul"):
-            return f"{n(t.src[0])}_{'plus' if t.kind == 'add' else 'times'}_{n(t.src[1])}"
-        if t.kind == "copy":
-            return f"{n(t.src[0])}_{t.type}"
-        if t.kind == "concat":
-            return f"{n(t.src[0])}_cat_{n(t.src[1])}"
-        if t.kind == "view":
-            return f"view_of_{n(t.src[0])}"
-        if t.kind in ("rms_norm", "soft_max"):
-            return f"{t.kind}_{n(t.src[0])}"
-        if t.kind == "mul_mat":
-            return f"{n(t.src[0])}_x_{n(t.src[1])}"
-        if t.kind == "transpose":
-            return f"{n(t.src[0])}_T"
-        if t.kind == "conv_2d_dw":
-            return f"{n(t.src[1])}_conv_{n(t.src[0])}"
-        if t.kind == "get_rows":
-            return f"rows_of_{n(t.src[0])}"
-        if t.kind == "rope":
-            return f"rope_{n(t.src[0])}"
-        if t.kind == "set_rows":
-            return f"{n(t.src[0])}_set"
-        return f"{n(t.src[0])}_flat"
-
-    def role_of_placed(self, tid: int) -> str:
-        return self.base_role.get(tid, "t")
 
     # ---- emitting ----------------------------------------------------------------------------------------
 
@@ -590,51 +416,9 @@ class Writer:
                 # nothing: the C leaves it out, saying so.
                 self.emit(f"/* a {kind} the program predicts to be refused ({refused}): left out */")
                 continue
-            if kind in ("leaf", "unary", "binary", "copy", "concat", "view", "view-external", "row", "mul_mat",
-                        "transpose", "get_rows", "rope", "set_rows", "conv_2d_dw"):
+            if kind in TENSOR_OPS:
                 g = self.open_graph()
-                t = Tensor(op["id"], kind)
-                if kind == "leaf":
-                    t.type, t.ne = op["type"], tuple(op["ne"])
-                    t.input, t.preallocated = op["input"], op["preallocated"]
-                elif kind == "unary":
-                    t.kind = op["fn"]
-                    t.src, t.param, t.inplace, t.cpu = [int(op["src"][1:])], op.get("param", 0.0), op["inplace"], op["cpu"]
-                elif kind == "binary":
-                    t.kind = op["fn"]
-                    t.src, t.inplace, t.cpu = [int(r[1:]) for r in op["src"]], op["inplace"], op["cpu"]
-                elif kind == "copy":
-                    t.src, t.type, t.cpu = [int(op["src"][1:])], op["type"], op["cpu"]
-                elif kind == "concat":
-                    t.src = [int(r[1:]) for r in op["src"]]
-                elif kind == "row":
-                    t.kind, t.src = op["fn"], [int(op["src"][1:])]
-                elif kind == "mul_mat":
-                    t.src = [int(r[1:]) for r in op["src"]]
-                elif kind == "transpose":
-                    if op.get("via") not in ("permute", "transpose"):
-                        raise Unexportable(f"op #{op['id']}: 'via' of a transpose is permute or transpose")
-                    t.src, t.permute = [int(op["src"][1:])], op["via"] == "permute"
-                elif kind == "get_rows":
-                    t.src, t.ne, t.first, t.step = [int(op["src"][1:])], (1, op["n"]), op["first"], op["step"]
-                elif kind == "rope":
-                    if op.get("mode") not in ("normal", "neox"):
-                        raise Unexportable(f"op #{op['id']}: 'mode' of a rope is normal or neox")
-                    t.src, t.mode, t.n_dims, t.heads = [int(op["src"][1:])], op["mode"], op["n_dims"], op["heads"]
-                    t.first, t.step = op["positions"]
-                elif kind == "set_rows":
-                    t.src, t.first, t.step = [int(r[1:]) for r in op["src"]], op["first"], op["step"]
-                elif kind == "conv_2d_dw":
-                    t.src, t.stride, t.pad = [int(r[1:]) for r in op["src"]], op["stride"], op["pad"]
-                elif kind == "view":
-                    t.src = [int(op["src"][1:])]
-                    if op.get("reshape"):
-                        t.kind = "reshape"
-                    else:
-                        t.ne, t.offset = (op["n"], 1), op["offset"]
-                else:
-                    t.of = int(op["of"][1:])
-                self.add(g, t)
+                self.add(g, tensor_of(op))
             elif kind == "mark-output":
                 t = self.tensor(op["tensor"])
                 if not t.output:
@@ -685,127 +469,6 @@ class Writer:
             else:
                 raise Unexportable(f"op {op['op']} of #{op['id']}")
         return self.assemble()
-
-    def assemble(self) -> str:
-        r, f = self.report, self.finding
-        lines = [f"/* {f['id']}: {r.get('title') or f.get('title', '')}",
-                 f" * Generated by `lifeline export` from a reduced program; uses ggml's public API only.",
-                 f" * Build: see report.md. Run: ./a.out (exits non-zero or aborts while the bug is there). */",
-                 "#include <stdio.h>", "#include \"ggml.h\"", "#include \"ggml-alloc.h\"", "#include \"ggml-backend.h\"",
-                 "#include \"ggml-cpu.h\""]
-        if self.backend == "vulkan":
-            lines.append("#include \"ggml-vulkan.h\"")
-        if "same_outputs" in "".join(self.body):
-            lines.insert(4, "#include <assert.h>")
-        lines += ["", "static struct ggml_context * new_context(void) {",
-                  "    struct ggml_init_params p = {ggml_tensor_overhead() * 64 + ggml_graph_overhead(), NULL, true};",
-                  "    return ggml_init(p);", "}"]
-        if "fill" in self.uses:
-            lines += ["", "static void fill(struct ggml_tensor * t) { /* inputs: small multiples of 1/4 */",
-                      "    float v[4096]; ggml_fp16_t h[4096];",
-                      "    for (int64_t i = 0; i < ggml_nelements(t); ++i) v[i] = (float)(i % 9 - 4) / 4;",
-                      "    if (t->type == GGML_TYPE_F16) ggml_fp32_to_fp16_row(v, h, ggml_nelements(t));",
-                      "    ggml_backend_tensor_set(t, t->type == GGML_TYPE_F16 ? (void *)h : (void *)v, 0, ggml_nbytes(t));",
-                      "}"]
-        if "output" in self.uses:
-            lines += ["", "static struct ggml_tensor * output(struct ggml_cgraph * gf, struct ggml_tensor * t) {",
-                      "    ggml_set_output(t);", "    ggml_build_forward_expand(gf, t);", "    return t;", "}"]
-        if "fresh" in self.uses:
-            lines += ["", "/* Each output as placed (got) against the same graph's as a new gallocr placed it (want). */",
-                      "static void same_outputs(struct ggml_tensor ** got, struct ggml_tensor ** want, int n) {",
-                      "    for (int o = 0; o < n; ++o) {",
-                      "        for (int i = 0; i < ggml_nelements(got[o]); ++i) {",
-                      "            float a = ggml_get_f32_1d(got[o], i), b = ggml_get_f32_1d(want[o], i);",
-                      "            if (a != b) fprintf(stderr, \"actual: output %d (%s) element %d is %g; expected %g\\n\",",
-                      "                                o, ggml_op_desc(got[o]), i, a, b);",
-                      "            assert(a == b && \"an output differs from the same graph placed by a new gallocr\");",
-                      "        }", "    }", "}"]
-        if "canary" in self.uses:
-            lines[4:4] = ["#include <string.h>"]
-            lines += ["", "/* Sets (check 0) or checks (check 1) every byte of buf outside the context's tensors: the gaps the",
-                      "   buffer's alignment leaves and the tensor named canary. Returns how many were overwritten. */",
-                      "static int outside_tensors(struct ggml_context * ctx, ggml_backend_buffer_t buf, int check) {",
-                      "    unsigned char * base = ggml_backend_buffer_get_base(buf);",
-                      "    int changed = 0;",
-                      "    for (size_t i = 0; i < ggml_backend_buffer_get_size(buf); ++i) {",
-                      "        struct ggml_tensor * before = NULL; /* the tensor that ends nearest below byte i */",
-                      "        int inside = 0;",
-                      "        for (struct ggml_tensor * t = ggml_get_first_tensor(ctx); t; t = ggml_get_next_tensor(ctx, t)) {",
-                      "            unsigned char * d = t->data;",
-                      "            if (t->view_src || !d || strcmp(t->name, \"canary\") == 0) continue;",
-                      "            if (d <= base + i && base + i < d + ggml_nbytes(t)) inside = 1;",
-                      "            if (d + ggml_nbytes(t) <= base + i && (!before || (unsigned char *)before->data + ggml_nbytes(before) < d + ggml_nbytes(t))) before = t;",
-                      "        }",
-                      "        if (inside) continue;",
-                      "        if (!check) { base[i] = 0x5A; continue; }",
-                      "        if (base[i] != 0x5A && changed++ == 0)",
-                      "            fprintf(stderr, \"actual: byte %zu of the buffer, outside every tensor, was written (0x5a -> 0x%02x): \"",
-                      "                    \"%zu bytes past the end of %s (%s)\\n\", i, base[i],",
-                      "                    before ? (size_t)(base + i - ((unsigned char *)before->data + ggml_nbytes(before))) : i,",
-                      "                    before ? ggml_op_desc(before) : \"the buffer's start\", before ? before->name : \"\");",
-                      "    }",
-                      "    return changed;",
-                      "}"]
-        if "ask_supports_op" in self.uses:
-            lines += ["", "static void ask_supports_op(ggml_backend_t backend, struct ggml_cgraph * gf) {",
-                      "    for (int i = 0; i < ggml_graph_n_nodes(gf); ++i) {",
-                      "        struct ggml_tensor * n = ggml_graph_node(gf, i);",
-                      "        printf(\"ggml_backend_supports_op(%s, %s on %s) = %d\\n\", ggml_backend_name(backend),",
-                      "               ggml_op_desc(n), ggml_type_name(n->src[0] ? n->src[0]->type : n->type),",
-                      "               ggml_backend_supports_op(backend, n));",
-                      "    }", "}"]
-        lines += ["", "int main(void) {"]
-        said = [(k, r[k]) for k in ("contract", "expected") if r.get(k)]
-        if said:  # on stderr, in order with ggml's log and the sanitizer's report
-            fmt = "".join(f"{k}: %s\\n" for k, _ in said)
-            lines.append(f"    fprintf(stderr, \"{fmt}\", " + ", ".join(_c_string(v) for _, v in said) + ");")
-        lines.append("    ggml_backend_t cpu = ggml_backend_cpu_init();")
-        if self.backend == "vulkan":
-            lines.append("    ggml_backend_t vk = ggml_backend_vk_init(0);")
-        if "sched" in self.uses:
-            lines += ["    ggml_backend_t backends[2] = {vk, cpu};",
-                      "    ggml_backend_buffer_type_t bufts[2] = {ggml_backend_vk_buffer_type(0), ggml_backend_cpu_buffer_type()};",
-                      "    ggml_backend_sched_t sched = ggml_backend_sched_new(backends, bufts, 2, 2048, false, false);"]
-        if "buffer_ids" in self.uses:
-            lines.append("    int buffer_ids[256]; /* tensor i goes to buffer i % 2, as the program's allocator does */")
-            lines.append("    for (int i = 0; i < 256; ++i) buffer_ids[i] = i % 2;")
-        for k in sorted(self.allocators_used):
-            n = len(self.program["allocators"][k]["buffers"])
-            name = f"galloc{k}" if self.multi_alloc else "galloc"
-            if n == 1:
-                lines.append(f"    ggml_gallocr_t {name} = ggml_gallocr_new({self.buft()});")
-            else:
-                lines.append(f"    ggml_backend_buffer_type_t {name}_types[{n}] = {{"
-                             + ", ".join([self.buft()] * n) + "};")
-                lines.append(f"    ggml_gallocr_t {name} = ggml_gallocr_new_n({name}_types, {n});")
-        lines.append("")
-        lines += self.body
-        while lines and lines[-1] == "":
-            lines.pop()
-        lines.append("")
-        if "canary" in self.uses:
-            lines += ["    if (overwritten) {",
-                      "        fprintf(stderr, \"verdict: the bug is there: %d bytes outside every tensor were written\\n\", overwritten);",
-                      "        return 1;",
-                      "    }"]
-        lines.append("    fprintf(stderr, \"the program ran to its end: the finding did not reproduce\\n\");")
-        frees = [f"ggml_backend_buffer_free({buf});" for buf in self.buffers]
-        frees += [f"ggml_gallocr_free({'galloc' + str(k) if self.multi_alloc else 'galloc'});"
-                  for k in sorted(self.allocators_used)] + self.frees
-        frees += [f"ggml_free({ctx});" for ctx in self.contexts]
-        if "sched" in self.uses:
-            frees.append("ggml_backend_sched_free(sched);")
-        frees += (["ggml_backend_free(vk);"] if self.backend == "vulkan" else []) + ["ggml_backend_free(cpu);"]
-        frees += [f"ggml_threadpool_free({pool});" for pool in self.pools.values()]
-        line = "   "
-        for f in frees:  # the teardown, a few to a line
-            if len(line) + len(f) + 1 > 116:
-                lines.append(line)
-                line = "   "
-            line += " " + f
-        lines.append(line)
-        lines += ["    return 0;", "}"]
-        return "\n".join(lines) + "\n"
 
 
 def generate(program: dict, finding: dict) -> str:

@@ -18,7 +18,8 @@ generate(program, finding) -> C source. `finding`: {"id", "title", "report": {..
 """
 from __future__ import annotations
 
-from .ggml_c import Unexportable, _c_string
+from .ggml_c import Unexportable
+from .ggml_c_file import _c_string
 
 SHORT_CLIP = 100
 PER_SAMPLE = 400

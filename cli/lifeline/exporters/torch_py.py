@@ -43,7 +43,7 @@ held). In that mode the ctypes producer's capsules also get DLPack's capsule des
 releases its export), and the producer keeps every capsule it hands out until the teardown: a consumer that
 refuses one drops it with its exception pending, when the destructor, a ctypes callback, cannot run safely.
 
-generate(program, finding) -> Python source. `finding` (bug.json, as cli/lifeline/export.py hands it on):
+generate(program, finding) -> Python source. `finding` (bug.json, as cli/lifeline/export_source.py hands it on):
   "id"       the finding id (header)
   "title"    one line of what happens (header), unless report "title" is given
   "input"    optional: the reproducer input's name, so the header says `python3 <input>.py`
@@ -57,41 +57,20 @@ generate(program, finding) -> Python source. `finding` (bug.json, as cli/lifelin
                  it is "leak" when a reproducer of the finding ("reproducers" in bug.json, where given) expects
                  the accounting oracle's message ("still held"), or the finding's title or report title says
                  it leaks.
+
+This module writes the program's steps; the values it writes and checks are torch_py_values.py's, the
+program's objects and the making of its arrays torch_py_objects.py's, and the file around the steps (imports,
+the ctypes producer, expect()) torch_py_file.py's.
 """
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass, field
 from typing import Optional
 
-# dtype -> torch name, numpy name (None: NumPy makes none), struct format, DLPack (code, bits), item size.
-DTYPES = {
-    "float32": ("torch.float32", "np.float32", "f", (2, 32), 4),
-    "float16": ("torch.float16", "np.float16", "e", (2, 16), 2),
-    "int8": ("torch.int8", "np.int8", "b", (0, 8), 1),
-    "bool": ("torch.bool", "np.bool_", "?", (6, 8), 1),  # code 6: DLPack >= 0.8 kDLBool, as the producer uses
-    "uint8": ("torch.uint8", "np.uint8", "B", (1, 8), 1),
-    "bfloat16": ("torch.bfloat16", None, None, (4, 16), 2),
-    "complex64": ("torch.complex64", "np.complex64", None, (5, 64), 8),
-    "int16": ("torch.int16", "np.int16", "h", (0, 16), 2),
-    "int32": ("torch.int32", "np.int32", "i", (0, 32), 4),
-    "int64": ("torch.int64", "np.int64", "q", (0, 64), 8),
-    "uint16": (None, "np.uint16", "H", (1, 16), 2),  # PyTorch 1.13 has no uint16, uint32, uint64
-    "uint32": (None, "np.uint32", "I", (1, 32), 4),
-    "uint64": (None, "np.uint64", "Q", (1, 64), 8),
-    "float64": ("torch.float64", "np.float64", "d", (2, 64), 8),
-    "complex128": ("torch.complex128", "np.complex128", None, (5, 128), 16),
-}
-COMPLEX = ("complex64", "complex128")
-FLOATING = ("float32", "float16", "bfloat16", "float64") + COMPLEX
-# The complex dtype whose imaginary part is a `dtype` tensor: the public route to a negated view.
-NEG_VIA_COMPLEX = {"float32": ("torch.complex64", 8), "float16": ("torch.complex32", 4)}
-OFFSET_ELEMENTS = 3  # layers/interop/dlpack_types.h kOffsetElements
-UNIT_STRIDE = 4099  # layers/interop/dlpack_types.h kUnitStride
-LAYOUTS = ("contiguous", "transposed", "strided", "offset", "reversed", "broadcast", "null-strides", "reversed-all",
-           "unit-strides")
-FLAVOR_SUFFIX = {"plain": "", "conj": "_conj", "neg": "_neg", "requires-grad": "_grad"}
+from .torch_py_file import PyFile
+from .torch_py_objects import Arrays, Obj, Unexportable, where
+from .torch_py_values import DTYPES, LAYOUTS, element_offset, literal, numel, period, place, q
+
 CONSUMER_OPS = ("import-capsule", "import-from-tensor", "import-from-array", "view-buffer", "make-cycle", "malformed")
 # peer-malformed kinds -> the keyword that breaks the producer's export.
 MALFORMED = {"wrong-name": 'name=b"not_dltensor"', "used-name": 'name=b"used_dltensor"', "device": "device=2",
@@ -99,141 +78,16 @@ MALFORMED = {"wrong-name": 'name=b"not_dltensor"', "used-name": 'name=b"used_dlt
 REFUSALS = ("BufferError", "RuntimeError")  # what the DLPack protocol lets a producer or consumer raise
 
 
-class Unexportable(ValueError):
-    pass
-
-
-def where(op: dict) -> str:
-    return f"op #{op.get('id')} {op.get('op')}"
-
-
-# ---- the producer pattern and placement (layers/interop) -------------------------------------------------
-
-def pattern(dtype: str, seed: int, i: int):
-    """PatternValue (+ PatternImag for complex64): element i of what a producer filled with `seed` holds."""
-    k = (seed * 31 + i * 7) % 97
-    if dtype in ("float32", "float16", "bfloat16", "float64"):
-        return (k - 48) * 0.5
-    if dtype in COMPLEX:
-        return complex((k - 48) * 0.5, ((seed * 17 + i * 11 + 5) % 89 - 44) * 0.25)
-    if dtype in ("int8", "int16", "int32", "int64"):
-        return k - 48
-    if dtype == "bool":
-        return k % 3 == 0
-    return k  # uint8 to uint64
-
-
-def numel(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
-
-
-def place(shape, layout: str):
-    """PlaceTensor: (element strides, element offset, storage elements) of this layer's producer."""
-    ndim, strides, stride = len(shape), [0] * len(shape), 1
-    if layout == "transposed":
-        for i in range(ndim):
-            strides[i], stride = stride, stride * shape[i]
-    else:
-        widen = 2 if layout == "strided" else 1
-        for i in reversed(range(ndim)):
-            if i == 0 and layout == "broadcast":  # axis 0 takes no memory: one row, seen shape[0] times
-                break
-            if layout == "unit-strides" and shape[i] == 1:  # an axis of extent 1: its stride steps by nothing
-                strides[i] = 0 if i % 2 == 0 else UNIT_STRIDE
-                continue
-            last = widen if i == ndim - 1 else 1
-            strides[i], stride = stride * last, stride * shape[i] * last
-    offset = OFFSET_ELEMENTS if layout == "offset" else 0
-    if layout == "reversed" and ndim:  # each row's element 0 is the last of its memory
-        strides[-1] = -1
-        return strides, max(shape[-1] - 1, 0), numel(shape)
-    if layout == "reversed-all":  # the C-order strides negated: logical element 0 is the storage's last
-        return [-st for st in strides], max(numel(shape) - 1, 0), numel(shape)
-    return strides, offset, (0 if numel(shape) == 0 else offset + stride)
-
-
-def period(shape, layout: str) -> int:
-    """PatternPeriod: the elements of one row of a broadcast (its rows are one memory, so element i holds pattern
-    element i modulo this), or 0."""
-    return numel(shape) // shape[0] if layout == "broadcast" and len(shape) >= 1 and shape[0] > 1 else 0
-
-
-def pattern_at(dtype: str, seed: int, every: int, i: int):
-    """The pattern element logical element i holds, for a period as period() gives it."""
-    return pattern(dtype, seed, i % every if every else i)
-
-
-def element_offset(shape, strides, offset: int, index: int) -> int:
-    for i in reversed(range(len(shape))):
-        offset += (index % shape[i]) * strides[i]
-        index //= shape[i]
-    return offset
-
-
-def q(text: str) -> str:
-    """A double-quoted Python string literal."""
-    return json.dumps(text, ensure_ascii=False)
-
-
-def literal(v) -> str:
-    """Python source of a value as tolist() gives it (floats, ints, bools, complex numbers, nested lists)."""
-    if isinstance(v, list):
-        return "[" + ", ".join(literal(e) for e in v) + "]"
-    return repr(v)
-
-
-def nest(flat: list, shape):
-    """C-order elements as tolist() gives them: a scalar for 0-d."""
-    if not shape:
-        return flat[0]
-    if len(shape) == 1:
-        return list(flat)
-    step = numel(shape[1:])
-    return [nest(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
-
-
-def torch_storage_elements(shape, strides) -> int:
-    """What torch.empty_strided allocates."""
-    return 0 if numel(shape) == 0 else 1 + sum((s - 1) * st for s, st in zip(shape, strides))
-
-
 def export_call(obj: str, export_args: str) -> str:
     """obj.__dlpack__(...) with the keyword arguments the decoder gave the exported object (its create op's)."""
     return f"{obj}.__dlpack__({export_args})"
 
 
-# ---- the program's objects --------------------------------------------------------------------------------
 
-@dataclass
-class Obj:
-    kind: str                 # producer (create-tensor), torch, numpy, capsule
-    name: str
-    dtype: str
-    shape: tuple
-    seed: int
-    names: list = field(default_factory=list)   # every name the script binds to it (a conj view and its base)
-    root: Optional[str] = None                  # the name whose weak reference is exact (leak check)
-    storage_bytes: int = 0
-    flavor: str = "plain"
-    layout: str = "contiguous"
-    consumed: bool = False                      # capsule
-    period: int = 0                             # a broadcast's row (period()); imports keep their source's
-    export_args: str = ""                       # what its exports through __dlpack__ pass (the create op's)
+class Writer(Arrays, PyFile):
+    """The program's ops in order, each written as Python steps with its checks (the objects and the making of
+    its arrays: Arrays, torch_py_objects.py; the file around the steps: PyFile, torch_py_file.py)."""
 
-    def values(self):
-        return nest(self.flat(), self.shape)
-
-    def flat(self) -> list:
-        return [pattern_at(self.dtype, self.seed, self.period, i) for i in range(numel(self.shape))]
-
-    def describe(self) -> str:
-        return f"{self.dtype}[{','.join(str(d) for d in self.shape)}]"
-
-
-class Writer:
     def __init__(self, program: dict, finding: dict):
         if program.get("format") != "capsule":
             raise Unexportable(f"not a capsule program (format {program.get('format')!r})")
@@ -361,144 +215,6 @@ class Writer:
         peer = self.peer_of(op)
         (self.create_torch if peer == "torch" else self.create_numpy)(op, dtype, layout, shape, seed)
 
-    @staticmethod
-    def torch_container(dt: str, shape, layout: str, item: int):
-        """(a root tensor of `shape` in `layout` to copy values into, or None where torch.tensor(...) already has
-        that layout; its storage bytes)."""
-        n, shp = numel(shape), tuple(shape)
-        if layout == "offset":
-            return (f"torch.empty(0, dtype={dt}).set_(torch.zeros({n + OFFSET_ELEMENTS}, dtype={dt}).storage(), "
-                    f"{OFFSET_ELEMENTS}, {shp})", (n + OFFSET_ELEMENTS) * item)
-        strides = place(shape, layout)[0]
-        if strides != place(shape, "contiguous")[0]:
-            nbytes = torch_storage_elements(shape, strides) * item
-            return f"torch.empty_strided({shp}, {tuple(strides)}, dtype={dt})", nbytes
-        return None, n * item
-
-    def torch_tensor(self, dt: str, shape, layout: str, item: int, nested):
-        """(expression, storage bytes) of a root tensor of `shape` in `layout` holding `nested` (tolist()'s form)."""
-        if period(shape, layout):  # a root over one row's storage, its axis 0 of stride 0 (as expand() makes it)
-            row_strides = tuple(place(shape, "contiguous")[0][1:])
-            return (f"torch.empty(0, dtype={dt}).set_(torch.tensor({literal(nested[0])}, dtype={dt}).storage(), 0, "
-                    f"{tuple(shape)}, {(0,) + row_strides})", period(shape, layout) * item)
-        values = literal(nested)
-        container, nbytes = self.torch_container(dt, shape, layout, item)
-        filled = f"torch.tensor({values}, dtype={dt})" if numel(shape) else f"torch.zeros({tuple(shape)}, dtype={dt})"
-        if container is None:
-            return filled, nbytes
-        return (container + f".copy_({filled})" if numel(shape) else container), nbytes
-
-    def create_numpy(self, op, dtype, layout, shape, seed):
-        dt, item = DTYPES[dtype][1], DTYPES[dtype][4]
-        if dt is None:
-            raise Unexportable(f"{where(op)}: NumPy has no {dtype}")
-        if layout == "null-strides":
-            raise Unexportable(f"{where(op)}: NumPy's exports always carry strides (the decoder makes it contiguous)")
-        o = Obj("numpy", self.name("a"), dtype, shape, seed, layout=layout, period=period(shape, layout))
-        o.names, o.root = [o.name], o.name
-        self.objs[op["id"]] = o
-        o.export_args = op.get("export_args", "")
-        n, shp, values = numel(shape), tuple(shape), literal(o.values())
-        if n == 0:
-            self.emit(f"{o.name} = np.zeros({shp}, dtype={dt})")
-        elif o.period:  # one row seen shape[0] times (stride 0), writable unlike np.broadcast_to's
-            row = self.name("row")
-            self.emit(f"{row} = np.array({literal(o.values()[0])}, dtype={dt})")
-            self.emit(f"{o.name} = np.lib.stride_tricks.as_strided({row}, {shp}, (0,) + {row}.strides)")
-            o.storage_bytes = o.period * item
-        elif layout == "reversed" and shape:  # a view with a negative stride on its last axis, as a[..., ::-1]
-            self.emit(f"{o.name} = np.array({values}, dtype={dt})[..., ::-1].copy()[..., ::-1]")
-        elif layout == "reversed-all" and shape:  # a view with a negative stride on every axis, as np.flip(a)
-            self.emit(f"{o.name} = np.flip(np.flip(np.array({values}, dtype={dt})).copy())")
-        elif layout == "unit-strides" and place(shape, layout)[0] != place(shape, "contiguous")[0]:
-            strides = tuple(st * item for st in place(shape, layout)[0])  # extent-1 axes: strides no element uses
-            self.emit(f"{o.name} = np.lib.stride_tricks.as_strided(np.array({values}, dtype={dt}), {shp}, {strides})")
-        elif layout == "offset" or (layout == "strided" and shape):
-            if layout == "offset":
-                elements = n + OFFSET_ELEMENTS
-                self.emit(f"{o.name} = np.zeros({elements}, dtype={dt})[{OFFSET_ELEMENTS}:].reshape({shp})")
-            else:
-                elements = 2 * n
-                self.emit(f"{o.name} = np.zeros({shp[:-1] + (shp[-1] * 2,)}, dtype={dt})[..., ::2]")
-            self.emit(f"{o.name}[...] = {values}")
-            o.storage_bytes = elements * item
-        else:
-            order = ', order="F"' if layout == "transposed" and len(shape) > 1 else ""
-            self.emit(f"{o.name} = np.array({values}, dtype={dt}{order})")
-        o.storage_bytes = o.storage_bytes or n * item
-        if op.get("readonly"):
-            self.emit(f"{o.name}.flags.writeable = False")
-        self.watch(o)
-
-    def create_torch(self, op, dtype, layout, shape, seed):
-        flavor = op.get("flavor", "plain")
-        if flavor not in FLAVOR_SUFFIX:
-            raise Unexportable(f"{where(op)}: flavor {flavor!r}")
-        dt, item = DTYPES[dtype][0], DTYPES[dtype][4]
-        if dt is None:
-            raise Unexportable(f"{where(op)}: PyTorch 1.13 has no {dtype}")
-        if layout in ("reversed", "null-strides", "reversed-all"):
-            raise Unexportable(f"{where(op)}: torch makes no {layout} tensor (the decoder makes it contiguous)")
-        o = Obj("torch", self.name("x" + FLAVOR_SUFFIX[flavor]), dtype, shape, seed, flavor=flavor, layout=layout,
-                period=period(shape, layout))
-        self.objs[op["id"]] = o
-        o.export_args = op.get("export_args", "")
-        values = o.values()
-        o.names, o.root = [o.name], o.name
-        if flavor == "conj":
-            if dtype not in COMPLEX:
-                raise Unexportable(f"{where(op)}: a conjugate view of {dtype}")
-            memory = nest([pattern(dtype, seed, i).conjugate() for i in range(numel(shape))], shape)
-            expr, o.storage_bytes = self.torch_tensor(dt, shape, layout, item, memory)
-            note = (f"# {o.name}: a lazily conjugated view (is_conj()) whose memory holds {literal(memory)}, "
-                    f"its values {literal(values)}")
-            self.view_of_root(o, "x", expr, ".conj()", note, separate=not expr.startswith("torch.tensor("))
-            self.setup(o, "is_conj", "conjugate")
-        elif flavor == "neg":
-            if o.period:
-                raise Unexportable(f"{where(op)}: a negated broadcast (its memory cannot be copied into)")
-            if dtype not in NEG_VIA_COMPLEX:
-                raise Unexportable(f"{where(op)}: a negated view of {dtype}: PyTorch's only public "
-                                   f"route to one, Tensor.conj().imag, gives float32 and float16 (torch._neg_view is "
-                                   f"private)")
-            cdt, citem = NEG_VIA_COMPLEX[dtype]
-            v = self.name("v")
-            self.emit(f"{v} = " + (f"torch.tensor({literal(values)}, dtype={dt})" if numel(shape)
-                                   else f"torch.zeros({tuple(shape)}, dtype={dt})"))
-            made = f"torch.complex(torch.zeros_like({v}), -{v})"
-            container, o.storage_bytes = self.torch_container(cdt, shape, layout, citem)
-            if container is not None:  # the layout, counted in the complex tensor's elements
-                made = container + (f".copy_({made})" if numel(shape) else "")
-            note = f"# {o.name}: a lazily negated view (is_neg()) whose values are {v}, its memory -{v}"
-            if cdt == "torch.complex32":
-                note += " (torch warns that ComplexHalf is experimental)"
-            self.view_of_root(o, "x_complex", made, ".conj().imag", note, separate=container is not None)
-            self.setup(o, "is_neg", "negative")
-        else:
-            expr, o.storage_bytes = self.torch_tensor(dt, shape, layout, item, values)
-            if flavor == "requires-grad":
-                if dtype not in FLOATING:
-                    raise Unexportable(f"{where(op)}: requires grad on {dtype}")
-                expr += ".requires_grad_()"
-            self.emit(f"{o.name} = {expr}")
-        self.watch(o)
-
-    def view_of_root(self, o: Obj, base: str, root_expr: str, view: str, note: str, separate: bool):
-        """`o` is a lazy view (`view`) of a root tensor; the root gets a name of its own where the leak check
-        watches it or the line would be long."""
-        self.emit(note)
-        if self.leak or separate:
-            base = self.name(base)
-            self.emit(f"{base} = {root_expr}")
-            self.emit(f"{o.name} = {base}{view}")
-            o.names, o.root = [o.name, base], base
-        else:
-            self.emit(f"{o.name} = {root_expr}{view}")
-
-    def setup(self, o: Obj, method: str, bit: str):
-        self.uses.add("sys")
-        self.emit(f"if not {o.name}.{method}():")
-        self.emit(f'sys.exit("setup: {o.name} has no {bit} bit on this torch")', 1)
 
     def export(self, op: dict):
         src = self.obj(op)
@@ -640,137 +356,6 @@ class Writer:
             got = f'"freed" if {o.root}_alive() is None else "{held}"'
             self.expect(f"{o.root} after del and gc.collect()", '"freed"', got)
 
-    # -- the file --
-    def assemble(self) -> str:
-        f, r = self.finding, self.report
-        title = r.get("title") or f.get("title", "")
-        run = f"python3 {f['input']}.py" if f.get("input") else "python3 <this file>"
-        lines = [f"# {f.get('id', 'finding')}{' (' + f['input'] + ')' if f.get('input') else ''}, written by "
-                 f"`lifeline export`: PyTorch and NumPy only, no lifeline code.",
-                 f"# {title}",
-                 f"# Run: {run}. " + ("Aborts (std::terminate) while the bug is there" if self.aborts else
-                                       "Fails with AssertionError (expected vs actual) while the bug is there")
-                 + "; exits 0 once it is fixed."]
-        stdlib = [f"import {m}" for m in ("ctypes", "gc", "struct", "sys", "weakref") if self.needs(m)]
-        numpy = "numpy" in self.uses or "holder" in self.uses
-        lines += stdlib + ([""] if stdlib else []) + (["import numpy as np"] if numpy else []) + ["import torch"]
-        if "torch.utils.dlpack" in self.uses:
-            lines.append("import torch.utils.dlpack")
-        blocks = []
-        if "producer" in self.uses:
-            blocks.append(self.producer_source())
-        if "holder" in self.uses:
-            blocks.append(["class Holder:  # NumPy 1.24's from_dlpack takes an object with __dlpack__, "
-                           "not a bare capsule",
-                           "    def __init__(self, capsule):",
-                           "        self.capsule = capsule", "",
-                           "    def __dlpack__(self, stream=None):",
-                           "        return self.capsule", "",
-                           "    def __dlpack_device__(self):",
-                           "        return (1, 0)"])
-        if "expect" in self.uses:
-            blocks.append(["def expect(what, want, got):",
-                           '    print(f"{what}: expected {want}, got {got}")',
-                           '    assert got == want, f"{what}: expected {want}, got {got}"'])
-        for block in blocks:
-            lines += ["", ""] + block
-        lines += ["", "", 'print("torch", torch.__version__' + (', "numpy", np.__version__)' if numpy else ")")]
-        contract = r.get("contract") or f.get("contract")
-        for key, text in (("contract", contract), ("expected", r.get("expected"))):
-            if text:
-                lines.append(f"print({q(key + ':')}, {q(text)})")
-        return "\n".join(lines + self.body) + "\n"
-
-    def needs(self, module: str) -> bool:
-        if module == "ctypes":
-            return "producer" in self.uses
-        if module == "struct":
-            return "struct" in self.uses or any("struct.pack(" in line for line in self.body)
-        return module in self.uses
-
-    def producer_source(self) -> list:
-        """The ctypes producer: only the parts this program uses."""
-        # With the leak check, capsules get DLPack's destructor (an unconsumed capsule releases its export), and the
-        # producer keeps every capsule it hands out until the teardown drops them: a consumer that refuses one drops
-        # it with its exception pending, when no Python code (the destructor is a ctypes callback) can run safely.
-        leak, malformed, parked = self.leak, "malformed" in self.uses, "parked" in self.uses
-        name = "name" if malformed else 'b"dltensor"'
-        src = [
-            "class DLManagedTensor(ctypes.Structure):  # dlpack.h 0.6: DLTensor (DLDevice, DLDataType inlined), "
-            "manager_ctx, deleter",
-            '    _fields_ = [("data", ctypes.c_void_p), ("device", ctypes.c_int32 * 2), ("ndim", ctypes.c_int32),',
-            '                ("dtype", ctypes.c_uint8 * 2), ("lanes", ctypes.c_uint16), ("shape", ctypes.c_void_p),',
-            '                ("strides", ctypes.c_void_p), ("byte_offset", ctypes.c_uint64), ("manager_ctx", ctypes.c_void_p),',
-            '                ("deleter", ctypes.c_void_p)]',
-            "",
-            "",
-            "class Producer:  # on the CPU; each __dlpack__() is a DLManagedTensor over `storage` (strides in elements)",
-            "    live = {}  # the address of each export whose deleter has not run -> what it holds",
-        ]
-        if parked:
-            src.append("    parked = {}  # NULL-deleter exports: the producer keeps them until it releases them itself")
-        if leak:
-            src.append("    capsules = []  # every capsule handed out, until the teardown drops them")
-        src += ["",
-                "    def __init__(self, storage, dtype, shape, strides, byte_offset):",
-                "        self.storage = ctypes.create_string_buffer(storage, len(storage) or 1)",
-                "        self.dtype, self.shape, self.strides, self.byte_offset = dtype, shape, strides, byte_offset",
-                "",
-                "    def __dlpack_device__(self):",
-                "        return (1, 0)  # kDLCPU",
-                "",
-                ('    def __dlpack__(self, stream=None, name=b"dltensor", device=1, dtype=None, deleter=True, '
-                 'lanes=1):' if malformed
-                 else "    def __dlpack__(self, stream=None):"),
-                "        n = len(self.shape)",
-                "        shape, strides = (ctypes.c_int64 * n)(*self.shape), (ctypes.c_int64 * n)(*self.strides)"]
-        null_strides = "null-strides" in self.uses  # a producer made with strides=None exports DLTensor.strides NULL
-        if null_strides:
-            src[-1] = src[-1].replace("(*self.strides)", "(*(self.strides or ()))")
-            src.append("        pointer = ctypes.addressof(strides) if self.strides is not None else None")
-        made = len(src)
-        if malformed:
-            src += ["        dtype = dtype or (self.dtype[0], self.dtype[1] // lanes)  # lanes 2: the same bytes",
-                    "        m = DLManagedTensor(ctypes.addressof(self.storage), (device, 0), n, dtype, lanes,",
-                    "                            ctypes.addressof(shape), ctypes.addressof(strides), self.byte_offset, None,",
-                    "                            DELETER if deleter else None)"]
-        else:
-            src += ["        m = DLManagedTensor(ctypes.addressof(self.storage), (1, 0), n, self.dtype, 1, ctypes.addressof(shape),",
-                    "                            ctypes.addressof(strides), self.byte_offset, None, DELETER)"]
-        if null_strides:
-            src[made:] = [line.replace("ctypes.addressof(strides)", "pointer") for line in src[made:]]
-        held = "Producer.live" if not parked else "(Producer.live if deleter else Producer.parked)"
-        src.append(f"        {held}[ctypes.addressof(m)] = (m, shape, strides, self, {name})")
-        create = f"api.PyCapsule_New(ctypes.addressof(m), {name}, {'DESTRUCTOR' if leak else 'None'})"
-        if leak:
-            src += [f"        Producer.capsules.append({create})", "        return Producer.capsules[-1]"]
-        else:
-            src.append(f"        return {create}")
-        src += ["",
-                "",
-                "api = ctypes.pythonapi",
-                "api.PyCapsule_New.restype, api.PyCapsule_New.argtypes = ctypes.py_object, [ctypes.c_void_p, "
-                "ctypes.c_char_p, ctypes.c_void_p]",
-                "delete = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(lambda address, live=Producer.live: live.pop(address))  "
-                "# the deleter",
-                "DELETER = ctypes.cast(delete, ctypes.c_void_p).value"]
-        if leak:
-            src += ["api.PyCapsule_GetName.restype, api.PyCapsule_GetName.argtypes = ctypes.c_char_p, [ctypes.c_void_p]",
-                    "api.PyCapsule_GetPointer.restype, api.PyCapsule_GetPointer.argtypes = ctypes.c_void_p, "
-                    "[ctypes.c_void_p, ctypes.c_char_p]",
-                    "",
-                    "",
-                    "@ctypes.CFUNCTYPE(None, ctypes.c_void_p)",
-                    "def destructor(capsule, api=api, live=Producer.live):",
-                    '    """DLPack: a capsule still under the name it was made with was never consumed: release its export."""',
-                    "    name = api.PyCapsule_GetName(capsule)",
-                    "    address = api.PyCapsule_GetPointer(capsule, name)",
-                    "    if address in live and live[address][-1] == name:",
-                    "        live.pop(address)",
-                    "",
-                    "",
-                    "DESTRUCTOR = ctypes.cast(destructor, ctypes.c_void_p).value"]
-        return src
 
 
 def generate(program: dict, finding: dict) -> str:

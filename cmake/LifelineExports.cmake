@@ -1,4 +1,4 @@
-# `lifeline export`'s standalone reproducers, generated, built and checked in the asan lane (cli/lifeline/export.py,
+# `lifeline export`'s standalone reproducers, generated, built and checked in the asan lane (cli/lifeline/export*.py,
 # EXPORTERS: ggml_graph_topology and ggml_vulkan_graph_topology export C on ggml, whisper_string_handoff C on
 # whisper.h, torch_capsule_lifecycle Python):
 #
@@ -25,7 +25,8 @@ function(lifeline_register_exports)
   get_filename_component(root "${LIFELINE_REPRO_DIR}" ABSOLUTE)
   lifeline_read_cli_plan(export-plan ${root} "the export tests" lines)
   file(GLOB _exporters CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/cli/lifeline/exporters/*.py)
-  set(_generator ${_exporters} ${PROJECT_SOURCE_DIR}/cli/lifeline/export.py)
+  file(GLOB _export_modules CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/cli/lifeline/export*.py)  # export.py and its parts
+  set(_generator ${_exporters} ${_export_modules})
   foreach(line IN LISTS lines)
     string(REPLACE "|" ";" fields "${line}")
     list(GET fields 1 id)

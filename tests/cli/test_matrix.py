@@ -6,7 +6,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from lifeline import matrix, repro
+from lifeline import matrix, repro, repro_load
 from scratch_project import ASSERT_SIG, ScratchProject
 from support import ROOT
 
@@ -91,7 +91,8 @@ class RunFinding(ScratchProject):
         (d / "bug.json").write_text(json.dumps(dict({"id": "fake-finding", "title": "ggml_frob frobs", "upstream": []},
                                                     **doc)))
         from unittest import mock
-        with mock.patch.object(repro, "known_guard_ids", lambda: ["fake-guarded"]):  # the scratch project's guards
+        # the scratch project's guards (repro.load is repro_load's, which reads them)
+        with mock.patch.object(repro_load, "known_guard_ids", lambda: ["fake-guarded"]):
             return repro.load(d, [])
 
     def run_finding(self, bug, missing=(), status=None):

@@ -41,7 +41,7 @@ Status CheckPlacedInsideBuffers(const alloc::Graph& graph, const void* allocator
 
 // The external tensors (memory `allocator` did not place) that a node of `graph` may write: the roots of its set_rows'
 // destinations, each once. A set_rows into a pre-allocated leaf is how a KV cache is written
-// (harness/programs/graph/format.cc). An in-place result is not one: it never writes external memory (the model
+// (harness/programs/graph/format_steps.cc). An in-place result is not one: it never writes external memory (the model
 // forbids it, and the canary fails where it happens).
 std::vector<const alloc::Tensor*> WrittenExternal(const alloc::Graph& graph, const void* allocator);
 

@@ -203,7 +203,7 @@ Step StepFrom(const Json& j, const programs::OpIds& ids, size_t at) {
     case StepKind::kViewExternal: t.external_tensor = ref("of"); break;
     case StepKind::kMarkOutput:
       s.tensor_index = ref("tensor");
-      // A toggle with no leaf to toggle marks a sealed graph's last tensor instead (format.cc): its "graph"
+      // A toggle with no leaf to toggle marks a sealed graph's last tensor instead (format_steps.cc): its "graph"
       // is a seal before it. An open graph's mark names a seal after it, or none.
       if (j.contains("graph") && j["graph"].is_string()) {
         try {

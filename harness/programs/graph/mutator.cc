@@ -193,7 +193,7 @@ class Editor {
   // A mul_mat reading a 1-D view of a float32 tensor x, as attention reads a slice of a cache (K times q), the
   // steps inserted right after x: v = view of k elements of x from element o; m = mul_mat(v, u), where u is v
   // itself or a second view of x of the same length at its own offset (a query read from the same buffer); m an
-  // output. The length and offsets are any the format allows (format.cc, kView), so most views start at an
+  // output. The length and offsets are any the format allows (format_steps.cc, kView), so most views start at an
   // element offset that is not a multiple of a device's storage-buffer alignment, as a sliding window does.
   bool AddViewProduct() {
     std::vector<int> tensors;

@@ -1,4 +1,5 @@
-// What a gallocr's plan holds: the guards' view of it (core/guard_list.def; used by ggml_graph_adapter.cc and ggml_graph_split.cc).
+// What a gallocr's plan holds: the guards' view of it (core/guard_list.def; used by ggml_graph_adapter.cc,
+// ggml_fresh_gallocr.cc and ggml_graph_split.cc).
 //
 // The guards need what ggml_gallocr_reserve_n recorded, which ggml keeps in its private struct. GallocrShadow
 // computes the same records from the graph that was planned, by the rules of ggml-alloc.c (0.25.1): a tensor

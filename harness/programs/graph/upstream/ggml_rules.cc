@@ -34,7 +34,7 @@ AllocatorRules GgmlVulkanRules() {
   rules.refuses_f16_scale = true;  // ggml_backend_vk_device_supports_op: scale needs a contiguous f32 source
   rules.splits_cpu_marks = true;
   rules.draws_conv = false;  // format.h: VulkanRefuses builds no convolution to ask the device about
-  // Its fresh-allocator differential computes each graph again on ggml's CPU backend (ggml_graph_adapter.cc).
+  // Its fresh-allocator differential computes each graph again on ggml's CPU backend (ggml_fresh_gallocr.cc).
   rules.refuses_odd_rope = GuardOn(Guard::kGgmlCpuRopeOddRowOverflow);
   rules.refuses_f16_rope = true;  // format.h: rope_*_f16 as Debian's glslang compiles them is invalid SPIR-V
   // lavapipe's minStorageBufferOffsetAlignment; the adapter checks the device's own (ggml_vulkan_adapter.cc).

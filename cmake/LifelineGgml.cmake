@@ -77,7 +77,7 @@ function(lifeline_ggml_features)
   set(missing "")
   # name            what the adapters do with it
   foreach(fn ggml_backend_alloc_ctx_tensors_from_buft_size  # ggml_weights.cc: the weights' buffer size oracle
-             ggml_gallocr_reserve_n_size                    # measure oracle (ggml_graph_adapter.cc)
+             ggml_gallocr_reserve_n_size                    # measure oracle (ggml_fresh_gallocr.cc)
              ggml_backend_sched_get_buffer_type             # the scheduler's answers (ggml_graph_split.cc)
              ggml_backend_sched_split_graph                 # llama.cpp's graph_reserve(split_only)
              ggml_set_abort_callback                        # GGML_ABORT reported through the harness

@@ -2,15 +2,15 @@
 API, in ggml's terms: what `lifeline export` writes for the findings of ggml_graph_topology (ggml's CPU
 backend) and ggml_vulkan_graph_topology (ggml-vulkan, and ggml_backend_sched over ggml-vulkan and the CPU).
 
-The C does what the harness's adapters do (harness/programs/graph/upstream/ggml_graph_adapter.cc), step by
-step: every reserve and placement builds its graph afresh in a new ggml context; a leaf view of another
-graph's tensor views that tensor as last placed; a pre-allocated leaf gets a backend buffer of its own; a
-graph with an op marked for the CPU, or every graph of a "scheduled" program, goes to a ggml_backend_sched (Vulkan
-only), whose every other placement is split alone first as the harness does (ggml_backend_sched_split_graph of a
-build of its own, as llama.cpp counts a graph's splits); an allocator with several
-threads computes on a ggml_threadpool of its own, kept for the program. Tensors are named by their role
-(`x`, `w`, `neg_x`, `x_plus_w`, `view_of_y`), graphs and contexts by number, and the steps that only change
-what the next build looks like (a rewired edge, a new output) are comments.
+The C does what the harness's adapters do (harness/programs/graph/upstream/ggml_graph_build.cc and
+ggml_graph_adapter.cc), step by step: every reserve and placement builds its graph afresh in a new ggml context; a
+leaf view of another graph's tensor views that tensor as last placed; a pre-allocated leaf gets a backend buffer
+of its own; a graph with an op marked for the CPU, or every graph of a "scheduled" program, goes to a
+ggml_backend_sched (Vulkan only), whose every other placement is split alone first as the harness does
+(ggml_backend_sched_split_graph of a build of its own, as llama.cpp counts a graph's splits); an allocator with
+several threads computes on a ggml_threadpool of its own, kept for the program. Tensors are named by their role
+(`x`, `w`, `neg_x`, `x_plus_w`, `view_of_y`), graphs and contexts by number, and the steps that only change what
+the next build looks like (a rewired edge, a new output) are comments.
 
 What the finding's report (bug.json "report") says goes in too: the contract broken, quoted, and what is
 expected, printed when the program starts; "check" adds what shows it: "supports-op" asks

@@ -33,10 +33,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 import tables  # noqa: E402
+from provenance import NOT_RECORDED  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 SKIP_DIRS = ("artifacts", "matrix")  # scratch (git-ignored), and the version matrix (docs/your-own-upstream.md)
-NOT_RECORDED = "not recorded"
 SANITIZER_ORDER = ("asan", "fuzz", "lsan", "tsan")  # bench/throughput.py's VARIANTS; its extras after them
 TTE_MODES = ("reintroduced", "upstream-variant", "pinned-upstream")
 COVERAGE_COLUMNS = ("seeds", "seeds + fuzz", "regression")
@@ -162,6 +162,19 @@ def tte_mode(data: dict) -> str:
     return mode if lane == "fuzz" else f"{mode}-{lane}"
 
 
+def kind_of(data) -> str:
+    """Which measure a result file holds: "throughput" (a bench/throughput.py run), "coverage" (bench/coverage.py),
+    "tte" (bench/tte.py), or "" (none this page shows)."""
+    if isinstance(data, list) and data and all(isinstance(e, dict) and "ceiling_exec_s" in e and "target" in e
+                                               for e in data):
+        return "throughput"
+    if isinstance(data, dict) and isinstance(data.get("results"), dict) and "fuzz" in data:
+        return "coverage"
+    if isinstance(data, dict) and {"bug", "rows", "trials", "found"} <= set(data):
+        return "tte"
+    return ""
+
+
 def newer(candidate: tuple, held: tuple) -> bool:
     """Whether candidate (provenance, source, ...) is a newer result of its measure than held: the later time,
     and at one time the name bench/tte.py writes over a renamed copy, then the later name (a fixed order)."""
@@ -187,20 +200,19 @@ def collect(results: Path, history: dict) -> dict:
             data = json.loads((results / rel).read_text())
         except (OSError, ValueError):
             continue
-        src = Source(results, rel, history, data)
-        if isinstance(data, list) and data and all(isinstance(e, dict) and "ceiling_exec_s" in e and "target" in e
-                                                   for e in data):
+        src, kind = Source(results, rel, history, data), kind_of(data)
+        if kind == "throughput":
             for e in data:
                 prov = src.provenance(e)
                 offer("throughput", e["target"], (prov, src, e, 0))
                 for variant, o in (e.get("overhead") or {}).items():
                     if o and o.get("exec_s"):
                         offer("sanitizer", (e["target"], variant), (prov, src, o, 0))
-        elif isinstance(data, dict) and isinstance(data.get("results"), dict) and "fuzz" in data:
+        elif kind == "coverage":
             prov = src.provenance(data)
             for target, cols in data["results"].items():
                 offer("coverage", target, (prov, src, cols, 0))
-        elif isinstance(data, dict) and {"bug", "rows", "trials", "found"} <= set(data):
+        elif kind == "tte":
             mode = tte_mode(data)
             canonical = int(Path(rel).name == f"tte-{data['bug']}-{mode}.json")
             offer("tte", (data["bug"], mode), (src.provenance(data), src, data, canonical))
@@ -334,10 +346,15 @@ def other_files(results: Path, cited: set, targets: set) -> list:
     return lines
 
 
-def render(results: Path = RESULTS, root: Path = ROOT) -> str:
+def read(results: Path, root: Path) -> tuple:
+    """(git history of every file under `results`, the newest result of each measure): what both pages read."""
     paths = [f"bench/results/{p.relative_to(results).as_posix()}" for p in results.rglob("*") if p.is_file()]
     history = git_history(root, paths)
-    best = collect(results, history)
+    return history, collect(results, history)
+
+
+def render(results: Path = RESULTS, root: Path = ROOT) -> str:
+    _, best = read(results, root)
     bugs = sorted(d.name for d in (root / "repro").iterdir() if (d / "bug.json").is_file()) \
         if (root / "repro").is_dir() else []
     cited = set()
@@ -384,9 +401,7 @@ def older(results: Path = RESULTS, root: Path = ROOT) -> list:
     """Lines: each JSON result at the top of `results` that no row of the dashboard shows, with its run's other
     files (<NAME>.md, per-target JSONs), the dated folder of its date, and the guides and result tables that name
     it."""
-    paths = [f"bench/results/{p.relative_to(results).as_posix()}" for p in results.rglob("*") if p.is_file()]
-    history = git_history(root, paths)
-    best = collect(results, history)
+    history, best = read(results, root)
     shown = {item[1].rel for kind in best.values() for item in kind.values()}
     named_in = [root / "README.md", *sorted((root / "docs").glob("*.md")),
                 *sorted(p for p in results.glob("*.md") if p.name != "README.md")]
@@ -396,9 +411,8 @@ def older(results: Path = RESULTS, root: Path = ROOT) -> list:
         if "/" in rel or rel in shown:
             continue
         data = json.loads((results / rel).read_text())
-        kind = ("throughput" if isinstance(data, list) and data and all("ceiling_exec_s" in e for e in data) else
-                "tte" if isinstance(data, dict) and {"bug", "rows", "trials", "found"} <= set(data) else None)
-        if kind is None:
+        kind = kind_of(data)
+        if kind not in ("throughput", "tte"):
             continue
         src = Source(results, rel, history, data)
         entry = data[0] if kind == "throughput" else data

@@ -1,0 +1,82 @@
+# Upstream llama.cpp's runtime (src/: contexts, batches, the memory kinds, state I/O), for llama_memory_differential:
+# the llama-runtime programs (harness/programs/llama/) on tiny models built in-process.
+#
+#   LIFELINE_LLAMA_SOURCE_DIR  a llama.cpp checkout. Empty: the checkout holding the lane's ggml, when it is one
+#                              (build/upstream/llama.cpp from scripts/fetch-ggml.sh, or the parent of
+#                              LIFELINE_GGML_SOURCE_DIR when that is a checkout's ggml/).
+#
+# Built in the fuzz lane (ASan+UBSan with libFuzzer's coverage: where its programs are fuzzed and its smoke and
+# seeds run) and the tsan lane (the same programs under TSan: llama.cpp's and ggml's threads on the CPU backend),
+# with the lane's flags and asserts on, against the lane's ggml; not in the asan lane, whose programs the fuzz lane
+# runs with the same sanitizers (the library is 88k lines: 170 s of one lane's build on 2 cores).
+# Upstream's own CMake is not used: it would build a second ggml. src/*.cpp and src/models/*.cpp are globbed
+# (whichever files a version has), the models in unity batches of 16 as upstream builds them.
+#
+# What of llama.h the programs need is checked in the tree's header, never from its version: a tree without it
+# registers the target as unavailable with the names it lacks.
+#
+# Sets LIFELINE_LLAMA (ON when built), LIFELINE_LLAMA_DIR and LIFELINE_LLAMA_SKIP_REASON.
+
+set(LIFELINE_LLAMA_LANES fuzz tsan)
+set(LIFELINE_LLAMA_SOURCE_DIR "" CACHE PATH "llama.cpp checkout to fuzz (default: the one holding the lane's ggml)")
+set(LIFELINE_LLAMA OFF)
+set(LIFELINE_LLAMA_SKIP_REASON "")
+set(LIFELINE_LLAMA_DIR "")
+
+if(LIFELINE_LANE IN_LIST LIFELINE_LLAMA_LANES AND NOT LIFELINE_ENGINE STREQUAL "external")
+  if(LIFELINE_LLAMA_SOURCE_DIR)
+    if(NOT EXISTS "${LIFELINE_LLAMA_SOURCE_DIR}/src/llama.cpp" OR NOT EXISTS "${LIFELINE_LLAMA_SOURCE_DIR}/include/llama.h")
+      message(FATAL_ERROR "LIFELINE_LLAMA_SOURCE_DIR='${LIFELINE_LLAMA_SOURCE_DIR}' is not a llama.cpp checkout "
+                          "(no src/llama.cpp or include/llama.h there)")
+    endif()
+    set(LIFELINE_LLAMA_DIR "${LIFELINE_LLAMA_SOURCE_DIR}")
+  elseif(LIFELINE_GGML_DIR AND EXISTS "${LIFELINE_GGML_DIR}/../src/llama.cpp" AND EXISTS "${LIFELINE_GGML_DIR}/../include/llama.h")
+    get_filename_component(LIFELINE_LLAMA_DIR "${LIFELINE_GGML_DIR}/.." ABSOLUTE)
+  elseif(LIFELINE_GGML_DIR)
+    set(LIFELINE_LLAMA_SKIP_REASON "the lane's ggml (${LIFELINE_GGML_DIR}) is not inside a llama.cpp checkout: "
+                                   "configure with -DLIFELINE_LLAMA_SOURCE_DIR=<llama.cpp checkout>")
+  else()
+    set(LIFELINE_LLAMA_SKIP_REASON "${LIFELINE_GGML_SKIP_REASON}")
+  endif()
+  if(LIFELINE_LLAMA_DIR AND NOT LIFELINE_GGML)
+    set(LIFELINE_LLAMA_SKIP_REASON "llama.cpp needs the lane's upstream ggml, which is not built: ${LIFELINE_GGML_SKIP_REASON}")
+    set(LIFELINE_LLAMA_DIR "")
+  endif()
+endif()
+
+if(LIFELINE_LLAMA_DIR)
+  file(READ "${LIFELINE_LLAMA_DIR}/include/llama.h" _llama_h)
+  set(_missing "")
+  # name                          what uses it
+  foreach(fn llama_model_init_from_user    # upstream/llama_models.cc: the tiny models
+             llama_memory_seq_rm           # upstream/llama_runtime.cc: the memory API (llama.cpp since mid 2025)
+             llama_memory_seq_pos_min      # the memory oracle
+             llama_state_seq_get_data      # state save and restore
+             flash_attn_type               # the context's flash attention parameter (auto/on/off)
+             kv_unified                    # the context's unified cache parameter
+             swa_full)                     # the context's full-size SWA cache parameter
+    string(FIND "${_llama_h}" "${fn}" _at)
+    if(_at EQUAL -1)
+      list(APPEND _missing ${fn})
+    endif()
+  endforeach()
+  if(_missing)
+    string(REPLACE ";" ", " _missing "${_missing}")
+    set(LIFELINE_LLAMA_SKIP_REASON "${LIFELINE_LLAMA_DIR}/include/llama.h lacks what the llama programs use: ${_missing}")
+  else()
+    file(GLOB _llama_core "${LIFELINE_LLAMA_DIR}/src/*.cpp")
+    file(GLOB _llama_models "${LIFELINE_LLAMA_DIR}/src/models/*.cpp")
+    set(LLAMA_VERSION "lifeline")
+    set(LLAMA_BUILD_COMMIT "unknown")
+    configure_file("${LIFELINE_LLAMA_DIR}/src/llama-version.h.in" "${CMAKE_BINARY_DIR}/llama/llama-version.h" @ONLY)
+    add_library(lifeline_llama STATIC ${_llama_core} ${_llama_models})
+    set_target_properties(lifeline_llama PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 16 CXX_STANDARD 17)
+    set_source_files_properties(${_llama_core} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+    target_include_directories(lifeline_llama PRIVATE "${LIFELINE_LLAMA_DIR}/src" "${CMAKE_BINARY_DIR}/llama")
+    target_include_directories(lifeline_llama SYSTEM PUBLIC "${LIFELINE_LLAMA_DIR}/include")
+    # Upstream's warnings are upstream's; the lane's sanitizers, coverage, -O1 and -UNDEBUG as for ggml.
+    target_compile_options(lifeline_llama PRIVATE -w)
+    target_link_libraries(lifeline_llama PUBLIC ggml PRIVATE lifeline_lane lifeline_ggml_recover)
+    set(LIFELINE_LLAMA ON)
+  endif()
+endif()

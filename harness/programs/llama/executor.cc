@@ -1,0 +1,307 @@
+#include "harness/programs/llama/executor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "core/check.h"
+#include "core/guards.h"
+#include "harness/programs/common/describe.h"
+#include "harness/programs/common/oracle.h"
+#include "harness/programs/llama/model.h"
+
+namespace lifeline::llama {
+
+float Tolerance(const ContextParams& params) {
+  // Measured on the seeds (docs/upstream-llama.md, "The differential oracle"): a fresh context splits the
+  // history into other ubatches, so its matrix products sum in another order and, with an F16 cache, round
+  // K and V at other points; Q8_0 quantizes each block of 32 to 1/127 of its largest value, and a K-shift
+  // (seq_add) dequantizes, rotates and quantizes again.
+  if (params.type_k == CacheType::kQ8_0 || params.type_v == CacheType::kQ8_0) return 0.08f;
+  return 0.02f;
+}
+
+namespace {
+
+class Executor {
+ public:
+  Executor(const Program& program, Runtime& rt, bool corrupt) : program_(program), rt_(rt), model_(program.params),
+                                                                 corrupt_(corrupt) {}
+  ExecuteStats Run();
+
+ private:
+  void Step(const Op& op);
+  void DecodeOp(const Op& op);
+  bool SeqCp(const Op& op);
+  void CheckPositions();
+  void CheckLogits(const std::vector<Model::Placed>& placed, const std::vector<std::vector<float>>& logits);
+
+  const Program& program_;
+  Runtime& rt_;
+  Model model_;
+  bool corrupt_;
+  std::vector<uint8_t> saved_[kStateSlots];
+  ExecuteStats stats_;
+};
+
+ExecuteStats Executor::Run() {
+  programs::MaybePrintProgram(program_.ops, Describe(program_.params) + "\n");
+  OpTraceScope trace(&program_.ops, program_.ops.size(), &programs::RenderOps<std::vector<Op>>);
+  for (size_t i = 0; i < program_.ops.size(); ++i) {
+    trace.set_op(i);
+    Step(program_.ops[i]);
+    CheckPositions();
+  }
+  trace.set_op(program_.ops.size());
+  return stats_;
+}
+
+void Executor::CheckPositions() {
+  for (int s = 0; s < model_.n_seqs(); ++s) {
+    const int got = rt_.PosMax(s);
+    LIFELINE_CHECK(got == model_.PosMax(s), "memory oracle: llama_memory_seq_pos_max(" + std::to_string(s) +
+                                                ") returned " + std::to_string(got) + ", model predicted " +
+                                                std::to_string(model_.PosMax(s)));
+    if (const std::optional<int> min = model_.PosMin(s)) {
+      const int got_min = rt_.PosMin(s);
+      LIFELINE_CHECK(got_min == *min, "memory oracle: llama_memory_seq_pos_min(" + std::to_string(s) + ") returned " +
+                                          std::to_string(got_min) + ", model predicted " + std::to_string(*min));
+    }
+  }
+}
+
+void Executor::Step(const Op& op) {
+  Op pred = op;  // the model's own copy: its predictions are the program's (the decoder made them alike)
+  switch (op.kind) {
+    case OpKind::kDecode: DecodeOp(op); return;
+    case OpKind::kSeqRm: {
+      model_.SeqRm(pred);
+      // llama.h: seq_id < 0 matches any sequence, and removing whole sequences never fails; the recurrent memory
+      // (and so the hybrid one) checks (uint32_t) seq_id >= n_seq_max first and returns false for -1, before its
+      // own branch for a negative id. The driver removes each sequence instead, where the model says it succeeds.
+      if (op.seq < 0 && pred.expect_ret != 0 && HasRecurrent(program_.params.model) &&
+          GuardHolds(Guard::kLlamaRecurrentSeqRmAnyRefused,
+                     [] { return std::string("seq_rm(-1) on a recurrent memory: each sequence removed instead"); })) {
+        SetUpstreamContext("llama_memory_seq_rm [per sequence]");
+        bool all = true;
+        for (int s = 0; s < model_.n_seqs(); ++s) all = rt_.SeqRm(s, op.p0, op.p1) && all;
+        LIFELINE_CHECK(all, "status oracle: " + Describe(op) + " per sequence returned false");
+        return;
+      }
+      SetUpstreamContext("llama_memory_seq_rm");
+      const bool got = rt_.SeqRm(op.seq, op.p0, op.p1);
+      LIFELINE_CHECK(got == (pred.expect_ret != 0), "status oracle: " + Describe(op) + " returned " +
+                                                        (got ? "true" : "false"));
+      return;
+    }
+    case OpKind::kSeqCp:
+      if (SeqCp(op)) model_.SeqCp(pred);
+      return;
+    case OpKind::kSeqKeep:
+      SetUpstreamContext("llama_memory_seq_keep");
+      rt_.SeqKeep(op.seq);
+      // llama.h: seq_keep removes all tokens that do not belong to the sequence. With a stream per sequence
+      // (kv_unified off) llama_kv_cache::seq_keep walks only the sequence's own stream and leaves every other
+      // sequence whole. The driver removes the others itself.
+      if (!program_.params.kv_unified && HasAttention(program_.params.model) && model_.n_seqs() > 1 &&
+          GuardHolds(Guard::kLlamaKvSeqKeepOtherStreams,
+                     [] { return std::string("seq_keep with a stream per sequence: the other sequences removed"); })) {
+        AddUpstreamCall("llama_memory_seq_rm [the other sequences]");
+        for (int s = 0; s < model_.n_seqs(); ++s)
+          if (s != op.seq) rt_.SeqRm(s, -1, -1);
+      }
+      model_.SeqKeep(pred);
+      return;
+    case OpKind::kSeqAdd:
+    case OpKind::kSeqDiv:
+      // A K-shift of a quantized K cache whose heads are not a multiple of 64 long (the tiny models' are 32)
+      // dereferences the Hadamard rotation that was never made (llama_kv_cache::build_rope_shift, rot null): the
+      // shift is refused, as a careful user without context shift would.
+      if (program_.params.type_k == CacheType::kQ8_0 && model_.ShiftTouchesCells(op) &&
+          GuardHolds(Guard::kLlamaKvShiftQuantizedKNullRotation,
+                     [] { return std::string("a Q8_0 K cache with 32-wide heads would be K-shifted: not shifted"); }))
+        return;
+      // The KV cache frees a cell moved below position 0 (llama_kv_cells::pos_add); the recurrent memory keeps the
+      // state there, where seq_pos_max no longer sees it (it starts from -1) and the next decode at 0 continues it.
+      // The driver refuses such a shift.
+      if (op.kind == OpKind::kSeqAdd && model_.ShiftsStateBelowZero(op) &&
+          GuardHolds(Guard::kLlamaRecurrentShiftBelowZeroKept,
+                     [] { return std::string("a recurrent state would be moved below position 0: not shifted"); }))
+        return;
+      SetUpstreamContext(op.kind == OpKind::kSeqAdd ? "llama_memory_seq_add" : "llama_memory_seq_div");
+      if (op.kind == OpKind::kSeqAdd) rt_.SeqAdd(op.seq, op.p0, op.p1, op.delta);
+      else rt_.SeqDiv(op.seq, op.p0, op.p1, op.delta);
+      model_.SeqShift(pred);
+      return;
+    case OpKind::kClear: rt_.Clear(op.data); model_.Clear(pred); return;
+    case OpKind::kSaveSeq:
+    case OpKind::kSaveAll: {
+      SetUpstreamContext(op.kind == OpKind::kSaveSeq ? "llama_state_seq_get_data" : "llama_state_get_data");
+      std::string error;
+      saved_[op.slot] = op.kind == OpKind::kSaveSeq ? rt_.SaveSeq(op.seq, &error) : rt_.SaveAll(&error);
+      LIFELINE_CHECK(error.empty(), "state oracle: " + error);
+      if (corrupt_ && saved_[op.slot].size() > 64) {
+        // The oracle's own test: a byte of the saved K/V data flipped (past the headers, at the end).
+        saved_[op.slot][saved_[op.slot].size() - 7] ^= 0x40;
+      }
+      if (op.kind == OpKind::kSaveSeq) model_.SaveSeq(pred); else model_.SaveAll(pred);
+      return;
+    }
+    case OpKind::kLoadSeq: {
+      // A saved sequence with no cells: llama_kv_cache::state_read skips a stream whose cell count is 0 before
+      // state_read_meta's seq_rm of the destination, so the destination keeps its cells (the recurrent memory
+      // empties it, as restoring an empty sequence should). The driver empties it first.
+      if (HasAttention(program_.params.model) && model_.SlotEmpty(op.slot) && model_.PosMax(op.seq) >= 0 &&
+          GuardHolds(Guard::kLlamaKvRestoreEmptySeqKeepsDestination, [&] {
+            return "an empty sequence restored into sequence " + std::to_string(op.seq) + ": it is removed first";
+          })) {
+        SetUpstreamContext("llama_memory_seq_rm");
+        rt_.SeqRm(op.seq, -1, -1);
+      }
+      SetUpstreamContext("llama_state_seq_set_data");
+      const size_t got = rt_.LoadSeq(saved_[op.slot], op.seq);
+      model_.LoadSeq(pred);
+      const size_t want = pred.expect_ret ? saved_[op.slot].size() : 0;
+      LIFELINE_CHECK(got == want, "status oracle: " + Describe(op) + ": llama_state_seq_set_data returned " +
+                                      std::to_string(got) + ", model predicted " + std::to_string(want) + " (the " +
+                                      std::to_string(saved_[op.slot].size()) + " bytes saved)");
+      return;
+    }
+    case OpKind::kLoadAll: {
+      SetUpstreamContext("llama_state_set_data");
+      const bool got = rt_.LoadAll(saved_[op.slot]);
+      model_.LoadAll(pred);
+      LIFELINE_CHECK(got, "status oracle: " + Describe(op) + ": llama_state_set_data refused the context's own state");
+      return;
+    }
+    case OpKind::kSetThreads: rt_.SetThreads(op.n_threads); return;
+  }
+}
+
+// seq_cp, or where some of the range's cells already hold the destination (llama_kv_cells::seq_add asserts it
+// does not: guard llama-kv-seq-cp-onto-shared-cell-assert), a copy of each other position alone: the same cells
+// end in the destination, as llama.h's "copy all tokens" says.
+// Returns whether the copy was made (the model follows only then).
+bool Executor::SeqCp(const Op& op) {
+  std::vector<int> rest;
+  const std::vector<int> shared = model_.SeqCpShared(op, &rest);
+  bool mixed = false;  // a position with a cell in the destination and one not: no copy by positions avoids it
+  for (int p : shared) mixed |= std::find(rest.begin(), rest.end(), p) != rest.end();
+  if (!shared.empty() &&
+      GuardHolds(Guard::kLlamaKvSeqCpOntoSharedCellAssert, [&] {
+        return std::to_string(shared.size()) + " positions of sequence " + std::to_string(op.seq) +
+               " in the range already hold sequence " + std::to_string(op.seq_dst) +
+               (mixed ? ", some beside cells that do not: not copied"
+                      : ": the other " + std::to_string(rest.size()) + " copied one by one");
+      })) {
+    if (mixed) return false;
+    SetUpstreamContext("llama_memory_seq_cp [per position]");
+    for (int p : rest) rt_.SeqCp(op.seq, op.seq_dst, p, p + 1);
+    return true;
+  }
+  SetUpstreamContext("llama_memory_seq_cp");
+  rt_.SeqCp(op.seq, op.seq_dst, op.p0, op.p1);
+  return true;
+}
+
+// The op's tokens in calls of at most n_batch; each call's outputs copied (the next call overwrites them), and
+// the differential oracle run once over the op's outputs: one fresh decode per sequence and op, not per call,
+// whose history holds every earlier call's (a later call adds cells above their positions only).
+void Executor::DecodeOp(const Op& op) {
+  std::vector<Model::Placed> done;
+  std::vector<std::vector<float>> logits;
+  for (const std::vector<Model::Placed>& chunk : model_.Chunks(op)) {
+    std::vector<Runtime::Token> batch;
+    batch.reserve(chunk.size());
+    for (const Model::Placed& p : chunk) batch.push_back({p.token, p.seqs, p.pos, p.logits});
+    // llama_batch_allocr checks tokens and sequence ids but not that positions are >= 0: a token at -1 goes into
+    // the KV cache at the position that marks a cell empty (llama_kv_cells::seq_add asserts, pos[i] != -1). The
+    // driver refuses such a batch itself, as llama_decode should.
+    bool negative = false;
+    for (const Model::Placed& p : chunk) negative |= p.pos < 0;
+    if (negative && GuardHolds(Guard::kLlamaBatchNegativePosition, [&] {
+          return "a token at position " + std::to_string(chunk.front().pos) + ": the batch is not submitted";
+        })) {
+      LIFELINE_CHECK(model_.DecodeChunk(chunk) == -1, "the model accepts a batch with a negative position");
+      break;
+    }
+    SetUpstreamContext("llama_decode");
+    const int got = rt_.Decode(batch);
+    const int want = model_.DecodeChunk(chunk);
+    LIFELINE_CHECK(got == want, "status oracle: " + Describe(op) + ": llama_decode of " +
+                                    std::to_string(chunk.size()) + " tokens from position " +
+                                    std::to_string(chunk.front().pos) + " returned " + std::to_string(got) +
+                                    ", model predicted " + std::to_string(want));
+    if (got != 0) break;
+    for (size_t i = 0; i < chunk.size(); ++i) {
+      done.push_back(chunk[i]);
+      logits.emplace_back();
+      if (!chunk[i].logits) continue;
+      const float* l = rt_.Logits(static_cast<int>(i));
+      LIFELINE_CHECK(l != nullptr, "llama_get_logits_ith(" + std::to_string(i) + ") returned no logits for a "
+                                   "token that asked for them");
+      logits.back().assign(l, l + rt_.n_vocab());
+    }
+  }
+  if (!done.empty()) CheckLogits(done, logits);
+}
+
+// The differential oracle: per sequence, one fresh decode of its history up to its last output, and every
+// output of the batch in that sequence compared with the fresh logits at the same position.
+void Executor::CheckLogits(const std::vector<Model::Placed>& placed, const std::vector<std::vector<float>>& logits) {
+  const float tol = Tolerance(program_.params);
+  for (int s = 0; s < model_.n_seqs(); ++s) {
+    int last = -1;
+    for (size_t i = 0; i < placed.size(); ++i)
+      if (placed[i].logits && ((placed[i].seqs >> s) & 1)) last = static_cast<int>(i);
+    if (last < 0) continue;
+    // A token in several sequences attends to its first one's cells (llama.cpp's mask): judged there only.
+    if (placed[last].seqs & ((1u << s) - 1)) continue;
+    const std::optional<std::vector<std::pair<int, int>>> history = model_.Reference(s, placed[last].pos);
+    if (!history) {
+      for (const Model::Placed& p : placed) stats_.skipped += p.logits && ((p.seqs >> s) & 1);
+      continue;
+    }
+    const std::vector<std::vector<float>> fresh = rt_.Fresh(*history);
+    LIFELINE_CHECK(fresh.size() == history->size(), "differential oracle: the fresh context decoded " +
+                                                        std::to_string(fresh.size()) + " of " +
+                                                        std::to_string(history->size()) + " tokens");
+    for (size_t i = 0; i < placed.size(); ++i) {
+      if (!placed[i].logits || !((placed[i].seqs >> s) & 1)) continue;
+      // The output's place in the history: by position (an attention memory), or the last token (a recurrent
+      // one, whose history Reference renumbers from 0; the oracle asks only at the state's position).
+      size_t at = history->size();
+      for (size_t k = 0; k < history->size(); ++k)
+        if ((*history)[k].second == placed[i].pos) at = k;
+      if (!HasAttention(program_.params.model))
+        at = placed[i].pos == placed[last].pos ? history->size() - 1 : history->size();
+      if (at == history->size()) continue;
+      const float* got = logits[i].data();
+      const std::vector<float>& want = fresh[at];
+      float scale = 1.0f, worst = 0.0f;
+      int worst_at = 0;
+      for (int v = 0; v < rt_.n_vocab(); ++v) scale = std::max(scale, std::fabs(want[v]));
+      for (int v = 0; v < rt_.n_vocab(); ++v) {
+        const float d = std::fabs(got[v] - want[v]);
+        if (!(d <= worst)) { worst = d; worst_at = v; }
+      }
+      ++stats_.compared;
+      stats_.worst = std::max(stats_.worst, worst / scale);
+      LIFELINE_CHECK(worst <= tol * scale,
+                     "differential oracle: sequence " + std::to_string(s) + " at position " +
+                         std::to_string(placed[i].pos) + ": logit " + std::to_string(worst_at) + " is " +
+                         std::to_string(got[worst_at]) + ", a fresh context that decoded the sequence's " +
+                         std::to_string(history->size()) + " tokens gives " + std::to_string(want[worst_at]) +
+                         " (|diff| " + std::to_string(worst) + " > " + std::to_string(tol) + " x " +
+                         std::to_string(scale) + ")");
+    }
+  }
+}
+
+}  // namespace
+
+ExecuteStats Execute(const Program& program, Runtime& rt, bool corrupt_state) {
+  return Executor(program, rt, corrupt_state).Run();
+}
+
+}  // namespace lifeline::llama

@@ -1,0 +1,119 @@
+// The byte format of the llama-runtime programs (target llama_memory_differential): bytes -> one context's
+// parameters (which tiny model, n_seq_max, kv_unified, n_ubatch, n_batch, flash attention, K/V cache types,
+// threads), then a bounded sequence of what llama.cpp's users do to that context: decode batches on any
+// sequences, edit the memory (seq_rm/cp/keep/add/div, clear), save and restore a sequence's or the whole
+// context's state, change the thread counts. Each op is drawn among the kinds legal for the model (model.h)
+// and carries the model's prediction of its outcome.
+//
+// This decoder is a file format. Every corpus file and reproducer is read through it; changing how bytes map
+// to ops silently rewrites all of them. tests/llama/decoder_test.cc pins it (golden test).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lifeline::llama {
+
+inline constexpr size_t kMaxOps = 24;
+inline constexpr int kMaxSeqs = 4;        // n_seq_max is drawn from [1, kMaxSeqs]
+inline constexpr int kMaxSteps = 80;      // a decode's steps: one token per sequence of its set per step
+inline constexpr int kShortSteps = 8;     // a short decode's most steps (long ones are drawn apart, format.cc)
+inline constexpr int kStateSlots = 3;     // saved states a program keeps (sequence or whole context)
+inline constexpr int kVocab = 64;         // the tiny models' vocabulary (upstream/llama_models.h)
+
+// The memory kinds of llama.cpp, one tiny model each (upstream/llama_models.h).
+enum class ModelKind : uint8_t {
+  kLlama,   // llama: llama_kv_cache
+  kGemma2,  // gemma2: llama_kv_cache_iswa (a sliding window on every other layer)
+  kMamba,   // mamba: llama_memory_recurrent
+  kJamba,   // jamba: llama_memory_hybrid (one recurrent layer, one attention layer)
+  kMaxValue = kJamba,
+};
+extern const char* const kModelNames[static_cast<int>(ModelKind::kMaxValue) + 1];
+
+enum class CacheType : uint8_t { kF16, kQ8_0 };
+enum class FlashAttn : uint8_t { kAuto, kOff, kOn };
+
+struct ContextParams {
+  ModelKind model = ModelKind::kLlama;
+  int n_seq_max = 1;
+  bool kv_unified = true;
+  int n_ubatch = 8;
+  int n_batch = 8;          // >= n_ubatch
+  FlashAttn flash_attn = FlashAttn::kAuto;
+  CacheType type_k = CacheType::kF16;
+  CacheType type_v = CacheType::kF16;  // Q8_0 only with flash attention on (llama.cpp refuses it without)
+  int n_threads = 1;
+  bool swa_full = true;     // always: the iswa cache can shift only when full (llama_kv_cache_iswa::get_can_shift)
+};
+
+enum class OpKind : uint8_t {
+  kDecode,         // llama_decode of a batch built from steps x sequences
+  kSeqRm,          // llama_memory_seq_rm
+  kSeqCp,          // llama_memory_seq_cp
+  kSeqKeep,        // llama_memory_seq_keep
+  kSeqAdd,         // llama_memory_seq_add (drawn where llama_memory_can_shift)
+  kSeqDiv,         // llama_memory_seq_div (likewise)
+  kClear,          // llama_memory_clear
+  kSaveSeq,        // llama_state_seq_get_size + llama_state_seq_get_data into a slot
+  kLoadSeq,        // llama_state_seq_set_data from a slot into a sequence
+  kSaveAll,        // llama_state_get_size + llama_state_get_data into a slot
+  kLoadAll,        // llama_state_set_data from a slot
+  kSetThreads,     // llama_set_n_threads
+  kMaxValue = kSetThreads,
+};
+
+// How a decode's batch departs from a well-formed one (what the batch checks of llama_decode must refuse).
+enum class Flaw : uint8_t { kNone, kGap, kBehind, kBadToken, kMaxValue = kBadToken };
+
+struct Op {
+  OpKind kind = OpKind::kDecode;
+  // Operands.
+  uint8_t seqs = 1;       // kDecode: the sequences (a bit mask, non-empty)
+  int steps = 1;          // kDecode
+  bool shared = false;    // kDecode: one token per step in every sequence of the set, else one per sequence
+  bool all_logits = false;  // kDecode: logits for every token, else the last of each sequence
+  uint8_t token_seed = 0;   // kDecode: the tokens: (token_seed + 7 * step + 13 * seq) mod kVocab
+  Flaw flaw = Flaw::kNone;  // kDecode
+  int seq = 0;            // kSeqRm (may be -1: every sequence), kSeqKeep, kSeqAdd, kSeqDiv, kSaveSeq, kLoadSeq (dst)
+  int seq_dst = 0;        // kSeqCp
+  int p0 = -1, p1 = -1;   // kSeqRm, kSeqCp, kSeqAdd, kSeqDiv (negative: open end)
+  int delta = 0;          // kSeqAdd: the shift; kSeqDiv: the divisor (> 1)
+  bool data = false;      // kClear
+  int slot = 0;           // kSave*, kLoad*
+  int n_threads = 1;      // kSetThreads
+  // The model's predictions.
+  int expect_ret = 0;       // kDecode: llama_decode's return (0, 1 no memory slot, -1 invalid batch);
+                            // kSeqRm: 1 true / 0 false; kLoad*: 1 restored / 0 refused
+  const char* state = nullptr;  // the state the model found the memory in, for `lifeline coverage --states`
+};
+
+struct Program {
+  ContextParams params;
+  std::vector<Op> ops;
+};
+
+Program Decode(const uint8_t* data, size_t size);
+// Encoding: the input whose decoding is `target`; throws programs::Unencodable naming what cannot be written.
+std::vector<uint8_t> Encode(const Program& target);
+bool SameOp(const Op& a, const Op& b);
+
+extern const char* const kOpNames[static_cast<int>(OpKind::kMaxValue) + 1];
+std::string Describe(const ContextParams& params);
+std::string Describe(const Op& op);
+// The parameters' line, then "#i <op>" per op.
+std::string Describe(const Program& program);
+
+// The tokens of a decode op, in batch order: for each step, for each sequence of the set (ascending), one
+// token (one per step when shared), its sequences and whether it asks for logits. Positions come from the
+// memory (model.h), so they are not part of the op.
+struct BatchToken {
+  int token = 0;
+  uint8_t seqs = 0;
+  bool logits = false;
+};
+std::vector<BatchToken> TokensOf(const Op& op);
+
+}  // namespace lifeline::llama

@@ -1,0 +1,21 @@
+// The tiny models the llama-runtime programs run, one per memory kind of llama.cpp (format.h ModelKind),
+// built in-process from GGUF metadata through llama.h's llama_model_init_from_user (as upstream's
+// tests/test-llama-archs.cpp does), never downloaded: 2 layers, n_embd 64, 2 heads of 32 (1 KV head), a
+// vocabulary of 64 tokens without a tokenizer ("no_vocab"), F32 weights drawn from a hash of each tensor's
+// name and index. Each is built once per process, on first use, and kept.
+#pragma once
+
+#include <string>
+
+#include "harness/programs/llama/format.h"
+
+struct llama_model;
+
+namespace lifeline::llama {
+
+// The model of `kind`, or nullptr with why in `error` (the tree's llama.cpp refused its metadata).
+llama_model* TinyModel(ModelKind kind, std::string* error);
+// Frees every model built (at the process's exit: upstream/llama_runtime.cc).
+void FreeTinyModels();
+
+}  // namespace lifeline::llama

@@ -1,0 +1,188 @@
+#include "harness/programs/llama/upstream/llama_runtime.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "core/guards.h"
+#include "harness/programs/llama/upstream/llama_models.h"
+#include "llama.h"
+
+namespace lifeline::llama {
+namespace {
+
+llama_context_params ParamsOf(const ContextParams& p, bool fresh) {
+  llama_context_params c = llama_context_default_params();
+  c.n_seq_max = fresh ? 1 : static_cast<uint32_t>(p.n_seq_max);
+  c.kv_unified = fresh ? true : p.kv_unified;
+  c.n_ctx = c.kv_unified ? 256 : 256 * c.n_seq_max;  // model.h kCellsPerStream per stream
+  c.n_batch = fresh ? 256 : static_cast<uint32_t>(p.n_batch);
+  c.n_ubatch = fresh ? 256 : static_cast<uint32_t>(p.n_ubatch);
+  c.flash_attn_type = p.flash_attn == FlashAttn::kOn    ? LLAMA_FLASH_ATTN_TYPE_ENABLED
+                      : p.flash_attn == FlashAttn::kOff ? LLAMA_FLASH_ATTN_TYPE_DISABLED
+                                                        : LLAMA_FLASH_ATTN_TYPE_AUTO;
+  c.type_k = p.type_k == CacheType::kQ8_0 ? GGML_TYPE_Q8_0 : GGML_TYPE_F16;
+  c.type_v = p.type_v == CacheType::kQ8_0 ? GGML_TYPE_Q8_0 : GGML_TYPE_F16;
+  c.n_threads = c.n_threads_batch = fresh ? 1 : p.n_threads;
+  c.swa_full = p.swa_full;
+  c.no_perf = true;
+  // llama_init_from_model reserves an output per sequence (output_reserve(n_seq_max)) against a limit of n_batch
+  // outputs and asserts instead of refusing when n_seq_max > n_batch. The workaround: room for n_seq_max outputs.
+  if (!fresh && c.n_seq_max > c.n_batch &&
+      GuardHolds(Guard::kLlamaContextSeqMaxOverBatchAbort, [&] {
+        return "n_seq_max " + std::to_string(c.n_seq_max) + " > n_batch " + std::to_string(c.n_batch) +
+               ": n_outputs_max set to n_seq_max";
+      })) {
+    c.n_outputs_max = c.n_seq_max;
+  }
+  return c;
+}
+
+// The fresh contexts of the differential oracle, one per (model, type_k, type_v, flash attention), kept for the
+// process and freed at its exit with the models (before LeakSanitizer's check, which runs after every handler
+// registered later than its own), so that a leak inside llama_free or llama_model_free is still reported.
+std::map<std::tuple<int, int, int, int>, llama_context*>* fresh_contexts = nullptr;
+
+void FreeAtExit() {
+  if (fresh_contexts != nullptr) {
+    for (auto& [key, ctx] : *fresh_contexts) llama_free(ctx);
+    delete fresh_contexts;
+    fresh_contexts = nullptr;
+  }
+  FreeTinyModels();
+  llama_backend_free();
+}
+
+void Quiet(ggml_log_level, const char*, void*) {}
+
+void InitOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llama_log_set(Quiet, nullptr);
+    llama_backend_init();
+    std::atexit(FreeAtExit);
+  });
+}
+
+llama_context* FreshContext(const ContextParams& p) {
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  if (fresh_contexts == nullptr) fresh_contexts = new std::map<std::tuple<int, int, int, int>, llama_context*>();
+  const auto key = std::make_tuple(static_cast<int>(p.model), static_cast<int>(p.type_k),
+                                   static_cast<int>(p.type_v), static_cast<int>(p.flash_attn));
+  auto it = fresh_contexts->find(key);
+  if (it != fresh_contexts->end()) return it->second;
+  std::string error;
+  llama_model* model = TinyModel(p.model, &error);
+  llama_context* ctx = model ? llama_init_from_model(model, ParamsOf(p, true)) : nullptr;
+  (*fresh_contexts)[key] = ctx;
+  return ctx;
+}
+
+class LlamaRuntime : public Runtime {
+ public:
+  LlamaRuntime(const ContextParams& p, llama_model* model, llama_context* ctx)
+      : p_(p), model_(model), ctx_(ctx), mem_(llama_get_memory(ctx)) {}
+  ~LlamaRuntime() override { llama_free(ctx_); }
+
+  int Decode(const std::vector<Token>& batch) override {
+    llama_batch b = llama_batch_init(static_cast<int32_t>(batch.size()), 0, kMaxSeqs);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      b.token[i] = batch[i].token;
+      b.pos[i] = batch[i].pos;
+      b.n_seq_id[i] = 0;
+      for (int s = 0; s < kMaxSeqs; ++s)
+        if ((batch[i].seqs >> s) & 1) b.seq_id[i][b.n_seq_id[i]++] = s;
+      b.logits[i] = batch[i].logits;
+    }
+    b.n_tokens = static_cast<int32_t>(batch.size());
+    const int ret = llama_decode(ctx_, b);
+    llama_batch_free(b);
+    return ret;
+  }
+  const float* Logits(int i) override { return llama_get_logits_ith(ctx_, i); }
+  int n_vocab() const override { return llama_vocab_n_tokens(llama_model_get_vocab(model_)); }
+  bool SeqRm(int seq, int p0, int p1) override { return llama_memory_seq_rm(mem_, seq, p0, p1); }
+  void SeqCp(int src, int dst, int p0, int p1) override { llama_memory_seq_cp(mem_, src, dst, p0, p1); }
+  void SeqKeep(int seq) override { llama_memory_seq_keep(mem_, seq); }
+  void SeqAdd(int seq, int p0, int p1, int d) override { llama_memory_seq_add(mem_, seq, p0, p1, d); }
+  void SeqDiv(int seq, int p0, int p1, int d) override { llama_memory_seq_div(mem_, seq, p0, p1, d); }
+  void Clear(bool data) override { llama_memory_clear(mem_, data); }
+  int PosMin(int seq) override { return llama_memory_seq_pos_min(mem_, seq); }
+  int PosMax(int seq) override { return llama_memory_seq_pos_max(mem_, seq); }
+
+  std::vector<uint8_t> SaveSeq(int seq, std::string* error) override {
+    std::vector<uint8_t> out(llama_state_seq_get_size(ctx_, seq));
+    const size_t n = llama_state_seq_get_data(ctx_, out.data(), out.size(), seq);
+    if (n != out.size())
+      *error = "llama_state_seq_get_data wrote " + std::to_string(n) + " bytes, llama_state_seq_get_size said " +
+               std::to_string(out.size());
+    return out;
+  }
+  size_t LoadSeq(const std::vector<uint8_t>& state, int seq) override {
+    return llama_state_seq_set_data(ctx_, state.data(), state.size(), seq);
+  }
+  std::vector<uint8_t> SaveAll(std::string* error) override {
+    std::vector<uint8_t> out(llama_state_get_size(ctx_));
+    const size_t n = llama_state_get_data(ctx_, out.data(), out.size());
+    if (n != out.size())
+      *error = "llama_state_get_data wrote " + std::to_string(n) + " bytes, llama_state_get_size said " +
+               std::to_string(out.size());
+    return out;
+  }
+  bool LoadAll(const std::vector<uint8_t>& state) override {
+    return llama_state_set_data(ctx_, state.data(), state.size()) == state.size();
+  }
+  void SetThreads(int n) override { llama_set_n_threads(ctx_, n, n); }
+
+  std::vector<std::vector<float>> Fresh(const std::vector<std::pair<int, int>>& history) override {
+    std::vector<std::vector<float>> out;
+    llama_context* fresh = FreshContext(p_);
+    if (fresh == nullptr || history.size() > 256) return out;
+    llama_memory_clear(llama_get_memory(fresh), true);
+    llama_batch b = llama_batch_init(static_cast<int32_t>(history.size()), 0, 1);
+    for (size_t i = 0; i < history.size(); ++i) {
+      b.token[i] = history[i].first;
+      b.pos[i] = history[i].second;
+      b.n_seq_id[i] = 1;
+      b.seq_id[i][0] = 0;
+      b.logits[i] = true;
+    }
+    b.n_tokens = static_cast<int32_t>(history.size());
+    if (llama_decode(fresh, b) == 0) {
+      const int nv = n_vocab();
+      for (size_t i = 0; i < history.size(); ++i) {
+        const float* l = llama_get_logits_ith(fresh, static_cast<int32_t>(i));
+        out.emplace_back(l, l + nv);
+      }
+    }
+    llama_batch_free(b);
+    return out;
+  }
+  const char* Name() const override { return "llama.cpp"; }
+
+ private:
+  ContextParams p_;
+  llama_model* model_;
+  llama_context* ctx_;
+  llama_memory_t mem_;
+};
+
+}  // namespace
+
+std::unique_ptr<Runtime> MakeLlamaRuntime(const ContextParams& params, std::string* error) {
+  InitOnce();
+  llama_model* model = TinyModel(params.model, error);
+  if (model == nullptr) return nullptr;
+  llama_context* ctx = llama_init_from_model(model, ParamsOf(params, false));
+  if (ctx == nullptr) {
+    *error = std::string("llama_init_from_model refused a context of the tiny ") +
+             kModelNames[static_cast<int>(params.model)] + " model";
+    return nullptr;
+  }
+  return std::make_unique<LlamaRuntime>(params, model, ctx);
+}
+
+}  // namespace lifeline::llama

@@ -8,7 +8,8 @@
 # Built in the fuzz lane (ASan+UBSan with libFuzzer's coverage: where its programs are fuzzed and its smoke and
 # seeds run) and the tsan lane (the same programs under TSan: llama.cpp's and ggml's threads on the CPU backend),
 # with the lane's flags and asserts on, against the lane's ggml; not in the asan lane, whose programs the fuzz lane
-# runs with the same sanitizers (the library is 88k lines: 170 s of one lane's build on 2 cores).
+# runs with the same sanitizers (the library is 88k lines: 170 s of one lane's build on 2 cores at -O1; what the
+# programs never run compiles at -O0, below).
 # Upstream's own CMake is not used: it would build a second ggml. src/*.cpp and src/models/*.cpp are globbed
 # (whichever files a version has), the models in unity batches of 16 as upstream builds them.
 #
@@ -69,7 +70,48 @@ if(LIFELINE_LLAMA_DIR)
     set(LLAMA_VERSION "lifeline")
     set(LLAMA_BUILD_COMMIT "unknown")
     configure_file("${LIFELINE_LLAMA_DIR}/src/llama-version.h.in" "${CMAKE_BINARY_DIR}/llama/llama-version.h" @ONLY)
-    add_library(lifeline_llama STATIC ${_llama_core} ${_llama_models})
+    # What the programs run, at the lane's -O1: the context, batches, the memory kinds of the four tiny models,
+    # the graph, and the four architectures' graph builders. Everything else (the other 150 architectures,
+    # tokenizers, samplers, grammars, chat templates, quantization, the GGUF loader and saver, the memory kinds of
+    # other architectures) at -O0, with the lane's sanitizers and coverage as before: a batch of 16 models took
+    # 18.5 s at -O1 and 5.8 s at -O0, llama-vocab.cpp 10.5 s and 4.9 s (fuzz lane flags, one core, 2026-12-07).
+    set(_hot_models llama.cpp gemma2.cpp mamba.cpp mamba-base.cpp jamba.cpp)
+    set(_cold_core llama-vocab.cpp llama-grammar.cpp llama-sampler.cpp llama-chat.cpp llama-quant.cpp
+                   llama-model-saver.cpp llama-adapter.cpp unicode.cpp unicode-data.cpp llama-model-loader.cpp
+                   llama-kv-cache-dsa.cpp llama-kv-cache-dsa-iswa.cpp llama-kv-cache-msa.cpp llama-kv-cache-dsv4.cpp
+                   llama-memory-hybrid-iswa.cpp llama-memory-hybrid-idx.cpp)
+    set(_hot "")
+    set(_cold_models "")
+    set(_cold_core_files "")
+    foreach(f IN LISTS _llama_models)
+      get_filename_component(n "${f}" NAME)
+      if(n IN_LIST _hot_models)
+        list(APPEND _hot "${f}")
+      else()
+        list(APPEND _cold_models "${f}")
+      endif()
+    endforeach()
+    foreach(f IN LISTS _llama_core)
+      get_filename_component(n "${f}" NAME)
+      if(n IN_LIST _cold_core)
+        list(APPEND _cold_core_files "${f}")
+      else()
+        list(APPEND _hot "${f}")
+      endif()
+    endforeach()
+    # The cold objects take the lane's options as their own (not through linking lifeline_lane, whose -O1 would
+    # come after theirs), then -O0; the models in unity batches of 16 as upstream builds them, the rest one by one
+    # (upstream keeps its core files out of unity builds).
+    add_library(lifeline_llama_cold OBJECT ${_cold_models} ${_cold_core_files})
+    set_target_properties(lifeline_llama_cold PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 16 CXX_STANDARD 17)
+    set_source_files_properties(${_cold_core_files} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+    target_include_directories(lifeline_llama_cold PRIVATE "${LIFELINE_LLAMA_DIR}/src" "${LIFELINE_LLAMA_DIR}/include"
+                               "${CMAKE_BINARY_DIR}/llama")
+    target_compile_options(lifeline_llama_cold PRIVATE $<TARGET_PROPERTY:lifeline_lane,INTERFACE_COMPILE_OPTIONS>
+                           $<TARGET_PROPERTY:lifeline_ggml_recover,INTERFACE_COMPILE_OPTIONS> -O0 -w)
+    target_compile_definitions(lifeline_llama_cold PRIVATE $<TARGET_PROPERTY:lifeline_lane,INTERFACE_COMPILE_DEFINITIONS>)
+    target_include_directories(lifeline_llama_cold SYSTEM PRIVATE $<TARGET_PROPERTY:ggml,INTERFACE_INCLUDE_DIRECTORIES>)
+    add_library(lifeline_llama STATIC ${_hot} $<TARGET_OBJECTS:lifeline_llama_cold>)
     set_target_properties(lifeline_llama PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 16 CXX_STANDARD 17)
     set_source_files_properties(${_llama_core} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
     target_include_directories(lifeline_llama PRIVATE "${LIFELINE_LLAMA_DIR}/src" "${CMAKE_BINARY_DIR}/llama")

@@ -217,6 +217,7 @@ int Model::DecodeChunk(const std::vector<Placed>& placed) {
       for (int s = 0; s < params_.n_seq_max; ++s)
         if ((p.seqs >> s) & 1) {
           Recurrent& r = mem_.recr[s];
+          Unshare(s);  // a decode into a shared cell copies it for this sequence
           r.present = true;
           r.pos = p.pos;
           r.tokens.push_back(p.token);
@@ -241,7 +242,10 @@ void Model::SeqRm(Op& op) {
     for (int s = 0; s < params_.n_seq_max; ++s) {
       if (op.seq >= 0 && s != op.seq) continue;
       Recurrent& r = mem_.recr[s];
-      if (r.present && p0 <= r.pos && r.pos < p1) r = Recurrent{};
+      if (r.present && p0 <= r.pos && r.pos < p1) {
+        r = Recurrent{};
+        Unshare(s);
+      }
     }
   }
   if (HasAttention(params_.model)) {
@@ -273,6 +277,8 @@ void Model::SeqCp(Op& op) {
     // llama_memory_recurrent::seq_cp: a state is whole, so the range is not read; the destination becomes the
     // source's state (empty when the source has none).
     mem_.recr[op.seq_dst] = mem_.recr[op.seq];
+    if (mem_.recr[op.seq].present) mem_.group[op.seq_dst] = mem_.group[op.seq];
+    else Unshare(op.seq_dst);
   }
 }
 
@@ -301,6 +307,7 @@ void Model::SeqKeep(Op& op) {
     if (s != op.seq) {
       mem_.recr[s] = Recurrent{};
       mem_.swa_unknown[s] = false;
+      Unshare(s);
     }
 }
 
@@ -323,8 +330,14 @@ void Model::SeqShift(Op& op) {
     if (any && HasSlidingWindow(params_.model)) mem_.swa_unknown[op.seq] = PosMax(op.seq) >= 0;
   }
   if (HasRecurrent(params_.model)) {
-    Recurrent& r = mem_.recr[op.seq];
-    if (r.present && r.pos >= p0 && r.pos < p1) r.pos = moved(r.pos);
+    // The cell's position moves for every sequence that shares it.
+    const Recurrent& r = mem_.recr[op.seq];
+    if (r.present && r.pos >= p0 && r.pos < p1) {
+      const int from = r.pos, to = moved(r.pos);
+      for (int t = 0; t < kMaxSeqs; ++t)
+        if (mem_.group[t] == mem_.group[op.seq] && mem_.recr[t].present && mem_.recr[t].pos == from)
+          mem_.recr[t].pos = to;
+    }
   }
 }
 
@@ -366,6 +379,7 @@ void Model::LoadSeq(Op& op) {
                    mem_.cells.end());
   mem_.recr[op.seq] = Recurrent{};
   mem_.swa_unknown[op.seq] = false;
+  Unshare(op.seq);
   op.expect_ret = 1;
   if (HasAttention(params_.model) &&
       CellsIn(Stream(op.seq)) + static_cast<int>(s.mem.cells.size()) > kCellsPerStream) {

@@ -104,6 +104,11 @@ class Model {
   struct Memory {
     std::vector<Cell> cells;
     Recurrent recr[kMaxSeqs];
+    // Sequences whose recurrent states are one cell of llama_memory_recurrent share a group: seq_cp makes the
+    // destination share the source's cell (until either decodes, which copies it), so a seq_add or seq_div of
+    // one moves them all, and a seq_rm of one leaves the others.
+    int group[kMaxSeqs] = {0, 1, 2, 3};
+    int next_group = kMaxSeqs;
     bool swa_unknown[kMaxSeqs] = {};  // iswa: pos_min and the outputs no longer predicted
   };
   struct Saved {
@@ -112,7 +117,8 @@ class Model {
     Memory mem;  // whole: everything; a sequence: its cells (seqs = bit 0) and recurrent state in recr[0]
   };
 
-  int RawPosMin(int seq) const;  // PosMin from the model's cells, whatever the cache reuses
+  int RawPosMin(int seq) const;
+  void Unshare(int seq) { mem_.group[seq] = mem_.next_group++; }  // PosMin from the model's cells, whatever the cache reuses
   int Stream(int seq) const { return params_.kv_unified ? 0 : seq; }
   int CellsIn(int stream) const;
   std::vector<std::pair<int, int>> Visible(int seq, int pos) const;

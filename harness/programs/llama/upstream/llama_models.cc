@@ -24,7 +24,14 @@ uint64_t Mix(uint64_t x) {  // splitmix64's finalizer
 
 // Weights in [-0.25, 0.25) from the tensor's name and the element's index; Mamba's A (ssm_a) negative, as
 // its state must decay.
-void SetTensorData(ggml_tensor* t, void*) {
+struct Counts {
+  unsigned long long params = 0, bytes = 0;
+};
+
+void SetTensorData(ggml_tensor* t, void* ud) {
+  Counts* counts = static_cast<Counts*>(ud);
+  counts->params += static_cast<unsigned long long>(ggml_nelements(t));
+  counts->bytes += ggml_nbytes(t);
   uint64_t h = 1469598103934665603ull;
   for (const char* c = t->name; *c; ++c) h = (h ^ static_cast<uint8_t>(*c)) * 1099511628211ull;
   const bool negative = std::strstr(t->name, "ssm_a") != nullptr;
@@ -47,7 +54,7 @@ void SetU32(gguf_context* g, const std::string& arch, const char* key, uint32_t 
   gguf_set_val_u32(g, (arch + key).c_str(), v);
 }
 
-llama_model* Build(ModelKind kind, std::string* error) {
+llama_model* Build(ModelKind kind, std::string* error, Counts* counts) {
   const std::string arch = kModelNames[static_cast<int>(kind)];
   gguf_context* g = gguf_init_empty();
   gguf_set_val_str(g, "general.architecture", arch.c_str());
@@ -78,7 +85,7 @@ llama_model* Build(ModelKind kind, std::string* error) {
     SetU32(g, arch, ".ssm.time_step_rank", 4);
   }
   llama_model_params mp = llama_model_default_params();
-  llama_model* model = llama_model_init_from_user(g, SetTensorData, nullptr, mp);
+  llama_model* model = llama_model_init_from_user(g, SetTensorData, counts, mp);
   gguf_free(g);
   if (model == nullptr) *error = "llama_model_init_from_user refused the tiny " + arch + " model's metadata";
   return model;
@@ -90,14 +97,21 @@ namespace {
 std::mutex models_mu;
 llama_model* models[static_cast<int>(ModelKind::kMaxValue) + 1] = {};
 std::string errors[static_cast<int>(ModelKind::kMaxValue) + 1];
+Counts counts[static_cast<int>(ModelKind::kMaxValue) + 1];
 }  // namespace
 
 llama_model* TinyModel(ModelKind kind, std::string* error) {
   std::lock_guard<std::mutex> lock(models_mu);
   const int k = static_cast<int>(kind);
-  if (models[k] == nullptr && errors[k].empty()) models[k] = Build(kind, &errors[k]);
+  if (models[k] == nullptr && errors[k].empty()) models[k] = Build(kind, &errors[k], &counts[k]);
   if (models[k] == nullptr) *error = errors[k];
   return models[k];
+}
+
+void TinyModelSize(ModelKind kind, unsigned long long* params, unsigned long long* bytes) {
+  std::lock_guard<std::mutex> lock(models_mu);
+  *params = counts[static_cast<int>(kind)].params;
+  *bytes = counts[static_cast<int>(kind)].bytes;
 }
 
 void FreeTinyModels() {

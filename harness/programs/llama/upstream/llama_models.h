@@ -15,6 +15,8 @@ namespace lifeline::llama {
 
 // The model of `kind`, or nullptr with why in `error` (the tree's llama.cpp refused its metadata).
 llama_model* TinyModel(ModelKind kind, std::string* error);
+// The parameters and bytes of the weights the build set (llama_model_n_params counts only what a file loads).
+void TinyModelSize(ModelKind kind, unsigned long long* params, unsigned long long* bytes);
 // Frees every model built (at the process's exit: upstream/llama_runtime.cc).
 void FreeTinyModels();
 

@@ -13,21 +13,17 @@
 #include <string>
 #include <vector>
 
+#include "model_bench.h"
+
 #include "harness/programs/llama/upstream/llama_models.h"
 #include "harness/programs/llama/upstream/llama_runtime.h"
 
 namespace {
 
+using lifeline::bench::Median;
+using lifeline::bench::Ms;
+
 using lifeline::llama::ModelKind;
-
-double Ms(std::chrono::steady_clock::time_point since) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 struct Row {
   std::string model;
@@ -40,20 +36,7 @@ struct Row {
 int main(int argc, char** argv) {
   int runs = 11;
   const char* json = nullptr;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
-      runs = std::atoi(argv[++i]);
-    } else if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
-      json = argv[++i];
-    } else {
-      std::fprintf(stderr, "usage: llama_models [--runs N] [--json FILE]\n");
-      return 2;
-    }
-  }
-  if (runs < 1) {
-    std::fprintf(stderr, "llama_models: --runs must be 1 or more\n");
-    return 2;
-  }
+  if (!lifeline::bench::ParseRunsJson(argc, argv, "llama_models", &runs, &json)) return 2;
   std::vector<Row> rows;
   for (int k = 0; k <= static_cast<int>(ModelKind::kMaxValue); ++k) {
     const auto kind = static_cast<ModelKind>(k);

@@ -15,18 +15,14 @@
 #include <sys/stat.h>
 #include <vector>
 
+#include "model_bench.h"
+
 #include "whisper.h"
 
 namespace {
 
-double Ms(std::chrono::steady_clock::time_point since) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using lifeline::bench::Median;
+using lifeline::bench::Ms;
 
 void Quiet(enum ggml_log_level, const char*, void*) {}
 
@@ -79,20 +75,7 @@ Row Measure(const std::string& path, int runs) {
 int main(int argc, char** argv) {
   int runs = 11;
   const char* json = nullptr;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
-      runs = std::atoi(argv[++i]);
-    } else if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
-      json = argv[++i];
-    } else {
-      std::fprintf(stderr, "usage: whisper_model [--runs N] [--json FILE]\n");
-      return 2;
-    }
-  }
-  if (runs < 1) {
-    std::fprintf(stderr, "whisper_model: --runs must be 1 or more\n");
-    return 2;
-  }
+  if (!lifeline::bench::ParseRunsJson(argc, argv, "whisper_model", &runs, &json)) return 2;
   whisper_log_set(&Quiet, nullptr);
   const std::string dir = LIFELINE_WHISPER_MODEL_DIR;
   std::vector<Row> rows = {Measure(dir + "/tiny-multilingual.bin", runs), Measure(dir + "/tiny-en.bin", runs)};

@@ -34,8 +34,7 @@ if(LIFELINE_LANE IN_LIST LIFELINE_LLAMA_LANES AND NOT LIFELINE_ENGINE STREQUAL "
   elseif(LIFELINE_GGML_DIR AND EXISTS "${LIFELINE_GGML_DIR}/../src/llama.cpp" AND EXISTS "${LIFELINE_GGML_DIR}/../include/llama.h")
     get_filename_component(LIFELINE_LLAMA_DIR "${LIFELINE_GGML_DIR}/.." ABSOLUTE)
   elseif(LIFELINE_GGML_DIR)
-    set(LIFELINE_LLAMA_SKIP_REASON "the lane's ggml (${LIFELINE_GGML_DIR}) is not inside a llama.cpp checkout: "
-                                   "configure with -DLIFELINE_LLAMA_SOURCE_DIR=<llama.cpp checkout>")
+    set(LIFELINE_LLAMA_SKIP_REASON "the lane's ggml (${LIFELINE_GGML_DIR}) is not inside a llama.cpp checkout: configure with -DLIFELINE_LLAMA_SOURCE_DIR=<llama.cpp checkout>")
   else()
     set(LIFELINE_LLAMA_SKIP_REASON "${LIFELINE_GGML_SKIP_REASON}")
   endif()

@@ -94,6 +94,11 @@ inline std::vector<std::pair<std::string, Program>> SeedPrograms() {
                   {DecodeOp(0b01, 6, 8), SeqOp(OpKind::kSeqRm, 0, 3), SeqOp(OpKind::kSeqCp, 0, -1, -1, 0, 1),
                    DecodeOp(0b11, 2, 13), SlotOp(OpKind::kSaveSeq, 0, 1), SlotOp(OpKind::kLoadSeq, 0, 0),
                    DecodeOp(0b01, 1, 44, false, false, Flaw::kBadToken)}}});
+  // A recurrent state that took in more tokens than a context has cells (320 against 256): the fresh context
+  // decodes its history in calls of 256.
+  out.push_back({"recurrent-longer-than-the-cache",
+                 {Params(ModelKind::kMamba, 1, 32, 128),
+                  {DecodeOp(1, 80, 1), DecodeOp(1, 80, 2), DecodeOp(1, 80, 3), DecodeOp(1, 80, 4)}}});
   // The hybrid memory (jamba): both kinds at once; a whole removal and a threads change between decodes.
   out.push_back({"hybrid-rm-and-threads",
                  {Params(ModelKind::kJamba, 2, 2, 6),

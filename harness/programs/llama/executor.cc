@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 
 #include "core/check.h"
 #include "core/guards.h"
@@ -13,7 +12,7 @@
 namespace lifeline::llama {
 
 float Tolerance(const ContextParams& params) {
-  // Measured on the seeds (docs/upstream-llama.md, "The differential oracle"): a fresh context splits the
+  // Justified in docs/upstream-llama.md, "Tolerance", with what the seeds measured: a fresh context splits the
   // history into other ubatches, so its matrix products sum in another order and, with an F16 cache, round
   // K and V at other points; Q8_0 quantizes each block of 32 to 1/127 of its largest value, and a K-shift
   // (seq_add) dequantizes, rotates and quantizes again.
@@ -71,7 +70,9 @@ void Executor::CheckPositions() {
 }
 
 void Executor::Step(const Op& op) {
-  Op pred = op;  // the model's own copy: its predictions are the program's (the decoder made them alike)
+  // The executor's model predicts again from its own state: where a guard steps around a finding, the driver
+  // does something other than the op, and this model follows what was done (the decoder's did not know).
+  Op pred = op;
   switch (op.kind) {
     case OpKind::kDecode: DecodeOp(op); return;
     case OpKind::kSeqRm: {

@@ -38,12 +38,6 @@ bool Model::Legal(OpKind kind) const {
   }
 }
 
-int Model::StateSlotsUsed() const {
-  int n = 0;
-  for (const Saved& s : saved_) n += s.used;
-  return n;
-}
-
 bool Model::SlotHolds(int slot, bool whole) const { return saved_[slot].used && saved_[slot].whole == whole; }
 
 bool Model::SlotEmpty(int slot) const { return saved_[slot].used && saved_[slot].mem.cells.empty(); }

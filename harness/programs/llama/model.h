@@ -4,9 +4,11 @@
 // what the API returns (llama_decode's code, seq_rm's bool, a restore's size, seq_pos_min/max) and which
 // outputs a fresh context can reproduce: the differential oracle (executor.h) compares only those.
 //
-// Modelled from llama.h's contracts and, where llama.h is silent, from llama.cpp's documented behaviour:
-// - a batch is refused (-1) when a token is outside the vocabulary, or a sequence's positions in it do not
-//   start right after that sequence's last position in the memory (Y = X + 1) or are not continuous;
+// Modelled from llama.h's contracts and, where llama.h is silent, from what the pinned tree's code does (read
+// there; a rule that contradicts llama.h is a finding, stepped around by a guard in the executor instead):
+// - a batch is refused (-1) when a token is outside the vocabulary, a sequence's positions in it do not start
+//   right after that sequence's last position in the memory (Y = X + 1) or are not continuous, or sequences
+//   that share a token hold different spans (llama_batch_allocr::init);
 // - a decode that finds no room returns 1 (a cell per new token, n_ctx_seq cells per stream);
 // - seq_rm of a recurrent sequence that would erase part of its state returns false (no rollback snapshots:
 //   n_rs_seq is 0), and so does the hybrid memory;
@@ -81,7 +83,6 @@ class Model {
 
   const ContextParams& params() const { return params_; }
   int n_seqs() const { return params_.n_seq_max; }
-  int StateSlotsUsed() const;
   bool SlotHolds(int slot, bool whole) const;
   bool SlotEmpty(int slot) const;  // a saved sequence without attention cells
   // The next position of `seq` (PosMax + 1).

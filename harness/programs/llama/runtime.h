@@ -43,8 +43,6 @@ class Runtime {
   // The logits of every token of a fresh context that decodes `history` ((token, pos), in order) on one
   // sequence from an empty memory, with this context's model, cache types and flash attention.
   virtual std::vector<std::vector<float>> Fresh(const std::vector<std::pair<int, int>>& history) = 0;
-  // What upstream call to name for the report's "upstream:" line (SetUpstreamContext).
-  virtual const char* Name() const = 0;
 };
 
 }  // namespace lifeline::llama

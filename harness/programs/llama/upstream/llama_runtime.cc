@@ -1,5 +1,6 @@
 #include "harness/programs/llama/upstream/llama_runtime.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -137,23 +138,28 @@ class LlamaRuntime : public Runtime {
   }
   void SetThreads(int n) override { llama_set_n_threads(ctx_, n, n); }
 
+  // The fresh context decodes the history in calls of its n_batch (256): an attention history fits one (a stream
+  // holds 256 cells), a recurrent state's may be longer.
   std::vector<std::vector<float>> Fresh(const std::vector<std::pair<int, int>>& history) override {
     std::vector<std::vector<float>> out;
     llama_context* fresh = FreshContext(p_);
-    if (fresh == nullptr || history.size() > 256) return out;
+    if (fresh == nullptr) return out;
     llama_memory_clear(llama_get_memory(fresh), true);
-    llama_batch b = llama_batch_init(static_cast<int32_t>(history.size()), 0, 1);
-    for (size_t i = 0; i < history.size(); ++i) {
-      b.token[i] = history[i].first;
-      b.pos[i] = history[i].second;
-      b.n_seq_id[i] = 1;
-      b.seq_id[i][0] = 0;
-      b.logits[i] = true;
-    }
-    b.n_tokens = static_cast<int32_t>(history.size());
-    if (llama_decode(fresh, b) == 0) {
-      const int nv = n_vocab();
-      for (size_t i = 0; i < history.size(); ++i) {
+    const int nv = n_vocab();
+    constexpr size_t kCall = 256;
+    llama_batch b = llama_batch_init(static_cast<int32_t>(kCall), 0, 1);
+    for (size_t at = 0; at < history.size(); at += kCall) {
+      const size_t n = std::min(kCall, history.size() - at);
+      for (size_t i = 0; i < n; ++i) {
+        b.token[i] = history[at + i].first;
+        b.pos[i] = history[at + i].second;
+        b.n_seq_id[i] = 1;
+        b.seq_id[i][0] = 0;
+        b.logits[i] = true;
+      }
+      b.n_tokens = static_cast<int32_t>(n);
+      if (llama_decode(fresh, b) != 0) break;
+      for (size_t i = 0; i < n; ++i) {
         const float* l = llama_get_logits_ith(fresh, static_cast<int32_t>(i));
         out.emplace_back(l, l + nv);
       }
@@ -161,7 +167,6 @@ class LlamaRuntime : public Runtime {
     llama_batch_free(b);
     return out;
   }
-  const char* Name() const override { return "llama.cpp"; }
 
  private:
   ContextParams p_;

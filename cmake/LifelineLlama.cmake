@@ -10,6 +10,7 @@
 # with the lane's flags and asserts on, against the lane's ggml; not in the asan lane, whose programs the fuzz lane
 # runs with the same sanitizers (the library is 88k lines: 170 s of one lane's build on 2 cores at -O1; what the
 # programs never run compiles at -O0, below).
+# Not by the external engine (.clusterfuzzlite/build.sh): it lists the target as skipped (CMakeLists.txt).
 # Upstream's own CMake is not used: it would build a second ggml. src/*.cpp and src/models/*.cpp are globbed
 # (whichever files a version has), the models in unity batches of 16 as upstream builds them.
 #

@@ -27,9 +27,11 @@ TEST(GuardRegistry, EveryIdRoundTripsAndIsABugIdOfAnUpstreamFinding) {
     SCOPED_TRACE(std::string(GuardId(g)));
     ASSERT_TRUE(GuardFromId(GuardId(g)).has_value());
     EXPECT_EQ(*GuardFromId(GuardId(g)), g);
-    // A finding's id is led by its upstream component: ggml, torch or whisper.
+    // A finding's id is led by its upstream component: ggml, llama (llama.cpp's src/), torch or whisper.
     const std::string_view id = GuardId(g);
-    EXPECT_TRUE(id.substr(0, 5) == "ggml-" || id.substr(0, 6) == "torch-" || id.substr(0, 8) == "whisper-") << id;
+    EXPECT_TRUE(id.substr(0, 5) == "ggml-" || id.substr(0, 6) == "llama-" || id.substr(0, 6) == "torch-" ||
+                id.substr(0, 8) == "whisper-")
+        << id;
     EXPECT_LT(GuardId(g).size(), 56u) << "the counter file keeps 55 characters of an id";
   }
 }

@@ -75,30 +75,14 @@ if(LIFELINE_LLAMA_DIR)
     # tokenizers, samplers, grammars, chat templates, quantization, the GGUF loader and saver, the memory kinds of
     # other architectures) at -O0, with the lane's sanitizers and coverage as before: a batch of 16 models took
     # 18.5 s at -O1 and 5.8 s at -O0, llama-vocab.cpp 10.5 s and 4.9 s (fuzz lane flags, one core, 2026-12-07).
-    set(_hot_models llama.cpp gemma2.cpp mamba.cpp mamba-base.cpp jamba.cpp)
-    set(_cold_core llama-vocab.cpp llama-grammar.cpp llama-sampler.cpp llama-chat.cpp llama-quant.cpp
-                   llama-model-saver.cpp llama-adapter.cpp unicode.cpp unicode-data.cpp llama-model-loader.cpp
-                   llama-kv-cache-dsa.cpp llama-kv-cache-dsa-iswa.cpp llama-kv-cache-msa.cpp llama-kv-cache-dsv4.cpp
-                   llama-memory-hybrid-iswa.cpp llama-memory-hybrid-idx.cpp)
-    set(_hot "")
-    set(_cold_models "")
-    set(_cold_core_files "")
-    foreach(f IN LISTS _llama_models)
-      get_filename_component(n "${f}" NAME)
-      if(n IN_LIST _hot_models)
-        list(APPEND _hot "${f}")
-      else()
-        list(APPEND _cold_models "${f}")
-      endif()
-    endforeach()
-    foreach(f IN LISTS _llama_core)
-      get_filename_component(n "${f}" NAME)
-      if(n IN_LIST _cold_core)
-        list(APPEND _cold_core_files "${f}")
-      else()
-        list(APPEND _hot "${f}")
-      endif()
-    endforeach()
+    set(_hot_models "/(llama|gemma2|mamba|mamba-base|jamba)\\.cpp$")
+    set(_cold_core "/(llama-(vocab|grammar|sampler|chat|quant|model-saver|adapter|model-loader|kv-cache-dsa|kv-cache-dsa-iswa|kv-cache-msa|kv-cache-dsv4|memory-hybrid-iswa|memory-hybrid-idx)|unicode|unicode-data)\\.cpp$")
+    set(_cold_models ${_llama_models})
+    list(FILTER _cold_models EXCLUDE REGEX "${_hot_models}")
+    set(_cold_core_files ${_llama_core})
+    list(FILTER _cold_core_files INCLUDE REGEX "${_cold_core}")
+    set(_hot ${_llama_models} ${_llama_core})
+    list(REMOVE_ITEM _hot ${_cold_models} ${_cold_core_files})
     # The cold objects take the lane's options as their own (not through linking lifeline_lane, whose -O1 would
     # come after theirs), then -O0; the models in unity batches of 16 as upstream builds them, the rest one by one
     # (upstream keeps its core files out of unity builds).

@@ -50,6 +50,12 @@ int DecodePos(Source& src, const Model& m, int want) {
   });
 }
 
+// A position range [p0, p1): p0, then p1.
+void DecodeRange(Source& src, const Model& m, const Op& want, Op& op) {
+  op.p0 = DecodePos(src, m, want.p0);
+  op.p1 = DecodePos(src, m, want.p1);
+}
+
 int DecodeSlot(Source& src, const Model& m, int want, bool whole, bool loading) {
   if (!loading) return src.Int<int>(0, kStateSlots - 1, [&] { return want; });
   std::vector<int> slots;
@@ -66,7 +72,6 @@ Program Run(Source& src, const Program* target) {
   Model m(prog.params);
   const bool unified = prog.params.kv_unified || !HasAttention(prog.params.model);
   prog.ops = programs::DecodeOps<Op>(src, kMaxOps, m, [&](Op& op, const Op& want, size_t) {
-    op.state = m.StateName();
     switch (op.kind) {
       case OpKind::kDecode: {
         const int full = (1 << m.n_seqs()) - 1;
@@ -91,15 +96,13 @@ Program Run(Source& src, const Program* target) {
       }
       case OpKind::kSeqRm:
         op.seq = DecodeSeq(src, m, want.seq, true);
-        op.p0 = DecodePos(src, m, want.p0);
-        op.p1 = DecodePos(src, m, want.p1);
+        DecodeRange(src, m, want, op);
         m.SeqRm(op);
         break;
       case OpKind::kSeqCp:
         op.seq = DecodeSeq(src, m, want.seq, false);
         op.seq_dst = DecodeSeq(src, m, want.seq_dst, false);
-        op.p0 = DecodePos(src, m, want.p0);
-        op.p1 = DecodePos(src, m, want.p1);
+        DecodeRange(src, m, want, op);
         m.SeqCp(op);
         break;
       case OpKind::kSeqKeep:
@@ -109,8 +112,7 @@ Program Run(Source& src, const Program* target) {
       case OpKind::kSeqAdd:
       case OpKind::kSeqDiv:
         op.seq = DecodeSeq(src, m, want.seq, false);
-        op.p0 = DecodePos(src, m, want.p0);
-        op.p1 = DecodePos(src, m, want.p1);
+        DecodeRange(src, m, want, op);
         op.delta = op.kind == OpKind::kSeqAdd ? src.Int<int>(-8, 8, [&] { return want.delta; })
                                               : src.Int<int>(2, 4, [&] { return want.delta; });
         m.SeqShift(op);

@@ -87,8 +87,6 @@ struct Op {
   // The model's predictions.
   int expect_ret = 0;       // kDecode: llama_decode's return (0, 1 no memory slot, -1 invalid batch);
                             // kSeqRm: 1 true / 0 false; kLoad*: 1 restored / 0 refused
-  const char* state = nullptr;  // the state the model found the memory in (for `lifeline coverage --states`,
-                                // which reads it through a codec: this family has none yet)
 };
 
 struct Program {

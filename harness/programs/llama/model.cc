@@ -394,16 +394,4 @@ void Model::LoadAll(Op& op) {
   mem_ = saved_[op.slot].mem;
 }
 
-const char* Model::StateName() const {
-  int used = 0;
-  for (int st = 0; st < params_.n_seq_max; ++st) used = std::max(used, CellsIn(st));
-  bool shared = false;
-  for (const Cell& c : mem_.cells) shared |= (c.seqs & (c.seqs - 1)) != 0;
-  bool recr = false;
-  for (const Recurrent& r : mem_.recr) recr |= r.present;
-  if (used == 0 && !recr) return "empty";
-  if (used * 4 >= kCellsPerStream * 3) return shared ? "nearly-full-shared" : "nearly-full";
-  return shared ? "holding-shared" : "holding";
-}
-
 }  // namespace lifeline::llama

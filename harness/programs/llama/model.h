@@ -87,7 +87,6 @@ class Model {
   bool SlotEmpty(int slot) const;  // a saved sequence without attention cells
   // The next position of `seq` (PosMax + 1).
   int Next(int seq) const { return PosMax(seq) + 1; }
-  const char* StateName() const;
 
  private:
   struct Cell {

@@ -16,12 +16,16 @@
 // Program: harness/programs/llama/; implementation: harness/programs/llama/upstream/llama_runtime.h.
 // Out of scope: what the tiny models generate (random weights); the sampler, tokenizer and GGUF loading.
 // Replay: build/<lane>/targets/llama_memory_differential FILE|DIR
+// Program as JSON: build/fuzz/targets/llama_memory_differential --program decode FILE | encode JSON OUT
+// (harness/programs/llama/codec.h; the fuzz lane builds the codec, libfuzzer_program.h serves it there).
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "core/check.h"
 #include "core/guards.h"
+#include "harness/programs/common/libfuzzer_program.h"
+#include "harness/programs/llama/codec.h"
 #include "harness/programs/llama/executor.h"
 #include "harness/programs/llama/upstream/llama_runtime.h"
 
@@ -34,3 +38,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   lifeline::llama::Execute(program, *rt);
   return 0;
 }
+
+LIFELINE_TARGET_CODEC(lifeline::llama::MakeCodec())
+LIFELINE_LIBFUZZER_PROGRAM_VERBS()

@@ -1,7 +1,8 @@
 """`lifeline reduce INPUT [--bug ID] [--target T] [--lane L] [--variant upstream] [--out FILE | --in-place]`:
 delta debugging on the decoded program, not on the bytes.
 
-The target (as the asan lane builds it: codecs are built there) decodes the input (`<target> --program decode`,
+The target (as the asan lane builds it: codecs are built there; llama_memory_differential as the fuzz lane does,
+CODEC_LANE_OF) decodes the input (`<target> --program decode`,
 harness/replay_main.cc) into its program as JSON
 (harness/programs/common/codec.h), in which an operand that names an object another op made is that op's
 "#<id>". The reducer edits the program and has the target encode each candidate back into an input
@@ -47,6 +48,15 @@ from .usage import UsageError
 
 RUN_TIMEOUT_S = 120
 CODEC_LANE = "asan"  # the lane whose targets serve --program (harness/CMakeLists.txt, LIFELINE_PROGRAM_CODEC)
+# Targets the codec lane does not build, and the lane that serves their --program instead (harness/CMakeLists.txt:
+# LIFELINE_LLAMA_CODEC; llama.cpp is built in the fuzz and tsan lanes only).
+CODEC_LANE_OF = {"llama_memory_differential": "fuzz"}
+
+
+def codec_lane(target: str) -> str:
+    return CODEC_LANE_OF.get(target, CODEC_LANE)
+
+
 REF = re.compile(r"^#-?\d+$")
 # Operands a reducer leaves alone: what the op is, its id, the model's output, which parties a target has.
 FIXED_KEYS = {"id", "op", "model", "format", "peers", "ops"}
@@ -55,6 +65,8 @@ PLAIN = {
     "type": ["f32"], "dtype": ["float32"], "layout": ["contiguous"], "flavor": ["plain"], "fn": ["neg", "add"],
     "kernel": ["fill", "copy"], "via": ["__dlpack__"], "peer": ["numpy"], "param": [2.0], "value": [1.0, 2.0],
     "kind": ["wrong-name"],
+    # llama programs (harness/programs/llama/codec.h): the plain model and cache, no decode flaw
+    "arch": ["llama"], "flash_attn": ["auto"], "type_k": ["f16"], "type_v": ["f16"], "flaw": ["none"],
 }
 
 
@@ -327,8 +339,9 @@ VALGRIND = ["valgrind", "--tool=memcheck", "--error-exitcode=99", "--leak-check=
 
 def _codec_binary(binary: Path) -> Path:
     if not binary.is_file():
+        lane = binary.parent.parent.name
         raise UsageError(f"lifeline reduce: {binary} is not built: programs are decoded and encoded by the "
-                         f"{CODEC_LANE} lane's targets (cmake --preset {CODEC_LANE} && cmake --build --preset {CODEC_LANE})")
+                         f"{lane} lane's targets (cmake --preset {lane} && cmake --build --preset {lane})")
     return binary
 
 
@@ -429,7 +442,7 @@ def oracle_for_bug(bug: repro.Bug, input_path: Path, lane: str, variant: Optiona
             continue
         oracles.append(Oracle(bad_binary, bad_env, rep.expect[ln], work, launcher_of(ln), clean,
                               what=f"{bug.id} in {ln}"))
-    codec_binary, codec_env, _ = side(CODEC_LANE, rep)
+    codec_binary, codec_env, _ = side(codec_lane(target), rep)
     return _codec_binary(codec_binary), codec_env, AllOf(oracles)
 
 
@@ -469,7 +482,7 @@ def cmd_reduce(args) -> int:
                 return 1
             expect = signature_for_bug_json(found.to_json())
             oracle = AllOf([Oracle(binary, env, expect, work, launcher_of(args.lane), what=json.dumps(expect))])
-            binary = _codec_binary(ROOT / "build" / CODEC_LANE / "targets" / args.target)
+            binary = _codec_binary(ROOT / "build" / codec_lane(args.target) / "targets" / args.target)
         result = reduce_input(binary, env, oracle, input_path.read_bytes(), work, str(input_path))
         if result is None:
             return 1

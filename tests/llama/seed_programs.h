@@ -105,6 +105,18 @@ inline std::vector<std::pair<std::string, Program>> SeedPrograms() {
                   {DecodeOp(0b11, 4, 19, false, true), SeqOp(OpKind::kSeqRm, 1), {OpKind::kSetThreads},
                    DecodeOp(0b11, 3, 23), SeqOp(OpKind::kSeqRm, 0, 2, 5)}}});
   out.back().second.ops[2].n_threads = 2;
+  // A decode stopped by the abort callback: a shared prompt, then a shared turn aborted (2, the memory as it
+  // was: the token's every sequence), and both sequences continued from where they were.
+  out.push_back({"abort-shared-turn",
+                 {Params(ModelKind::kLlama, 2, 4, 8),
+                  {DecodeOp(0b11, 5, 14, true), DecodeOp(0b11, 3, 15, true, false, Flaw::kAbort),
+                   DecodeOp(0b10, 2, 16), DecodeOp(0b01, 2, 17)}}});
+  // The recurrent state: a first prompt aborted (the sequence stays empty), a prompt, a turn aborted after it,
+  // then the sequence continued.
+  out.push_back({"abort-recurrent-turn",
+                 {Params(ModelKind::kMamba, 1, 2, 4),
+                  {DecodeOp(1, 3, 23, false, false, Flaw::kAbort), DecodeOp(1, 6, 24),
+                   DecodeOp(1, 3, 25, false, false, Flaw::kAbort), DecodeOp(1, 2, 26)}}});
   return out;
 }
 

@@ -226,9 +226,43 @@ void Executor::DecodeOp(const Op& op) {
       LIFELINE_CHECK(model_.DecodeChunk(chunk) == -1, "the model accepts a batch with a negative position");
       break;
     }
-    SetUpstreamContext("llama_decode");
+    // The op's first call only: the callback answers true from its first graph node on.
+    bool abort = op.flaw == Flaw::kAbort && done.empty();
+    bool shared = false;  // a token of the call in several sequences
+    bool continued = false;  // a recurrent state the call continues
+    for (const Model::Placed& p : chunk) {
+      shared |= (p.seqs & (p.seqs - 1)) != 0;
+      for (int s = 0; s < model_.n_seqs(); ++s) continued |= ((p.seqs >> s) & 1) && model_.PosMax(s) >= 0;
+    }
+    // llama_context::decode takes an aborted ubatch out of the memory with seq_rm(s, its first position, -1),
+    // and the recurrent memory cannot take out the end of a state (no rollback snapshots, n_rs_seq 0: seq_rm
+    // returns false), so the state keeps the ubatch's last position without its tokens. The driver does not
+    // abort such a decode.
+    if (abort && continued && HasRecurrent(program_.params.model) &&
+        GuardHolds(Guard::kLlamaRecurrentAbortKeepsPosition, [] {
+          return std::string("an abort would leave a recurrent state at positions it never took in: not aborted");
+        }))
+      abort = false;
+    SetUpstreamContext(abort ? "llama_decode [aborted]" : "llama_decode");
+    rt_.SetAbort(abort);
     const int got = rt_.Decode(batch);
-    const int want = model_.DecodeChunk(chunk);
+    rt_.SetAbort(false);
+    // It finds the aborted ubatch's positions by each token's first sequence only (ubatch.seq_id[i][0]), so a
+    // token in several sequences stays in the others, a cell whose K and V were never computed. The driver
+    // removes them as llama_context::decode means to ("remove all positions of that ubatch").
+    if (got == 2 && shared &&
+        GuardHolds(Guard::kLlamaDecodeAbortKeepsSharedCells, [] {
+          return std::string("an aborted decode of shared tokens: every sequence's new positions removed");
+        })) {
+      SetUpstreamContext("llama_memory_seq_rm [after the abort]");
+      for (int s = 0; s < model_.n_seqs(); ++s) {
+        int first = -1;
+        for (const Model::Placed& p : chunk)
+          if (first < 0 && ((p.seqs >> s) & 1)) first = p.pos;
+        if (first >= 0) rt_.SeqRm(s, first, -1);
+      }
+    }
+    const int want = model_.DecodeChunk(chunk, abort);
     LIFELINE_CHECK(got == want, "status oracle: " + Describe(op) + ": llama_decode of " +
                                     std::to_string(chunk.size()) + " tokens from position " +
                                     std::to_string(chunk.front().pos) + " returned " + std::to_string(got) +

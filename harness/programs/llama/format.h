@@ -65,8 +65,11 @@ enum class OpKind : uint8_t {
   kMaxValue = kSetThreads,
 };
 
-// How a decode's batch departs from a well-formed one (what the batch checks of llama_decode must refuse).
-enum class Flaw : uint8_t { kNone, kGap, kBehind, kBadToken, kMaxValue = kBadToken };
+// How a decode departs from a well-formed one: a batch the checks of llama_decode must refuse (gap, behind,
+// bad token), or a decode its abort callback stops (llama_set_abort_callback: the callback answers true from
+// the first graph node of the op's first llama_decode call, which must then return 2 with its unfinished
+// ubatch out of the memory; the op's later calls are not made).
+enum class Flaw : uint8_t { kNone, kGap, kBehind, kBadToken, kAbort, kMaxValue = kAbort };
 
 struct Op {
   OpKind kind = OpKind::kDecode;
@@ -85,7 +88,7 @@ struct Op {
   int slot = 0;           // kSave*, kLoad*
   int n_threads = 1;      // kSetThreads
   // The model's predictions.
-  int expect_ret = 0;       // kDecode: llama_decode's return (0, 1 no memory slot, -1 invalid batch);
+  int expect_ret = 0;       // kDecode: llama_decode's return (0, 1 no memory slot, 2 aborted, -1 invalid batch);
                             // kSeqRm: 1 true / 0 false; kLoad*: 1 restored / 0 refused
 };
 

@@ -151,12 +151,12 @@ std::vector<std::vector<Model::Placed>> Model::Chunks(const Op& op) const {
 void Model::Decode(Op& op) {
   op.expect_ret = 0;
   for (const std::vector<Placed>& chunk : Chunks(op)) {
-    op.expect_ret = DecodeChunk(chunk);
+    op.expect_ret = DecodeChunk(chunk, op.flaw == Flaw::kAbort);
     if (op.expect_ret != 0) return;
   }
 }
 
-int Model::DecodeChunk(const std::vector<Placed>& placed) {
+int Model::DecodeChunk(const std::vector<Placed>& placed, bool aborted) {
   // The batch's checks (llama_batch_allocr::init): tokens in the vocabulary, each sequence's positions
   // starting at its last position + 1 (any start when it has none) and continuous.
   int ret = 0;
@@ -195,6 +195,9 @@ int Model::DecodeChunk(const std::vector<Placed>& placed) {
         }
     for (int st = 0; st < params_.n_seq_max; ++st)
       if (need[st] > 0 && CellsIn(st) + need[st] > kCellsPerStream) return 1;
+  }
+  if (aborted) return 2;
+  if (HasAttention(params_.model)) {
     const size_t first_new = mem_.cells.size();
     for (const Placed& p : placed) mem_.cells.push_back({p.pos, p.seqs, p.token, {}});
     // What each new cell attended to: the cells of its first sequence up to its position (llama.cpp masks

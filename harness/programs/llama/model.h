@@ -50,9 +50,12 @@ class Model {
   // The op's tokens as the llama_decode calls that submit them: at most n_batch tokens each (llama.h: n_batch
   // is the most a call may submit; llama_decode asserts it).
   std::vector<std::vector<Placed>> Chunks(const Op& op) const;
-  // One llama_decode call: its predicted return, and its tokens in the memory when 0.
-  int DecodeChunk(const std::vector<Placed>& chunk);
-  // Every call of the op, up to the first that does not return 0: op.expect_ret is that one's return.
+  // One llama_decode call: its predicted return, and its tokens in the memory when 0. `aborted`: the abort
+  // callback stops the call's first ubatch, so a call the checks and the room let through returns 2 and leaves
+  // the memory as it was (llama.h: the ubatches processed remain, and the first was not).
+  int DecodeChunk(const std::vector<Placed>& chunk, bool aborted = false);
+  // Every call of the op, up to the first that does not return 0 (with Flaw::kAbort, the first call):
+  // op.expect_ret is that one's return.
   void Decode(Op& op);
   void SeqRm(Op& op);
   void SeqCp(Op& op);

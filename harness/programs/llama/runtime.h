@@ -40,6 +40,8 @@ class Runtime {
   virtual std::vector<uint8_t> SaveAll(std::string* error) = 0;
   virtual bool LoadAll(const std::vector<uint8_t>& state) = 0;
   virtual void SetThreads(int n) = 0;
+  // Whether the context's abort callback (llama_set_abort_callback) answers true: from the next graph node on.
+  virtual void SetAbort(bool abort) = 0;
   // The logits of every token of a fresh context that decodes `history` ((token, pos), in order) on one
   // sequence from an empty memory, with this context's model, cache types and flash attention.
   virtual std::vector<std::vector<float>> Fresh(const std::vector<std::pair<int, int>>& history) = 0;

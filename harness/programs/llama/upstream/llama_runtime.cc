@@ -1,6 +1,7 @@
 #include "harness/programs/llama/upstream/llama_runtime.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -46,11 +47,29 @@ llama_context_params ParamsOf(const ContextParams& p, bool fresh) {
 // registered later than its own), so that a leak inside llama_free or llama_model_free is still reported.
 std::map<std::tuple<int, int, int, int>, llama_context*>* fresh_contexts = nullptr;
 
+// The programs' contexts, kept across inputs with the same parameters (a server's slots live as long): making
+// one cost more than the decodes of an average program (a scheduler, its 15 MB split context zeroed, the KV
+// buffers), and tests nothing a reused one does not, since llama_init_from_model's path is the same each time.
+// A context comes back with llama_memory_clear(data) and is checked empty before its next program: a reused
+// context must be one a fresh one cannot be told apart from (llama.h: llama_memory_clear clears the memory
+// contents). The least recently used beyond kPooled is freed.
+constexpr size_t kPooled = 8;
+struct Pooled {
+  std::string key;  // Describe(ContextParams)
+  llama_context* ctx;
+};
+std::vector<Pooled>* pooled_contexts = nullptr;  // most recently returned last
+
 void FreeAtExit() {
   if (fresh_contexts != nullptr) {
     for (auto& [key, ctx] : *fresh_contexts) llama_free(ctx);
     delete fresh_contexts;
     fresh_contexts = nullptr;
+  }
+  if (pooled_contexts != nullptr) {
+    for (Pooled& p : *pooled_contexts) llama_free(p.ctx);
+    delete pooled_contexts;
+    pooled_contexts = nullptr;
   }
   FreeTinyModels();
   llama_backend_free();
@@ -82,11 +101,18 @@ llama_context* FreshContext(const ContextParams& p) {
   return ctx;
 }
 
+void Return(const std::string& key, llama_context* ctx);
+
 class LlamaRuntime : public Runtime {
  public:
   LlamaRuntime(const ContextParams& p, llama_model* model, llama_context* ctx)
-      : p_(p), model_(model), ctx_(ctx), mem_(llama_get_memory(ctx)) {}
-  ~LlamaRuntime() override { llama_free(ctx_); }
+      : p_(p), model_(model), ctx_(ctx), mem_(llama_get_memory(ctx)) {
+    llama_set_abort_callback(ctx_, &AbortNow, &abort_);
+  }
+  ~LlamaRuntime() override {
+    llama_set_abort_callback(ctx_, nullptr, nullptr);
+    Return(Describe(p_), ctx_);
+  }
 
   int Decode(const std::vector<Token>& batch) override {
     llama_batch b = llama_batch_init(static_cast<int32_t>(batch.size()), 0, kMaxSeqs);
@@ -137,6 +163,7 @@ class LlamaRuntime : public Runtime {
     return llama_state_set_data(ctx_, state.data(), state.size()) == state.size();
   }
   void SetThreads(int n) override { llama_set_n_threads(ctx_, n, n); }
+  void SetAbort(bool abort) override { abort_.store(abort); }
 
   // The fresh context decodes the history in calls of its n_batch (256): an attention history fits one (a stream
   // holds 256 cells), a recurrent state's may be longer.
@@ -173,7 +200,32 @@ class LlamaRuntime : public Runtime {
   llama_model* model_;
   llama_context* ctx_;
   llama_memory_t mem_;
+  std::atomic<bool> abort_{false};  // read by the CPU backend's first compute thread, before each graph node
+
+  static bool AbortNow(void* data) { return static_cast<std::atomic<bool>*>(data)->load(); }
 };
+
+void Return(const std::string& key, llama_context* ctx) {
+  llama_memory_clear(llama_get_memory(ctx), true);
+  if (pooled_contexts == nullptr) pooled_contexts = new std::vector<Pooled>();
+  pooled_contexts->push_back({key, ctx});
+  if (pooled_contexts->size() > kPooled) {
+    llama_free(pooled_contexts->front().ctx);
+    pooled_contexts->erase(pooled_contexts->begin());
+  }
+}
+
+// A pooled context with these parameters, or nullptr.
+llama_context* Take(const std::string& key) {
+  if (pooled_contexts == nullptr) return nullptr;
+  for (auto it = pooled_contexts->rbegin(); it != pooled_contexts->rend(); ++it) {
+    if (it->key != key) continue;
+    llama_context* ctx = it->ctx;
+    pooled_contexts->erase(std::next(it).base());
+    return ctx;
+  }
+  return nullptr;
+}
 
 }  // namespace
 
@@ -181,6 +233,20 @@ std::unique_ptr<Runtime> MakeLlamaRuntime(const ContextParams& params, std::stri
   InitOnce();
   llama_model* model = TinyModel(params.model, error);
   if (model == nullptr) return nullptr;
+  const std::string key = Describe(params);
+  if (llama_context* ctx = Take(key)) {
+    // What the last program changed beside the memory: the thread counts (kSetThreads).
+    llama_set_n_threads(ctx, params.n_threads, params.n_threads);
+    llama_memory_t mem = llama_get_memory(ctx);
+    for (int s = 0; s < params.n_seq_max; ++s) {
+      if (llama_memory_seq_pos_max(mem, s) == -1) continue;
+      *error = "a context reused after llama_memory_clear(data=true) still holds sequence " + std::to_string(s) +
+               " up to position " + std::to_string(llama_memory_seq_pos_max(mem, s));
+      llama_free(ctx);
+      return nullptr;
+    }
+    return std::make_unique<LlamaRuntime>(params, model, ctx);
+  }
   llama_context* ctx = llama_init_from_model(model, ParamsOf(params, false));
   if (ctx == nullptr) {
     *error = std::string("llama_init_from_model refused a context of the tiny ") +

@@ -1,6 +1,7 @@
 # `lifeline export`'s standalone reproducers, generated, built and checked in the asan lane (cli/lifeline/export*.py,
 # EXPORTERS: ggml_graph_topology and ggml_vulkan_graph_topology export C on ggml, whisper_string_handoff C on
-# whisper.h, torch_capsule_lifecycle Python):
+# whisper.h, torch_capsule_lifecycle Python), and in the fuzz lane for llama_memory_differential (C on llama.h,
+# linked with the lane's llama.cpp and ggml; build/fuzz/exports/<id>/, repro.<id>.fuzz.export):
 #
 #   build/asan/exports/<id>/<input>.c|.py  generated at build time from repro/<id>/<input>: the target decodes
 #                                          the input into its program (`--program decode`), the exporter writes
@@ -19,7 +20,9 @@
 # CMake never parses bug.json: `lifeline export-plan` prints what to build.
 
 function(lifeline_register_exports)
-  if(NOT LIFELINE_LANE STREQUAL "asan")
+  # The asan lane checks every exporter's files but llama_memory_differential's, which the fuzz lane checks (its
+  # target is built in the fuzz and tsan lanes only; EXPORTERS' "lane" says which, and export-plan lists by it).
+  if(NOT LIFELINE_LANE STREQUAL "asan" AND NOT LIFELINE_LANE STREQUAL "fuzz")
     return()
   endif()
   get_filename_component(root "${LIFELINE_REPRO_DIR}" ABSOLUTE)
@@ -66,6 +69,8 @@ function(lifeline_register_exports)
                                                  LINKER_LANGUAGE CXX)
         if(target STREQUAL "whisper_string_handoff")  # whisper.h and whisper.cpp's own ggml, as the lane built them
           target_link_libraries(${name} PRIVATE lifeline_whisper lifeline_lane)
+        elseif(target STREQUAL "llama_memory_differential")  # llama.h and the lane's ggml, as the lane built them
+          target_link_libraries(${name} PRIVATE lifeline_llama lifeline_lane)
         else()
           target_include_directories(${name} PRIVATE ${LIFELINE_GGML_DIR}/include)
           target_link_libraries(${name} PRIVATE ggml ggml-base ggml-cpu lifeline_lane)

@@ -5,7 +5,8 @@ For each reproducer input of repro/<bug-id>/bug.json, the target decodes the inp
 (`<target> --program decode`, run as the reproducer's pinned check runs it: the finding's guard off), and the
 target's exporter (cli/lifeline/exporters/) writes that program as one short standalone file in upstream's own
 terms, on upstream's public API only: C on ggml for ggml_graph_topology (CPU backend) and
-ggml_vulkan_graph_topology (ggml-vulkan, ggml_backend_sched), C on whisper.h for whisper_string_handoff, Python
+ggml_vulkan_graph_topology (ggml-vulkan, ggml_backend_sched), C on whisper.h for whisper_string_handoff, C on
+llama.h for llama_memory_differential (decoded and checked by the fuzz lane, which builds that target), Python
 on PyTorch and NumPy for torch_capsule_lifecycle. Inputs are reduced programs (`lifeline reduce`), so the files
 are short; the file prints the contract it shows broken and what it expects, and fails while the bug is there.
 `report.md` beside them is the report in a maintainer's form (export_report.py): title in upstream's words, the
@@ -21,7 +22,8 @@ gave), each optional. "status" and "upstream" say where upstream stands (repro.p
 The parts: export_source.py (EXPORTERS, one exported file, the environment exported programs run in),
 export_report.py (report.md), export_stack.py (a run's output in upstream's coordinates, as report.md quotes it),
 export_internal.py (the internal verbs export-plan, export-source and export-check, which the build and ctest
-run: cmake/LifelineExports.cmake builds and checks every export in the asan lane, `repro.<id>.asan.export`). This
+run: cmake/LifelineExports.cmake builds and checks every export in the asan lane, `repro.<id>.asan.export`, and
+llama_memory_differential's in the fuzz lane, `repro.<id>.fuzz.export`). This
 module is the command, and re-exports the names callers take from it.
 """
 from __future__ import annotations

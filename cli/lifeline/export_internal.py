@@ -159,7 +159,7 @@ def add_internal_parsers(make_parser) -> dict:
     s.add_argument("--repro-dir", required=True)
     s.add_argument("--input", required=True)
     s.add_argument("--out", required=True)
-    s.add_argument("--lane", default="asan", choices=LANES)
+    s.add_argument("--lane", choices=LANES, help="the lane whose target decodes the input (default: the exporter's)")
     c = make_parser(prog="lifeline export-check", description="exported reproducers fail with their signature")
     c.add_argument("--repro-dir", required=True)
     c.add_argument("--lane", required=True, choices=LANES)

@@ -16,7 +16,7 @@ from typing import Callable, Optional
 
 from . import repro
 from .bugs import switch_env
-from .exporters import ggml_c, whisper_c
+from .exporters import ggml_c, llama_c, whisper_c
 from .paths import ROOT
 from .usage import UsageError
 
@@ -27,6 +27,8 @@ GGML_VERSION = ("ggml-org/llama.cpp at \"llama.cpp : bump version to 0.5.0 (#293
                 "ggml 0.25.1; lifeline takes it from npm node-llama-cpp@3.22.1 (its git bundle, head de3ff815)")
 WHISPER_VERSION = ("ggml-org/whisper.cpp v1.9.1 (its CMakeLists.txt's version; lifeline takes the tree from npm "
                    "nodejs-whisper@0.3.1, package/cpp/whisper.cpp)")
+LLAMA_VERSION = ("ggml-org/llama.cpp at \"llama.cpp : bump version to 0.5.0 (#29333)\" (tag v0.5.0); lifeline takes "
+                 "it from npm node-llama-cpp@3.22.1 (its git bundle, head de3ff815)")
 # Statuses whose findings are exported: a finding the pinned upstream has, reported or not, fixed since or not
 # (an export of a fixed one shows a maintainer's newer version passing).
 EXPORTED_STATUSES = ("upstream-open", "upstream-reported", "upstream-fixed")
@@ -85,6 +87,21 @@ EXPORTERS = {
             "printf 'pointer-overflow:ggml_graph_nbytes\\npointer-overflow:incr_ptr_aligned\\n' > ubsan.supp",
             "ASAN_OPTIONS=detect_stack_use_after_return=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:"
             "suppressions=ubsan.supp WHISPER_MODEL=models/ggml-tiny.bin ./{exe}", "```", ""])),
+    "llama_memory_differential": Exporter(
+        target="llama_memory_differential", language="C", extension="c",
+        upstream="llama.cpp's C API (llama.h) on ggml's CPU backend",
+        version=LLAMA_VERSION, generate=llama_c.generate,
+        # the fuzz and tsan lanes build llama.cpp's src/ (cmake/LifelineLlama.cmake); the fuzz lane decodes and
+        # checks its exports (its codec: harness/CMakeLists.txt LIFELINE_LLAMA_CODEC)
+        lane="fuzz",
+        build_help="\n".join([
+            "Build and run, against llama.cpp built with `-fsanitize=address,undefined` and asserts on (e.g. `cmake -B "
+            "build -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS=-fsanitize=address,undefined "
+            "-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -DBUILD_SHARED_LIBS=OFF && cmake --build build --target "
+            "llama`), in its source folder $LLAMA (no model file: the program builds its tiny model):", "", "```sh",
+            "cc -g -fsanitize=address,undefined {file} -I$LLAMA/include -I$LLAMA/ggml/include -L$LLAMA/build/src "
+            "-L$LLAMA/build/ggml/src -lllama -lggml -lggml-cpu -lggml-base -lstdc++ -lm -lpthread -o {exe}",
+            "ASAN_OPTIONS=handle_abort=1 ./{exe}", "```", ""])),
     "torch_capsule_lifecycle": Exporter(
         target="torch_capsule_lifecycle", language="Python", extension="py", upstream="PyTorch and NumPy",
         version="PyTorch 1.13.1 (Debian 12 python3-torch 1.13.1+dfsg-4) with NumPy 1.24.2 (python3-numpy)",
@@ -192,8 +209,9 @@ def finding_of(bug: repro.Bug, rep: repro.Reproducer, exporter: Exporter) -> dic
     return dict(exporter.extra, id=bug.id, title=bug.title, report=report, status=bug.status, input=rep.input.name)
 
 
-def source_of(bug: repro.Bug, rep: repro.Reproducer, exporter: Exporter, lane: str = "asan") -> str:
-    program = program_of(bug, rep, lane)
+def source_of(bug: repro.Bug, rep: repro.Reproducer, exporter: Exporter, lane: Optional[str] = None) -> str:
+    """The exported file of `rep`, its program decoded by `lane`'s target (default: the exporter's lane)."""
+    program = program_of(bug, rep, lane or exporter.lane)
     try:
         return exporter.generate(program, finding_of(bug, rep, exporter))
     except ValueError as e:

@@ -217,7 +217,8 @@ class Export(unittest.TestCase):
 
     def test_a_target_without_exporter(self):
         self.assertIn("target 'numpy_capsules' of bug 'other-target-finding' has no exporter (targets with one: "
-                      "ggml_graph_topology, ggml_vulkan_graph_topology, torch_capsule_lifecycle, whisper_string_handoff)",
+                      "ggml_graph_topology, ggml_vulkan_graph_topology, llama_memory_differential, torch_capsule_lifecycle, "
+                      "whisper_string_handoff)",
                       self.usage_error("export", "other-target-finding"))
 
     def test_configs_of_a_vulkan_finding_are_refused_before_anything_is_built(self):

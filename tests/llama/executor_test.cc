@@ -60,7 +60,7 @@ TEST(LlamaExecutorDeathTest, TheDifferentialOracleCatchesACorruptedState) {
         auto rt = Make(p.params);
         Execute(p, *rt, /*corrupt_state=*/true);
       },
-      "differential oracle: sequence 1 at position 6");
+      "differential oracle: op #3, sequence 1 at position 6");
 }
 
 }  // namespace

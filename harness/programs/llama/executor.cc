@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 
 #include "core/check.h"
 #include "core/guards.h"
@@ -33,7 +34,12 @@ class Executor {
   void DecodeOp(const Op& op);
   bool SeqCp(const Op& op);
   void CheckPositions();
-  void CheckLogits(const std::vector<Model::Placed>& placed, const std::vector<std::vector<float>>& logits);
+  // The differential oracle in two halves: the fresh decodes of an op's outputs start on another thread, on
+  // the fresh context of the same model, and run while this thread goes on with the program's next ops on the
+  // program's context (llama.h: contexts of one model may decode on different threads at once, as upstream's
+  // tests/test-thread-safety.cpp does); the comparison waits for them, before the next op's own or at the end.
+  void StartFresh(size_t op, const std::vector<Model::Placed>& placed, std::vector<std::vector<float>> logits);
+  void FinishFresh();
 
   const Program& program_;
   Runtime& rt_;
@@ -41,6 +47,16 @@ class Executor {
   bool corrupt_;
   std::vector<uint8_t> saved_[kStateSlots];
   ExecuteStats stats_;
+  struct Pending {
+    size_t op = 0;
+    int seq = 0;
+    std::vector<Model::Placed> placed;
+    std::vector<std::vector<float>> logits;
+    std::vector<std::pair<int, int>> history;
+    int last = 0;  // the last output of the sequence in `placed`
+  };
+  std::vector<Pending> pending_;
+  std::future<std::vector<std::vector<std::vector<float>>>> fresh_;  // per pending_ entry
 };
 
 ExecuteStats Executor::Run() {
@@ -52,6 +68,7 @@ ExecuteStats Executor::Run() {
     CheckPositions();
   }
   trace.set_op(program_.ops.size());
+  FinishFresh();
   return stats_;
 }
 
@@ -278,13 +295,14 @@ void Executor::DecodeOp(const Op& op) {
       logits.back().assign(l, l + rt_.n_vocab());
     }
   }
-  if (!done.empty()) CheckLogits(done, logits);
+  FinishFresh();
+  if (!done.empty()) StartFresh(&op - program_.ops.data(), done, std::move(logits));
 }
 
-// The differential oracle: per sequence, one fresh decode of its history up to its last output, and every
-// output of the batch in that sequence compared with the fresh logits at the same position.
-void Executor::CheckLogits(const std::vector<Model::Placed>& placed, const std::vector<std::vector<float>>& logits) {
-  const float tol = Tolerance(program_.params);
+// The differential oracle: per sequence, one fresh decode of its history up to its last output (the model's
+// Reference now, when the op has just run), and every output of the batch in that sequence compared with the
+// fresh logits at the same position.
+void Executor::StartFresh(size_t op, const std::vector<Model::Placed>& placed, std::vector<std::vector<float>> logits) {
   for (int s = 0; s < model_.n_seqs(); ++s) {
     int last = -1;
     for (size_t i = 0; i < placed.size(); ++i)
@@ -292,22 +310,45 @@ void Executor::CheckLogits(const std::vector<Model::Placed>& placed, const std::
     if (last < 0) continue;
     // A token in several sequences attends to its first one's cells (llama.cpp's mask): judged there only.
     if (placed[last].seqs & ((1u << s) - 1)) continue;
-    const std::optional<std::vector<std::pair<int, int>>> history = model_.Reference(s, placed[last].pos);
+    std::optional<std::vector<std::pair<int, int>>> history = model_.Reference(s, placed[last].pos);
     if (!history) {
       for (const Model::Placed& p : placed) stats_.skipped += p.logits && ((p.seqs >> s) & 1);
       continue;
     }
-    const std::vector<std::vector<float>> fresh = rt_.Fresh(*history);
-    LIFELINE_CHECK(fresh.size() == history->size(), "differential oracle: the fresh context decoded " +
-                                                        std::to_string(fresh.size()) + " of " +
-                                                        std::to_string(history->size()) + " tokens");
+    pending_.push_back({op, s, placed, {}, std::move(*history), last});
+  }
+  if (pending_.empty()) return;
+  pending_.front().logits = std::move(logits);
+  std::vector<std::vector<std::pair<int, int>>> histories;
+  for (const Pending& p : pending_) histories.push_back(p.history);
+  fresh_ = std::async(std::launch::async, [this, histories = std::move(histories)] {
+    std::vector<std::vector<std::vector<float>>> out;
+    for (const auto& h : histories) out.push_back(rt_.Fresh(h));
+    return out;
+  });
+}
+
+void Executor::FinishFresh() {
+  if (pending_.empty()) return;
+  const std::vector<std::vector<std::vector<float>>> all = fresh_.get();
+  const std::vector<std::vector<float>>& logits = pending_.front().logits;
+  const float tol = Tolerance(program_.params);
+  for (size_t k = 0; k < pending_.size(); ++k) {
+    const Pending& pd = pending_[k];
+    const int s = pd.seq, last = pd.last;
+    const std::vector<Model::Placed>& placed = pd.placed;
+    const std::vector<std::pair<int, int>>* history = &pd.history;
+    const std::vector<std::vector<float>>& fresh = all[k];
+    LIFELINE_CHECK(fresh.size() == history->size(), "differential oracle: op #" + std::to_string(pd.op) +
+                                                        ": the fresh context decoded " + std::to_string(fresh.size()) +
+                                                        " of " + std::to_string(history->size()) + " tokens");
     for (size_t i = 0; i < placed.size(); ++i) {
       if (!placed[i].logits || !((placed[i].seqs >> s) & 1)) continue;
       // The output's place in the history: by position (an attention memory), or the last token (a recurrent
       // one, whose history Reference renumbers from 0; the oracle asks only at the state's position).
       size_t at = history->size();
-      for (size_t k = 0; k < history->size(); ++k)
-        if ((*history)[k].second == placed[i].pos) at = k;
+      for (size_t j = 0; j < history->size(); ++j)
+        if ((*history)[j].second == placed[i].pos) at = j;
       if (!HasAttention(program_.params.model))
         at = placed[i].pos == placed[last].pos ? history->size() - 1 : history->size();
       if (at == history->size()) continue;
@@ -323,7 +364,8 @@ void Executor::CheckLogits(const std::vector<Model::Placed>& placed, const std::
       ++stats_.compared;
       stats_.worst = std::max(stats_.worst, worst / scale);
       LIFELINE_CHECK(worst <= tol * scale,
-                     "differential oracle: sequence " + std::to_string(s) + " at position " +
+                     "differential oracle: op #" + std::to_string(pd.op) + ", sequence " + std::to_string(s) +
+                         " at position " +
                          std::to_string(placed[i].pos) + ": logit " + std::to_string(worst_at) + " is " +
                          std::to_string(got[worst_at]) + ", a fresh context that decoded the sequence's " +
                          std::to_string(history->size()) + " tokens gives " + std::to_string(want[worst_at]) +
@@ -331,6 +373,7 @@ void Executor::CheckLogits(const std::vector<Model::Placed>& placed, const std::
                          std::to_string(scale) + ")");
     }
   }
+  pending_.clear();
 }
 
 }  // namespace

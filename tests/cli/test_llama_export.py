@@ -122,5 +122,44 @@ class LlamaC(unittest.TestCase):
         self.assertEqual(json.loads((bug.path / "bug.json").read_text())["reproducers"][0]["export"]["frame"], "check")
 
 
+
+class FuzzLaneProgramVerbs(unittest.TestCase):
+    """The fuzz lane's llama_memory_differential serves --program under libFuzzer (common/libfuzzer_program.h): what
+    lifeline reduce and export run."""
+
+    def setUp(self):
+        self.binary = ROOT / "build" / "fuzz" / "targets" / "llama_memory_differential"
+        if not self.binary.is_file():
+            self.skipTest(f"{self.binary} is not built")
+
+    def verb(self, *args):
+        import subprocess
+        return subprocess.run([str(self.binary), "--program", *map(str, args)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+
+    def test_decode_encode_states_and_a_refusal(self):
+        import tempfile
+        from pathlib import Path
+        seed = ROOT / "corpus" / "llama_memory_differential" / "per-sequence-streams"
+        got = self.verb("decode", seed)
+        self.assertEqual(got.returncode, 0, got.stderr)
+        prog = json.loads(got.stdout)
+        self.assertEqual((prog["format"], prog["kv_unified"]), ("llama", False))
+        with tempfile.TemporaryDirectory() as tmp:
+            src, out = Path(tmp) / "p.json", Path(tmp) / "p.bin"
+            src.write_text(got.stdout)
+            self.assertEqual(self.verb("encode", src, out).returncode, 0)
+            self.assertEqual(out.read_bytes(), seed.read_bytes())
+            prog["ops"][0]["op"] = "rewind"
+            src.write_text(json.dumps(prog))
+            refused = self.verb("encode", src, out)
+            self.assertEqual(refused.returncode, 1)
+            self.assertIn("op #0 (rewind): 'op' is \"rewind\", not a name this format knows", refused.stderr)
+        states = self.verb("states", seed)
+        self.assertEqual(states.returncode, 0)
+        self.assertEqual(states.stdout.splitlines()[0], "decode\tkv/empty")
+        self.assertEqual(self.verb("decode").returncode, 2)  # usage
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -9,7 +9,8 @@
 # seeds run) and the tsan lane (the same programs under TSan: llama.cpp's and ggml's threads on the CPU backend),
 # with the lane's flags and asserts on, against the lane's ggml; not in the asan lane, whose programs the fuzz lane
 # runs with the same sanitizers (the library is 88k lines: 170 s of one lane's build on 2 cores at -O1; what the
-# programs never run compiles at -O0, below).
+# programs never run compiles at -O0, below). Also in the coverage lane (`lifeline coverage`, built on demand,
+# not by the test suite), so that what the programs reach of llama.cpp's sources is measured.
 # Not by the external engine (.clusterfuzzlite/build.sh): it lists the target as skipped (CMakeLists.txt).
 # Upstream's own CMake is not used: it would build a second ggml. src/*.cpp and src/models/*.cpp are globbed
 # (whichever files a version has), the models in unity batches of 16 as upstream builds them.
@@ -19,7 +20,7 @@
 #
 # Sets LIFELINE_LLAMA (ON when built), LIFELINE_LLAMA_DIR and LIFELINE_LLAMA_SKIP_REASON.
 
-set(LIFELINE_LLAMA_LANES fuzz tsan)
+set(LIFELINE_LLAMA_LANES fuzz tsan coverage)
 set(LIFELINE_LLAMA_SOURCE_DIR "" CACHE PATH "llama.cpp checkout to fuzz (default: the one holding the lane's ggml)")
 set(LIFELINE_LLAMA OFF)
 set(LIFELINE_LLAMA_SKIP_REASON "")

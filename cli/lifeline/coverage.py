@@ -4,7 +4,8 @@
                     [--no-build]
 
 The coverage lane (preset `coverage`: -fprofile-instr-generate -fcoverage-mapping, no sanitizer, the replay
-driver; upstream ggml and whisper.cpp instrumented too, torch is a prebuilt library and is not) replays, per target:
+driver; upstream ggml, whisper.cpp and llama.cpp's src/ instrumented too, torch is a prebuilt library and is not)
+replays, per target:
   seeds        corpus/<target>/
   regression   corpus/regression/<target>/ (the coverage-merged regression corpus), when there is one
   repro        the inputs of every repro/<id>/ whose target (or unpatched upstream variant's target) it is;
@@ -47,15 +48,16 @@ TOOLS = {"llvm-profdata-14": "merges the raw profiles", "llvm-cov-14": "writes t
 # cache (upstream_dirs_of).
 UPSTREAM_TREES = [(ROOT / "build" / "upstream" / "llama.cpp" / "ggml" / "src", "ggml/src/"),
                   (ROOT / "build" / "upstream" / "ggml-vulkan" / "src", "ggml/src/"),
-                  (ROOT / "build" / "upstream" / "whisper.cpp", "whisper.cpp/")]
+                  (ROOT / "build" / "upstream" / "whisper.cpp", "whisper.cpp/"),
+                  (ROOT / "build" / "upstream" / "llama.cpp" / "src", "llama.cpp/src/")]
 UPSTREAM_PREFIXES = tuple(dict.fromkeys(prefix for _, prefix in UPSTREAM_TREES))  # a tree added later reuses one
 PROJECT_DIRS = ("layers", "harness")
 NOT_UNDER_TEST = {"harness/replay_main.cc"}  # the replay driver: it runs the inputs, nothing tests it
 
 
 def upstream_dirs_of(lane_dir: Path) -> None:
-    """Adds the ggml and whisper.cpp trees the lane was configured with (LIFELINE_GGML_SOURCE_DIR,
-    LIFELINE_WHISPER_SOURCE_DIR in its CMakeCache.txt) to UPSTREAM_TREES."""
+    """Adds the ggml, whisper.cpp and llama.cpp trees the lane was configured with (LIFELINE_GGML_SOURCE_DIR,
+    LIFELINE_WHISPER_SOURCE_DIR, LIFELINE_LLAMA_SOURCE_DIR in its CMakeCache.txt) to UPSTREAM_TREES."""
     try:
         cache = (lane_dir / "CMakeCache.txt").read_text(errors="replace").splitlines()
     except OSError:
@@ -69,6 +71,8 @@ def upstream_dirs_of(lane_dir: Path) -> None:
             tree = (Path(value) / "src", "ggml/src/")
         elif name.startswith("LIFELINE_WHISPER_SOURCE_DIR:"):
             tree = (Path(value), "whisper.cpp/")
+        elif name.startswith("LIFELINE_LLAMA_SOURCE_DIR:"):
+            tree = (Path(value) / "src", "llama.cpp/src/")
         else:
             continue
         if tree not in UPSTREAM_TREES:
@@ -109,7 +113,8 @@ def under_test(path: str) -> str | None:
             rel = p.relative_to(up)
         except ValueError:
             continue
-        if p.suffix in (".c", ".cpp"):
+        # Upstream's sources; of its headers only llama.cpp's, where the memory's logic lives (llama-kv-cells.h)
+        if p.suffix in (".c", ".cpp") or (prefix == "llama.cpp/src/" and p.suffix == ".h"):
             return prefix + str(rel)
         return None
     try:

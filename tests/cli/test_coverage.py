@@ -209,6 +209,12 @@ class UpstreamFilesAreNamedByTheirTree(unittest.TestCase):
         self.assertEqual(coverage.under_test(str(build / "whisper.cpp" / "ggml" / "src" / "ggml.c")),
                          "whisper.cpp/ggml/src/ggml.c")
         self.assertIsNone(coverage.under_test(str(build / "whisper.cpp" / "include" / "whisper.h")))
+        # llama.cpp's src/ headers hold the memory's logic (llama-kv-cells.h): they count; ggml's headers do not
+        self.assertEqual(coverage.under_test(str(build / "llama.cpp" / "src" / "llama-kv-cells.h")),
+                         "llama.cpp/src/llama-kv-cells.h")
+        self.assertEqual(coverage.under_test(str(build / "llama.cpp" / "src" / "llama-batch.cpp")),
+                         "llama.cpp/src/llama-batch.cpp")
+        self.assertIsNone(coverage.under_test(str(build / "llama.cpp" / "ggml" / "src" / "ggml-impl.h")))
         self.assertEqual(coverage.under_test(str(ROOT / "harness" / "programs" / "handoff" / "model.cc")),
                          "harness/programs/handoff/model.cc")
         one = {k: {"covered": 1, "count": 2} for k in ("lines", "functions", "branches")}

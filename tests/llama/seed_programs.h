@@ -117,6 +117,13 @@ inline std::vector<std::pair<std::string, Program>> SeedPrograms() {
                  {Params(ModelKind::kMamba, 1, 2, 4),
                   {DecodeOp(1, 3, 23, false, false, Flaw::kAbort), DecodeOp(1, 6, 24),
                    DecodeOp(1, 3, 25, false, false, Flaw::kAbort), DecodeOp(1, 2, 26)}}});
+  // Batches without positions (llama_batch_get_one's kind: llama_decode places the tokens), one with a token on
+  // sequence -1 (refused), then a shared turn without positions.
+  out.push_back({"auto-positions-and-bad-seq",
+                 {Params(ModelKind::kLlama, 2, 4, 8),
+                  {DecodeOp(0b11, 4, 31, false, false, Flaw::kAutoPositions),
+                   DecodeOp(0b01, 2, 32, false, false, Flaw::kBadSeq),
+                   DecodeOp(0b11, 3, 33, true, true, Flaw::kAutoPositions)}}});
   return out;
 }
 

@@ -325,7 +325,7 @@ void Executor::DecodeOp(const Op& op) {
       abort = false;
     SetUpstreamContext(abort ? "llama_decode [aborted]" : "llama_decode");
     rt_.SetAbort(abort);
-    const int got = rt_.Decode(batch);
+    const int got = rt_.Decode(batch, op.flaw == Flaw::kAutoPositions);
     rt_.SetAbort(false);
     // It finds the aborted ubatch's positions by each token's first sequence only (ubatch.seq_id[i][0]), so a
     // token in several sequences stays in the others, a cell whose K and V were never computed. The driver

@@ -87,8 +87,9 @@ Program Run(Source& src, const Program* target) {
         op.all_logits = src.Bool([&] { return want.all_logits; });
         op.token_seed = src.Full<uint8_t>([&] { return want.token_seed; });
         {
-          // Flaws are rare: 4 of 16 values.
-          const int f = src.Int<int>(0, 15, [&] { return static_cast<int>(want.flaw); });
+          // Flaws are rare: 6 of 32 values (values below 16 read as they did when there were 16, so inputs
+          // written then decode alike).
+          const int f = src.Int<int>(0, 31, [&] { return static_cast<int>(want.flaw); });
           op.flaw = f <= static_cast<int>(Flaw::kMaxValue) ? static_cast<Flaw>(f) : Flaw::kNone;
         }
         m.Decode(op);
@@ -219,7 +220,8 @@ std::string Describe(const Op& op) {
   auto range = [&] { return " [" + std::to_string(op.p0) + ", " + std::to_string(op.p1) + ")"; };
   switch (op.kind) {
     case OpKind::kDecode: {
-      static const char* const kFlaw[] = {"", " flaw=gap", " flaw=behind", " flaw=bad-token", " abort"};
+      static const char* const kFlaw[] = {"", " flaw=gap", " flaw=behind", " flaw=bad-token", " abort", " flaw=bad-seq",
+                                          " auto-positions"};
       static const char kHex[] = "0123456789abcdef";
       out += std::string(" seqs=0x") + kHex[op.seqs & 15] + " steps=" + std::to_string(op.steps) +
              (op.shared ? " shared" : "") + (op.all_logits ? " all-logits" : "") + " tokens@" +

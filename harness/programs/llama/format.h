@@ -66,10 +66,12 @@ enum class OpKind : uint8_t {
 };
 
 // How a decode departs from a well-formed one: a batch the checks of llama_decode must refuse (gap, behind,
-// bad token), or a decode its abort callback stops (llama_set_abort_callback: the callback answers true from
-// the first graph node of the op's first llama_decode call, which must then return 2 with its unfinished
-// ubatch out of the memory; the op's later calls are not made).
-enum class Flaw : uint8_t { kNone, kGap, kBehind, kBadToken, kAbort, kMaxValue = kAbort };
+// bad token, a token on sequence -1), a decode its abort callback stops (llama_set_abort_callback: the callback
+// answers true from the first graph node of the op's first llama_decode call, which must then return 2 with its
+// unfinished ubatch out of the memory; the op's later calls are not made), or batches without positions
+// (llama_batch.pos NULL, as llama_batch_get_one's are: llama_decode places each token after its first sequence's
+// last position in the memory, which must be where the program's positions are).
+enum class Flaw : uint8_t { kNone, kGap, kBehind, kBadToken, kAbort, kBadSeq, kAutoPositions, kMaxValue = kAutoPositions };
 
 struct Op {
   OpKind kind = OpKind::kDecode;

@@ -134,7 +134,9 @@ std::vector<Model::Placed> Model::Place(const Op& op) const {
     }
     for (int s = 0; s < kMaxSeqs; ++s)
       if ((t.seqs >> s) & 1) next[s] = pos + 1;
-    placed.push_back({placed.empty() && op.flaw == Flaw::kBadToken ? kVocab : t.token, t.seqs, pos, t.logits});
+    // Flaw::kBadSeq: the first token on sequence -1 (seqs 0; the runtime writes -1 for it).
+    placed.push_back({placed.empty() && op.flaw == Flaw::kBadToken ? kVocab : t.token,
+                      placed.empty() && op.flaw == Flaw::kBadSeq ? uint8_t{0} : t.seqs, pos, t.logits});
   }
   return placed;
 }
@@ -175,6 +177,7 @@ int Model::DecodeChunk(const std::vector<Placed>& placed, bool aborted) {
   }
   for (const Placed& p : placed) {
     if (p.token < 0 || p.token >= kVocab) ret = -1;
+    if (p.seqs == 0) ret = -1;  // a token on sequence -1
     // Sequences coupled by a token in both must hold the same span in the memory ("coupled ... but have
     // diverged"): seq_pos_min and seq_pos_max equal.
     for (int s0 = 0; s0 < params_.n_seq_max; ++s0)

@@ -17,12 +17,13 @@ class Runtime {
  public:
   struct Token {
     int token;
-    uint8_t seqs;
+    uint8_t seqs;  // 0: sequence -1
     int pos;
     bool logits;
   };
   virtual ~Runtime() = default;
-  virtual int Decode(const std::vector<Token>& batch) = 0;  // llama_decode's return
+  // llama_decode's return; `auto_positions`: the batch without positions (llama_batch.pos NULL).
+  virtual int Decode(const std::vector<Token>& batch, bool auto_positions) = 0;
   virtual const float* Logits(int batch_index) = 0;         // llama_get_logits_ith; nullptr when it has none
   virtual int n_vocab() const = 0;
   virtual bool SeqRm(int seq, int p0, int p1) = 0;

@@ -114,7 +114,7 @@ class LlamaRuntime : public Runtime {
     Return(Describe(p_), ctx_);
   }
 
-  int Decode(const std::vector<Token>& batch) override {
+  int Decode(const std::vector<Token>& batch, bool auto_positions) override {
     llama_batch b = llama_batch_init(static_cast<int32_t>(batch.size()), 0, kMaxSeqs);
     for (size_t i = 0; i < batch.size(); ++i) {
       b.token[i] = batch[i].token;
@@ -122,10 +122,14 @@ class LlamaRuntime : public Runtime {
       b.n_seq_id[i] = 0;
       for (int s = 0; s < kMaxSeqs; ++s)
         if ((batch[i].seqs >> s) & 1) b.seq_id[i][b.n_seq_id[i]++] = s;
+      if (batch[i].seqs == 0) b.seq_id[i][b.n_seq_id[i]++] = -1;
       b.logits[i] = batch[i].logits;
     }
     b.n_tokens = static_cast<int32_t>(batch.size());
+    llama_pos* const pos = b.pos;
+    if (auto_positions) b.pos = nullptr;
     const int ret = llama_decode(ctx_, b);
+    b.pos = pos;
     llama_batch_free(b);
     return ret;
   }

@@ -33,7 +33,8 @@ using FreshLogits = std::vector<std::vector<std::vector<float>>>;  // per histor
 // Where the fresh decodes run: on another thread under TSan, which is what sees two contexts of one model
 // decoding at once; on the calling thread elsewhere, where the overlap shows no sanitizer anything and costs:
 // 200 corpus inputs replayed in the fuzz lane (ASan+UBSan) took 30-39 s with the worker below against 23-27 s on
-// the calling thread, 3 rounds in turns (both threads run the same instrumented code, and its coverage counters).
+// the calling thread, 3 rounds in turns (not profiled further; both threads run the same instrumented code and
+// bump the same coverage counters, which may be why).
 #if defined(__SANITIZE_THREAD__)
 constexpr bool kFreshOnAnotherThread = true;
 #elif defined(__has_feature)

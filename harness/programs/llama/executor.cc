@@ -383,11 +383,10 @@ void Executor::StartFresh(size_t op, const std::vector<Model::Placed>& placed, s
   }
   if (pending_.empty()) return;
   pending_.front().logits = std::move(logits);
-  std::vector<std::vector<std::pair<int, int>>> histories;
-  for (const Pending& p : pending_) histories.push_back(p.history);
-  auto job = [this, histories = std::move(histories)] {
+  // pending_ stays as it is until FinishFresh has the job's result: the job reads the histories in place.
+  auto job = [this] {
     FreshLogits out;
-    for (const auto& h : histories) out.push_back(rt_.Fresh(h));
+    for (const Pending& p : pending_) out.push_back(rt_.Fresh(p.history));
     return out;
   };
   if (!kFreshOnAnotherThread) {

@@ -13,10 +13,14 @@
 # not by the test suite), so that what the programs reach of llama.cpp's sources is measured.
 # Not by the external engine (.clusterfuzzlite/build.sh): it lists the target as skipped (CMakeLists.txt).
 # Upstream's own CMake is not used: it would build a second ggml. src/*.cpp and src/models/*.cpp are globbed
-# (whichever files a version has), the models in unity batches of 16 as upstream builds them.
+# (whichever files a version has), the models in unity batches of 16 as the pinned tree builds them (the
+# files of older trees that clash in one batch apart).
 #
 # What of llama.h the programs need is checked in the tree's header, never from its version: a tree without it
-# registers the target as unavailable with the names it lacks.
+# registers the target as unavailable with the names it lacks. The tiny models are built in memory with
+# llama_model_init_from_user where the header has it; a tree without it (b8179 and older) loads them from a
+# GGUF file written in a private temporary folder (llama_model_load_from_file; LIFELINE_LLAMA_MODEL_FILE=1 on
+# what links lifeline_llama).
 #
 # Sets LIFELINE_LLAMA (ON when built), LIFELINE_LLAMA_DIR and LIFELINE_LLAMA_SKIP_REASON.
 
@@ -50,7 +54,13 @@ if(LIFELINE_LLAMA_DIR)
   file(READ "${LIFELINE_LLAMA_DIR}/include/llama.h" _llama_h)
   set(_missing "")
   # name                          what uses it
-  foreach(fn llama_model_init_from_user    # upstream/llama_models.cc: the tiny models
+  # upstream/llama_models.cc: the tiny models, built in memory, or else loaded from a file written for them
+  set(_model_file OFF)
+  string(FIND "${_llama_h}" "llama_model_init_from_user" _at)
+  if(_at EQUAL -1)
+    set(_model_file ON)
+  endif()
+  foreach(fn llama_model_load_from_file    # upstream/llama_models.cc: the tiny models (without init_from_user)
              llama_memory_seq_rm           # upstream/llama_runtime.cc: the memory API (llama.cpp since mid 2025)
              llama_memory_seq_pos_min      # the memory oracle
              llama_state_seq_get_data      # state save and restore
@@ -70,7 +80,36 @@ if(LIFELINE_LLAMA_DIR)
     file(GLOB _llama_models "${LIFELINE_LLAMA_DIR}/src/models/*.cpp")
     set(LLAMA_VERSION "lifeline")
     set(LLAMA_BUILD_COMMIT "unknown")
-    configure_file("${LIFELINE_LLAMA_DIR}/src/llama-version.h.in" "${CMAKE_BINARY_DIR}/llama/llama-version.h" @ONLY)
+    if(EXISTS "${LIFELINE_LLAMA_DIR}/src/llama-version.h.in")
+      configure_file("${LIFELINE_LLAMA_DIR}/src/llama-version.h.in" "${CMAKE_BINARY_DIR}/llama/llama-version.h" @ONLY)
+    endif()
+    # Trees that do not build src/models/ in unity batches themselves may have two models' files define the same
+    # file-level helper (a static function or a struct: gemma3n.cpp and gemma4.cpp of b10068 and v0.4.0): such files
+    # are compiled on their own, found from their file-level definitions.
+    set(_clashing "")
+    foreach(f IN LISTS _llama_models)
+      file(STRINGS "${f}" _lines REGEX "^(static [^;=]*\\(|(struct|class) [A-Za-z_0-9]+ *[:{])")
+      set(_names "")
+      foreach(line IN LISTS _lines)
+        if(line MATCHES "^(struct|class) ([A-Za-z_0-9]+)")
+          list(APPEND _names "${CMAKE_MATCH_2}")
+        elseif(line MATCHES "([A-Za-z_][A-Za-z_0-9]*) *\\(")
+          list(APPEND _names "${CMAKE_MATCH_1}")
+        endif()
+      endforeach()
+      list(REMOVE_DUPLICATES _names)
+      foreach(n IN LISTS _names)
+        if(DEFINED _first_${n})
+          list(APPEND _clashing "${f}" "${_first_${n}}")
+        else()
+          set(_first_${n} "${f}")
+        endif()
+      endforeach()
+    endforeach()
+    if(_clashing)
+      list(REMOVE_DUPLICATES _clashing)
+      set_source_files_properties(${_clashing} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+    endif()
     # What the programs run, at the lane's -O1: the context, batches, the memory kinds of the four tiny models,
     # the graph, and the four architectures' graph builders. Everything else (the other 150 architectures,
     # tokenizers, samplers, grammars, chat templates, quantization, the GGUF loader and saver, the memory kinds of
@@ -85,7 +124,7 @@ if(LIFELINE_LLAMA_DIR)
     set(_hot ${_llama_models} ${_llama_core})
     list(REMOVE_ITEM _hot ${_cold_models} ${_cold_core_files})
     # The cold objects take the lane's options as their own (not through linking lifeline_lane, whose -O1 would
-    # come after theirs), then -O0; the models in unity batches of 16 as upstream builds them, the rest one by one
+    # come after theirs), then -O0; the models in unity batches of 16 (but the clashing ones), the rest one by one
     # (upstream keeps its core files out of unity builds).
     add_library(lifeline_llama_cold OBJECT ${_cold_models} ${_cold_core_files})
     set_target_properties(lifeline_llama_cold PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 16 CXX_STANDARD 17)
@@ -104,6 +143,16 @@ if(LIFELINE_LLAMA_DIR)
     # Upstream's warnings are upstream's; the lane's sanitizers, coverage, -O1 and -UNDEBUG as for ggml.
     target_compile_options(lifeline_llama PRIVATE -w)
     target_link_libraries(lifeline_llama PUBLIC ggml PRIVATE lifeline_lane lifeline_ggml_recover)
+    # upstream/llama_runtime.cc: the context's limit of outputs (b10068 and later);
+    # LIFELINE_LLAMA_NO_N_OUTPUTS_MAX where the tree lacks it
+    string(FIND "${_llama_h}" "n_outputs_max" _at)
+    if(_at EQUAL -1)
+      target_compile_definitions(lifeline_llama INTERFACE LIFELINE_LLAMA_NO_N_OUTPUTS_MAX=1)
+    endif()
+    if(_model_file)
+      target_compile_definitions(lifeline_llama INTERFACE LIFELINE_LLAMA_MODEL_FILE=1)
+      message(STATUS "lifeline: ${LIFELINE_LLAMA_DIR}/include/llama.h has no llama_model_init_from_user: the tiny models are loaded from GGUF files")
+    endif()
     set(LIFELINE_LLAMA ON)
   endif()
 endif()

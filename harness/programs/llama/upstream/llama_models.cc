@@ -1,8 +1,14 @@
 #include "harness/programs/llama/upstream/llama_models.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "ggml-backend.h"
@@ -28,8 +34,8 @@ struct Counts {
   unsigned long long params = 0, bytes = 0;
 };
 
-void SetTensorData(ggml_tensor* t, void* ud) {
-  Counts* counts = static_cast<Counts*>(ud);
+// The values of tensor `t` (its name and shape), counted in `counts`.
+std::vector<float> Values(const ggml_tensor* t, Counts* counts) {
   counts->params += static_cast<unsigned long long>(ggml_nelements(t));
   counts->bytes += ggml_nbytes(t);
   uint64_t h = 1469598103934665603ull;
@@ -41,6 +47,13 @@ void SetTensorData(ggml_tensor* t, void* ud) {
     const float u = static_cast<float>(Mix(h + static_cast<uint64_t>(i)) >> 40) / static_cast<float>(1 << 24);
     v[i] = negative ? -(0.1f + u) : (u - 0.5f) * 0.5f;
   }
+  return v;
+}
+
+#if !LIFELINE_LLAMA_MODEL_FILE
+void SetTensorData(ggml_tensor* t, void* ud) {
+  const std::vector<float> v = Values(t, static_cast<Counts*>(ud));
+  const int64_t n = ggml_nelements(t);
   if (t->type == GGML_TYPE_F32) {
     ggml_backend_tensor_set(t, v.data(), 0, ggml_nbytes(t));
   } else {
@@ -49,6 +62,84 @@ void SetTensorData(ggml_tensor* t, void* ud) {
     ggml_backend_tensor_set(t, h16.data(), 0, ggml_nbytes(t));
   }
 }
+#else
+// A tree without llama_model_init_from_user (cmake/LifelineLlama.cmake: LIFELINE_LLAMA_MODEL_FILE) loads the model
+// from a GGUF file with the same metadata and, for each tensor the file holds, the same F32 values. The file holds
+// the tensors that the four architectures' loaders require (llama.cpp 2025-09 to 2026-09 alike) and output.weight
+// where they take one; init_from_user also creates every optional tensor a tree knows (biases, scales), so its
+// models hold more weights than these and compute other values.
+void AddTensors(ModelKind kind, ggml_context* ctx, gguf_context* g, Counts* counts) {
+  constexpr int64_t kInner = 2 * kEmbd, kState = 16, kRank = 4, kConv = 4, kKv = kEmbd / kHeads * kHeadsKv;
+  auto add = [&](const std::string& name, int64_t ne0, int64_t ne1) {
+    ggml_tensor* t = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, ne0, ne1);
+    ggml_set_name(t, name.c_str());
+    const std::vector<float> v = Values(t, counts);
+    std::memcpy(t->data, v.data(), ggml_nbytes(t));
+    gguf_add_tensor(g, t);
+  };
+  add("token_embd.weight", kEmbd, kVocab);
+  add("output_norm.weight", kEmbd, 1);
+  if (kind != ModelKind::kGemma2) add("output.weight", kEmbd, kVocab);
+  for (uint32_t i = 0; i < kLayers; ++i) {
+    const std::string b = "blk." + std::to_string(i) + ".";
+    add(b + "attn_norm.weight", kEmbd, 1);
+    if (kind == ModelKind::kMamba || (kind == ModelKind::kJamba && i == 1)) {
+      add(b + "ssm_in.weight", kEmbd, 2 * kInner);
+      add(b + "ssm_conv1d.weight", kConv, kInner);
+      add(b + "ssm_conv1d.bias", kInner, 1);
+      add(b + "ssm_x.weight", kInner, kRank + 2 * kState);
+      add(b + "ssm_dt.weight", kRank, kInner);
+      add(b + "ssm_dt.bias", kInner, 1);
+      add(b + "ssm_a", kState, kInner);
+      add(b + "ssm_d", kInner, 1);
+      add(b + "ssm_out.weight", kInner, kEmbd);
+      if (kind == ModelKind::kJamba) {
+        add(b + "ssm_dt_norm.weight", kRank, 1);
+        add(b + "ssm_b_norm.weight", kState, 1);
+        add(b + "ssm_c_norm.weight", kState, 1);
+      }
+    } else {
+      add(b + "attn_q.weight", kEmbd, kEmbd);
+      add(b + "attn_k.weight", kEmbd, kKv);
+      add(b + "attn_v.weight", kEmbd, kKv);
+      add(b + "attn_output.weight", kEmbd, kEmbd);
+    }
+    if (kind == ModelKind::kMamba) continue;
+    if (kind == ModelKind::kGemma2) add(b + "post_attention_norm.weight", kEmbd, 1);
+    add(b + "ffn_norm.weight", kEmbd, 1);
+    add(b + "ffn_gate.weight", kEmbd, kFf);
+    add(b + "ffn_up.weight", kEmbd, kFf);
+    add(b + "ffn_down.weight", kFf, kEmbd);
+    if (kind == ModelKind::kGemma2) add(b + "post_ffw_norm.weight", kEmbd, 1);
+  }
+}
+
+// Writes the metadata and the tensors to a file in a private temporary folder, loads it, and removes both.
+llama_model* LoadFromFile(ModelKind kind, gguf_context* g, llama_model_params mp, std::string* error,
+                          Counts* counts) {
+  ggml_init_params ip = {/*mem_size=*/4u << 20, /*mem_buffer=*/nullptr, /*no_alloc=*/false};
+  ggml_context* ctx = ggml_init(ip);
+  AddTensors(kind, ctx, g, counts);
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/lifeline-llama-XXXXXX";
+  llama_model* model = nullptr;
+  if (mkdtemp(dir.data()) == nullptr) {
+    *error = "mkdtemp(" + dir + ") failed: " + std::strerror(errno);
+  } else {
+    const std::string path = dir + "/" + kModelNames[static_cast<int>(kind)] + ".gguf";
+    if (!gguf_write_to_file(g, path.c_str(), /*only_meta=*/false)) {
+      *error = "gguf_write_to_file(" + path + ") failed";
+    } else {
+      model = llama_model_load_from_file(path.c_str(), mp);  // mapped or read: either outlives the file's name
+      if (model == nullptr) *error = "llama_model_load_from_file refused the tiny model's file " + path;
+    }
+    std::remove(path.c_str());
+    rmdir(dir.c_str());
+  }
+  ggml_free(ctx);
+  return model;
+}
+#endif
 
 void SetU32(gguf_context* g, const std::string& arch, const char* key, uint32_t v) {
   gguf_set_val_u32(g, (arch + key).c_str(), v);
@@ -85,9 +176,13 @@ llama_model* Build(ModelKind kind, std::string* error, Counts* counts) {
     SetU32(g, arch, ".ssm.time_step_rank", 4);
   }
   llama_model_params mp = llama_model_default_params();
+#if LIFELINE_LLAMA_MODEL_FILE
+  llama_model* model = LoadFromFile(kind, g, mp, error, counts);
+#else
   llama_model* model = llama_model_init_from_user(g, SetTensorData, counts, mp);
-  gguf_free(g);
   if (model == nullptr) *error = "llama_model_init_from_user refused the tiny " + arch + " model's metadata";
+#endif
+  gguf_free(g);
   return model;
 }
 

@@ -2,7 +2,10 @@
 // built in-process from GGUF metadata through llama.h's llama_model_init_from_user (as upstream's
 // tests/test-llama-archs.cpp does), never downloaded: 2 layers, n_embd 64, 2 heads of 32 (1 KV head), a
 // vocabulary of 64 tokens without a tokenizer ("no_vocab"), F32 weights drawn from a hash of each tensor's
-// name and index. Each is built once per process, on first use, and kept.
+// name and index. Each is built once per process, on first use, and kept. A llama.cpp without
+// llama_model_init_from_user (LIFELINE_LLAMA_MODEL_FILE) loads the same metadata and the tensors its
+// architectures require, with the same values, from a GGUF file written and removed in a private temporary
+// folder (llama_models.cc: the optional tensors init_from_user also creates are not in it).
 #pragma once
 
 #include <string>

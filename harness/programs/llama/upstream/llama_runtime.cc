@@ -32,6 +32,9 @@ llama_context_params ParamsOf(const ContextParams& p, bool fresh) {
   c.no_perf = true;
   // llama_init_from_model reserves an output per sequence (output_reserve(n_seq_max)) against a limit of n_batch
   // outputs and asserts instead of refusing when n_seq_max > n_batch. The workaround: room for n_seq_max outputs.
+  // A llama.h without n_outputs_max (cmake/LifelineLlama.cmake: LIFELINE_LLAMA_NO_N_OUTPUTS_MAX: b8179 and
+  // the older trees measured) has no such limit: its output buffer takes max(n_outputs, n_seq_max).
+#if !LIFELINE_LLAMA_NO_N_OUTPUTS_MAX
   if (!fresh && c.n_seq_max > c.n_batch &&
       GuardHolds(Guard::kLlamaContextSeqMaxOverBatchAbort, [&] {
         return "n_seq_max " + std::to_string(c.n_seq_max) + " > n_batch " + std::to_string(c.n_batch) +
@@ -39,6 +42,7 @@ llama_context_params ParamsOf(const ContextParams& p, bool fresh) {
       })) {
     c.n_outputs_max = c.n_seq_max;
   }
+#endif
   return c;
 }
 

@@ -30,9 +30,10 @@
   lifeline bisect BUG_ID --upstream-repo DIR [--good REV] [--bad REV] [--input NAME] [--source FILE.c] [--record]
                                                     the first upstream commit where the finding's exported C
                                                     reproducer fails (git bisect run over a ggml checkout)
-  lifeline matrix [--versions NAME,...] [--source DIR]... [--vulkan] [--out DIR] [--check FILE]
+  lifeline matrix [--versions NAME,...] [--source DIR]... [--vulkan] [--llama | --llama-only] [--out DIR] [--check FILE]
                                                     build the ggml targets on real ggml versions, replay the corpora,
-                                                    run every ggml finding: finding x version
+                                                    run every ggml finding: finding x version (--llama: also
+                                                    llama.cpp's runtime, llama_memory_differential, fuzz lane)
 
   lifeline repro-plan --lane L [--repro-root DIR]   internal: the reproducer tests CMake registers for lane L
                                                     (see lifeline/plan.py); not listed by --help
@@ -166,6 +167,11 @@ def main(argv: list[str]) -> int:
     m.add_argument("--source", action="append", metavar="DIR", help="a ggml checkout of your own as one more version "
                    "(ggml, or llama.cpp or whisper.cpp with ggml/); repeatable")
     m.add_argument("--vulkan", action="store_true", help="also ggml_vulkan_graph_topology (its shaders per version)")
+    ml = m.add_mutually_exclusive_group()
+    ml.add_argument("--llama", action="store_true", help="also llama_memory_differential and its findings (the fuzz "
+                    "lane in build/llama-matrix/<name>, against the llama.cpp checkout holding the version's ggml; "
+                    "minutes of build per version)")
+    ml.add_argument("--llama-only", action="store_true", help="only llama_memory_differential and its findings")
     m.add_argument("--out", help="where to write matrix.json, matrix.md and matrix.log (default matrix-out/)")
     m.add_argument("--check", metavar="FILE", help="fail when a finding's result or a corpus crash differs from "
                    "this committed matrix.json")

@@ -10,7 +10,15 @@ reproduces there, does not, or cannot run there (the target does not build; the 
 tree lacks). `--check FILE` compares the findings' results and the corpora's crashes with a committed matrix
 (bench/results/matrix/): the suite's test of the matrix.
 
-    lifeline matrix [--versions NAME,...] [--source DIR]... [--vulkan] [--out DIR] [--check FILE]
+`--llama` adds llama.cpp's runtime: llama_memory_differential built in the fuzz lane (the only lanes that build
+llama.cpp's src/ are fuzz, tsan and coverage) in build/llama-matrix/<name> against the llama.cpp checkout that holds
+the version's ggml, its seeds replayed, and the findings on it (their "fuzz" signatures) run as the ggml ones are.
+What the tree's llama.h lacks is found by the configure (cmake/LifelineLlama.cmake) and recorded as the target's
+skip reason. Each version's llama.cpp build takes minutes, so it is only done when asked; `--llama-only` leaves
+the ggml targets out.
+
+    lifeline matrix [--versions NAME,...] [--source DIR]... [--vulkan] [--llama | --llama-only] [--out DIR]
+                    [--check FILE]
 """
 from __future__ import annotations
 
@@ -34,6 +42,11 @@ from .usage import UsageError
 VERSIONS_FILE = ROOT / "scripts" / "ggml-versions.txt"
 FETCH = ROOT / "scripts" / "fetch-ggml-version.sh"
 CPU_TARGET, VULKAN_TARGET = "ggml_graph_topology", "ggml_vulkan_graph_topology"
+LLAMA_TARGET = "llama_memory_differential"
+# target -> (the preset it builds with, the folder under build/ that holds a build per version)
+LANES = {CPU_TARGET: ("asan", "matrix"), VULKAN_TARGET: ("asan", "matrix"), LLAMA_TARGET: ("fuzz", "llama-matrix")}
+# what to ask for to have the target: the not-run reason of a finding on one not asked for
+ASK = {VULKAN_TARGET: "--vulkan", LLAMA_TARGET: "--llama"}
 RUN_TIMEOUT_S = 300
 CHUNK = 200  # inputs per replay process (a crash ends the process; the rest go on in the next)
 
@@ -90,28 +103,48 @@ def fetch(v: Version, log) -> str:
     return ""
 
 
-def build(v: Version, targets: list, log) -> tuple[Path, dict]:
-    """Configures build/matrix/<name> (the asan preset, this version's tree) and builds `targets` in it, one at a
-    time, so that one that does not build leaves the others: (the build folder, {target: "built" or why not})."""
-    d = ROOT / "build" / "matrix" / v.name
-    rc, out = _run(["cmake", "--preset", "asan", "-B", d, f"-DLIFELINE_GGML_SOURCE_DIR={v.tree}"], log)
-    if rc != 0:
-        errors = [line for line in out.splitlines() if "Error" in line or "error" in line]
-        why = f"configuring failed: {(errors or out.strip().splitlines() or ['?'])[0].strip()}"
-        return d, {t: why for t in targets}
-    skipped = skipped_targets(d)
-    status = {}
+def build_plan(name: str, targets: list) -> dict:
+    """{(preset, build folder): [targets]}: the targets of `targets` grouped by the lane each builds in (LANES), in
+    the order asked, one folder per lane and version."""
+    plan: dict = {}
     for t in targets:
-        if t in skipped:
-            status[t] = f"skipped: {skipped[t]}"
+        preset, folder = LANES[t]
+        plan.setdefault((preset, ROOT / "build" / folder / name), []).append(t)
+    return plan
+
+
+def _first_error(out: str) -> str:
+    errors = [line.strip() for line in out.splitlines() if "error:" in line]
+    return errors[0] if errors else "see the log"
+
+
+def build(v: Version, targets: list, log) -> tuple[dict, dict, dict]:
+    """Configures a folder per lane (build_plan: the asan preset in build/matrix/<name>, the fuzz preset in
+    build/llama-matrix/<name>) against this version's tree and builds `targets` there, one at a time, so that one
+    that does not build leaves the others: ({target: its build folder}, {target: "built" or why not},
+    {target: seconds its configure and build took})."""
+    folders, status, seconds = {}, {}, {}
+    for (preset, d), ts in build_plan(v.name, targets).items():
+        t0 = time.monotonic()
+        for t in ts:
+            folders[t] = d
+        rc, out = _run(["cmake", "--preset", preset, "-B", d, f"-DLIFELINE_GGML_SOURCE_DIR={v.tree}"], log)
+        if rc != 0:
+            errors = [line for line in out.splitlines() if "Error" in line or "error" in line]
+            why = f"configuring failed: {(errors or out.strip().splitlines() or ['?'])[0].strip()}"
+            status.update({t: why for t in ts})
             continue
-        rc, out = _run(["cmake", "--build", d, "--target", t, "-j", str(os.cpu_count() or 2), "--", "-k", "0"], log)
-        if rc == 0:
-            status[t] = "built"
-        else:
-            errors = [line.strip() for line in out.splitlines() if "error:" in line]
-            status[t] = f"does not compile: {(errors or ['see the log'])[0]}"
-    return d, status
+        skipped = skipped_targets(d)
+        for t in ts:
+            t1 = time.monotonic()
+            if t in skipped:
+                status[t] = f"skipped: {skipped[t]}"
+                continue
+            rc, out = _run(["cmake", "--build", d, "--target", t, "-j", str(os.cpu_count() or 2), "--", "-k", "0"],
+                           log)
+            status[t] = "built" if rc == 0 else f"does not compile: {_first_error(out)}"
+            seconds[t] = round(time.monotonic() - (t0 if t == ts[0] else t1))
+    return folders, status, seconds
 
 
 def replay_corpus(binary: Path, target: str, known: list, log) -> dict:
@@ -159,8 +192,8 @@ def run_finding(bug: repro.Bug, binaries: dict, status: dict, missing: list, log
         target, reps = bug.variant.target, bug.variant.reproducers
     else:
         return {"result": "cannot", "why": "no reproducer"}
-    if target not in status:  # not asked for (--vulkan): nothing to say of this version
-        return {"result": "not-run", "why": f"{target} was not asked for (--vulkan builds it)"}
+    if target not in status:  # not asked for (--vulkan, --llama): nothing to say of this version
+        return {"result": "not-run", "why": f"{target} was not asked for ({ASK.get(target, 'the matrix')} builds it)"}
     if status[target] != "built":
         return {"result": "cannot", "why": f"{target}: {status[target]}"}
     fn = _missing_function(bug, missing)
@@ -188,14 +221,15 @@ def run_finding(bug: repro.Bug, binaries: dict, status: dict, missing: list, log
     return {"result": result, "inputs": got}
 
 
-def findings(root: Path = ROOT) -> list[repro.Bug]:
-    """The findings in upstream ggml: upstream statuses, on a ggml target (own reproducers or a variant's)."""
+def findings(root: Path = ROOT, targets: tuple = (CPU_TARGET, VULKAN_TARGET)) -> list[repro.Bug]:
+    """The findings in upstream code: upstream statuses, on one of `targets` (own reproducers or a variant's): the ggml
+    targets by default, llama_memory_differential's with --llama."""
     out = []
     for bug in repro.loadable(root / "repro"):
         if bug.status not in repro.UPSTREAM_STATUSES:
             continue
         target = bug.target if bug.reproducers else (bug.variant.target if bug.variant else None)
-        if target in (CPU_TARGET, VULKAN_TARGET):
+        if target in targets:
             out.append(bug)
     return out
 
@@ -210,17 +244,18 @@ def run_version(v: Version, targets: list, bugs: list, log) -> dict:
                 b.id: {"result": "cannot", "why": why} for b in bugs})
             return row
     row["tree"] = str(v.tree)
-    d, status = build(v, targets, log)
+    folders, status, seconds = build(v, targets, log)
     row["targets"] = status
-    info = upstream_ggml(d) or {}
+    row["build_seconds"] = seconds
+    info = upstream_ggml(folders[targets[0]]) or {}
     row["missing"] = info.get("missing", [])
     if info.get("version"):
         row["ggml"] = info["version"]
-    binaries = {t: d / "targets" / t for t in targets}
+    binaries = {t: folders[t] / "targets" / t for t in targets}
     row["corpus"] = {}
     for t in targets:
         if status[t] == "built":
-            known = triagemod.known_signatures(ROOT, t, "asan", other_source=True)
+            known = triagemod.known_signatures(ROOT, t, LANES[t][0], other_source=True)
             row["corpus"][t] = replay_corpus(binaries[t], t, known, log)
     row["findings"] = {b.id: run_finding(b, binaries, status, row["missing"], log) for b in bugs}
     row["seconds"] = round(time.monotonic() - t0)
@@ -236,7 +271,7 @@ def _short(why: str) -> str:
     m = re.match(r"this ggml has no (\w+)", why)
     if m:
         return f"no `{m.group(1)}`"
-    m = re.match(r"(ggml_\w+_topology): ", why)
+    m = re.match(r"(ggml_\w+_topology|llama_\w+): ", why)
     return f"`{m.group(1)}` not built" if m else why
 
 
@@ -253,7 +288,8 @@ def markdown(rows: list, bugs: list) -> str:
     md.append("")
     for r in rows:
         md.append(f"- **{r['name']}** ({r['package']}, upstream {r['release']}, ggml {r['ggml']}, {r['date']}): "
-                  + "; ".join(f"`{t}` {s}" for t, s in r["targets"].items())
+                  + "; ".join(f"`{t}` {s}" + (f" ({r['build_seconds'][t]} s)" if t in (r.get("build_seconds") or {})
+                                                       else "") for t, s in r["targets"].items())
                   + (f"; this tree lacks {', '.join(r['missing'])}" if r.get("missing") else ""))
         for t, c in (r.get("corpus") or {}).items():
             known = sorted({x["known"] for x in c["crashes"] if x["known"]})
@@ -315,6 +351,14 @@ def versions_line(bug_id: str, path: Path = COMMITTED) -> Optional[str]:
     return f"`lifeline matrix` ({doc.get('date', '?')}, {path.relative_to(ROOT)}): " + "; ".join(parts)
 
 
+def asked_targets(vulkan: bool, llama: bool, llama_only: bool) -> list:
+    """The targets to build per version: the CPU ggml target, ggml-vulkan's with --vulkan, llama.cpp's runtime with
+    --llama; --llama-only: that one alone."""
+    if llama_only:
+        return [LLAMA_TARGET]
+    return [CPU_TARGET] + ([VULKAN_TARGET] if vulkan else []) + ([LLAMA_TARGET] if llama else [])
+
+
 def cmd_matrix(args) -> int:
     try:
         versions = load_versions()
@@ -343,8 +387,9 @@ def cmd_matrix(args) -> int:
             raise UsageError(f"lifeline matrix: --check '{args.check}' is not a matrix of `lifeline matrix` ({e})")
     out = Path(args.out or ROOT / "matrix-out").resolve()
     out.mkdir(parents=True, exist_ok=True)
-    targets = [CPU_TARGET] + ([VULKAN_TARGET] if args.vulkan else [])
-    bugs = findings()
+    targets = asked_targets(args.vulkan, getattr(args, "llama", False), getattr(args, "llama_only", False))
+    bugs = findings(targets=(() if targets == [LLAMA_TARGET] else (CPU_TARGET, VULKAN_TARGET))
+                    + ((LLAMA_TARGET,) if LLAMA_TARGET in targets else ()))
     rows = []
     with open(out / "matrix.log", "w") as log:
         for v in chosen:

@@ -79,9 +79,9 @@ class Compare(unittest.TestCase):
 class RunFinding(ScratchProject):
     """A finding on one version's build: its reproducers with its guard off, sorted by what they gave."""
 
-    def finding(self, words: dict, guard=None):
+    def finding(self, words: dict, guard=None, lane="asan"):
         doc = {"status": "upstream-open", "triage": {"date": "2026-12-07", "searched": ["x"]}, "target": "fake_target",
-               "reproducers": [{"input": name, "expect": {"asan": ASSERT_SIG}} for name in words]}
+               "reproducers": [{"input": name, "expect": {lane: ASSERT_SIG}} for name in words]}
         if guard:
             doc["guard"] = guard
         d = self.root / "repro" / "fake-finding"
@@ -127,9 +127,61 @@ class RunFinding(ScratchProject):
         got = self.run_finding(self.finding({"a": "assert"}), status={"fake_target": "does not compile: error: x"})
         self.assertEqual(got, {"result": "cannot", "why": "fake_target: does not compile: error: x"})
 
+    def test_a_fuzz_lane_finding_runs_on_its_fuzz_signature(self):
+        # llama_memory_differential's findings expect only "fuzz" (the target is built in no asan lane)
+        self.assertEqual(self.run_finding(self.finding({"a": "assert"}, lane="fuzz"))["result"], "reproduces")
+
     def test_the_guard_is_off(self):
         got = self.run_finding(self.finding({"a": "guarded-assert"}, guard="fake-guarded"))
         self.assertEqual(got["result"], "reproduces")
+
+
+class Llama(unittest.TestCase):
+    """--llama: llama_memory_differential in the fuzz lane, in a folder of its own per version; its findings only when
+    asked."""
+
+    def test_the_llama_target_builds_in_the_fuzz_lane_beside_the_asan_one(self):
+        plan = matrix.build_plan("v1", [matrix.CPU_TARGET, matrix.LLAMA_TARGET, matrix.VULKAN_TARGET])
+        self.assertEqual(plan, {("asan", ROOT / "build" / "matrix" / "v1"): [matrix.CPU_TARGET, matrix.VULKAN_TARGET],
+                                ("fuzz", ROOT / "build" / "llama-matrix" / "v1"): [matrix.LLAMA_TARGET]})
+        self.assertEqual(matrix.build_plan("v1", [matrix.LLAMA_TARGET]),
+                         {("fuzz", ROOT / "build" / "llama-matrix" / "v1"): [matrix.LLAMA_TARGET]})
+
+    def test_the_targets_asked_for(self):
+        self.assertEqual(matrix.asked_targets(False, False, False), [matrix.CPU_TARGET])
+        self.assertEqual(matrix.asked_targets(True, True, False),
+                         [matrix.CPU_TARGET, matrix.VULKAN_TARGET, matrix.LLAMA_TARGET])
+        self.assertEqual(matrix.asked_targets(True, False, True), [matrix.LLAMA_TARGET])
+
+    def test_the_llama_findings_only_when_asked(self):
+        llama_ids = {"llama-kv-seq-keep-other-streams", "llama-state-restore-needs-contiguous-cells"}
+        default = {b.id for b in matrix.findings()}
+        self.assertFalse(default & llama_ids, default)
+        asked = matrix.findings(targets=(matrix.CPU_TARGET, matrix.VULKAN_TARGET, matrix.LLAMA_TARGET))
+        self.assertTrue(llama_ids <= {b.id for b in asked})
+        self.assertTrue(default <= {b.id for b in asked})
+        only = matrix.findings(targets=(matrix.LLAMA_TARGET,))
+        self.assertEqual({b.target if b.reproducers else b.variant.target for b in only}, {matrix.LLAMA_TARGET})
+
+    def test_a_llama_finding_without_the_target_is_not_run_and_names_the_flag(self):
+        bug = next(b for b in matrix.findings(targets=(matrix.LLAMA_TARGET,))
+                   if b.id == "llama-state-restore-needs-contiguous-cells")
+        with tempfile.TemporaryFile("w") as log:
+            got = matrix.run_finding(bug, {}, {matrix.CPU_TARGET: "built"}, [], log)
+            self.assertEqual(got, {"result": "not-run",
+                                   "why": "llama_memory_differential was not asked for (--llama builds it)"})
+            got = matrix.run_finding(bug, {}, {matrix.LLAMA_TARGET: "skipped: llama.h lacks x"}, [], log)
+            self.assertEqual(got, {"result": "cannot", "why": "llama_memory_differential: skipped: llama.h lacks x"})
+
+    def test_the_table_names_the_target_its_build_time_and_why_it_cannot_run(self):
+        row = dict(ROW, targets={matrix.LLAMA_TARGET: "skipped: llama.h lacks llama_memory_seq_rm",
+                                 matrix.CPU_TARGET: "built"}, build_seconds={matrix.CPU_TARGET: 42},
+                   findings={"bug-a": {"result": "cannot", "why": "llama_memory_differential: skipped: llama.h lacks"}})
+        bug = type("B", (), {"id": "bug-a"})()
+        md = matrix.markdown([row], [bug])
+        self.assertIn("| `bug-a` | cannot run: `llama_memory_differential` not built |", md)
+        self.assertIn("`llama_memory_differential` skipped: llama.h lacks llama_memory_seq_rm; "
+                      "`ggml_graph_topology` built (42 s)", md)
 
 
 class Command(ScratchProject):
@@ -145,6 +197,9 @@ class Command(ScratchProject):
         rc, text = self.cli("matrix", "--source", self.tmp)
         self.assertEqual(rc, 2)
         self.assertIn("is not a ggml source tree", text)
+        rc, text = self.cli("matrix", "--llama", "--llama-only")
+        self.assertEqual(rc, 2)
+        self.assertIn("not allowed with argument", text)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 
   bench/profile.py TARGET [--seconds 30] [--freq 199] [--call-graph dwarf|fp] [--build build/fuzz] [--name NAME]
   bench/profile.py TARGET --no-fuzz        the replay only (--no-replay: the fuzzing run only)
+  bench/profile.py TARGET --build OTHER/build/fuzz --label "..."   another build, said in the result
 
 Two runs of the fuzz lane's build of TARGET under `perf record`, each with the target's own libFuzzer settings
 (targets/<t>.options, as `lifeline fuzz` passes them): a `-runs=0` replay of its seeds (a copy of corpus/TARGET),
@@ -255,6 +256,7 @@ def main() -> int:
     ap.add_argument("--build", default=str(ROOT / "build" / "fuzz"), help="the fuzz lane's build folder")
     ap.add_argument("--seeds", help="seed directory (default corpus/TARGET)")
     ap.add_argument("--name", help="results file name in bench/results (default profile-TARGET)")
+    ap.add_argument("--label", help="what the build is, when it is not this checkout's (recorded and printed)")
     ap.add_argument("--no-replay", action="store_true")
     ap.add_argument("--no-fuzz", action="store_true")
     args = ap.parse_args()
@@ -278,7 +280,7 @@ def main() -> int:
         files = source_files(binary)
         plan = []
         if not args.no_replay:
-            plan.append(("replay", ["-runs=0", *flags, str(seed_copy)], 3600))
+            plan.append(("replay", ["-runs=0", *flags, f"-artifact_prefix={work}/", str(seed_copy)], 3600))
         if not args.no_fuzz:
             (work / "corpus").mkdir()
             plan.append(("fuzz", [*flags, f"-max_total_time={args.seconds}", "-seed=1", "-print_final_stats=1",
@@ -307,9 +309,11 @@ def main() -> int:
     name = args.name or f"profile-{args.target}"
     command = "bench/profile.py " + " ".join(sys.argv[1:])
     result = {"target": args.target, "build": str(args.build), "freq": args.freq, "call_graph": args.call_graph,
-              "seconds": args.seconds, "flags": flags, "command": command, "runs": runs, **provenance.record()}
+              "seconds": args.seconds, "flags": flags, "command": command, "label": args.label, "runs": runs,
+              **provenance.record()}
     lines = [f"# Where {args.target}'s CPU time goes", "",
-             f"Command: `{command}`; {result['date']}, {result['machine']}, commit {result['commit']}.", "",
+             f"Command: `{command}`; {result['date']}, {result['machine']}, commit {result['commit']}"
+             + (f"; the build: {args.label}" if args.label else "") + ".", "",
              "; ".join(f"{r['run']}: {r['inputs']} inputs in {r['wall_s']} s of wall time "
                        f"({r['exec_s']} inputs/s), {r['cpu_s']} CPU-s sampled" for r in runs) + ".", "",
              "Owners as bench/profile.py defines them (its docstring); each share is the row's CPU-s over the run's "

@@ -246,7 +246,7 @@ def main() -> int:
             own = against.parent.parent / "corpus" / t
             oe, ne, orows = alternate((f"{t} (against)", against / "targets" / t, own if own.is_dir() else seeds),
                                       (t, build / "targets" / t), seeds, args, "against", settings[t])
-            res["against"] = {"build": str(against), "exec_s": round(oe), "this_exec_s": round(ne),
+            res["against"] = {"build": str(against), "exec_s": rate(oe), "this_exec_s": rate(ne),
                               "ratio": round(ne / oe, 2) if oe else None, "rows": orows}
         none = variants.get("none")
         for name, out in variants.items():

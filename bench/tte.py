@@ -161,11 +161,13 @@ def main() -> int:
         for sm in summaries:
             lines.append(f"| `{sm['bug']}` | {sm['target']} | {sm['mode']} | {sm['found']}/{sm['trials']} | "
                          f"{sm['median_s'] if sm['median_s'] is not None else '-'} | {sm['rmst_s']} | {sm['other_crashes']} |")
-        lines += ["", f"![Kaplan-Meier survival curves]({args.name}-survival.png)", ""]
-        (out_dir / f"{args.name}.md").write_text("\n".join(lines))
         plotted = plot({sm["bug"]: sm["km"] for sm in summaries}, args.budget, out_dir / f"{args.name}-survival.png",
                        f"time to exposure, {args.trials} trials per bug")
-        print("\n" + "\n".join(lines[4:-2]))
+        shown = len(lines)
+        # The plot's link only where it was drawn (plot() skips it without matplotlib).
+        lines += ["", f"![Kaplan-Meier survival curves]({args.name}-survival.png)", ""] if plotted else [""]
+        (out_dir / f"{args.name}.md").write_text("\n".join(lines))
+        print("\n" + "\n".join(lines[4:shown]))
         print(f"\nwrote {out_dir / (args.name + '.md')}" +
               (f" and {out_dir / (args.name + '-survival.png')}" if plotted else ""))
     return 0

@@ -65,6 +65,17 @@ if(LIFELINE_WHISPER_DIR)
     list(APPEND _ggml_options -fsanitize-recover=pointer-overflow -fno-sanitize=function)
   endif()
   list(JOIN _ggml_options " " _ggml_options)
+  # GGML_SCHED_MAX_SPLIT_INPUTS=1 (ggml-backend.cpp's own #ifndef setting, 30 by default): how many tensors one split
+  # of a ggml_backend_sched may copy in from another backend. ggml_backend_sched_new sizes its buffers for that many
+  # per node of its graph size: whisper_sched_graph_init asks for 4,096 nodes, so each of the four schedulers of a
+  # whisper_state mallocs an 82.7 MB context buffer and four 1 MB node-id arrays, which ASan poisons in full when it
+  # maps them and again when they are freed (its shadow, 10 MB a buffer; about 90 ms per buffer on the 2-core guest,
+  # every state of every input: 58% of the fuzz lane's time, bench/results/profile-whisper_string_handoff.md). With
+  # the CPU backend alone (use_gpu off or no GPU backend built) and without parallel copies (whisper passes
+  # parallel = false), no split has an input, so no behaviour depends on it; at 1, a split input would fail ggml's
+  # own GGML_ASSERT(n_inputs < GGML_SCHED_MAX_SPLIT_INPUTS) on the first one, so a version or a configuration
+  # where it matters stops every input loudly instead of being fuzzed otherwise than it ships. 2.75 MB a buffer.
+  set(_ggml_definitions GGML_SCHED_MAX_SPLIT_INPUTS=1)
   if("undefined" IN_LIST LIFELINE_SANITIZE AND NOT LIFELINE_UBSAN_OPTIONS MATCHES "ubsan-upstream.supp")
     string(APPEND LIFELINE_UBSAN_OPTIONS ":suppressions=${PROJECT_SOURCE_DIR}/core/suppressions/ubsan-upstream.supp")
   endif()
@@ -93,6 +104,7 @@ if(LIFELINE_WHISPER_DIR)
       # ggml's libraries at -O0, whisper.cpp at the lane's -O1 (see the file for the measurements)
       -DCMAKE_PROJECT_INCLUDE=${PROJECT_SOURCE_DIR}/cmake/whisper-project-include.cmake
       "-DLIFELINE_WHISPER_GGML_OPTIONS=${_ggml_options}"
+      "-DLIFELINE_WHISPER_GGML_DEFINITIONS=${_ggml_definitions}"
     CMAKE_CACHE_ARGS ${_cache_args}
     BUILD_COMMAND ${CMAKE_COMMAND} --build <BINARY_DIR> --target whisper
     INSTALL_COMMAND ""

@@ -9,6 +9,11 @@
 separate_arguments(_lifeline_ggml_options UNIX_COMMAND "${LIFELINE_WHISPER_GGML_OPTIONS}")
 cmake_language(DEFER CALL set_property TARGET ggml-base ggml-cpu ggml APPEND PROPERTY COMPILE_OPTIONS
                ${_lifeline_ggml_options})
+# LIFELINE_WHISPER_GGML_DEFINITIONS: ggml-base's build-time settings (cmake/LifelineWhisper.cmake says which and why).
+if(LIFELINE_WHISPER_GGML_DEFINITIONS)
+  cmake_language(DEFER CALL set_property TARGET ggml-base APPEND PROPERTY COMPILE_DEFINITIONS
+                 ${LIFELINE_WHISPER_GGML_DEFINITIONS})
+endif()
 # ggml-cpu's vector kernels stay at -O1: at -O0 each half-float conversion of the decoder's logits product is a
 # call (ggml_lookup_fp16_to_fp32: 18% of a corpus replay's time in perf, 2026-11-27); the file compiles in seconds.
 cmake_language(DEFER CALL set_source_files_properties ${CMAKE_SOURCE_DIR}/ggml/src/ggml-cpu/vec.cpp

@@ -149,6 +149,13 @@ if(LIFELINE_LLAMA_DIR)
     if(_at EQUAL -1)
       target_compile_definitions(lifeline_llama INTERFACE LIFELINE_LLAMA_NO_N_OUTPUTS_MAX=1)
     endif()
+    # llama_state_seq_load_file with tokens_out NULL (only the count): what llama.h documents since v0.4.0 (its
+    # comment "If tokens_out is NULL"); older trees read the tokens into it (fread into NULL: a SEGV measured on
+    # b6431..b10068), so LIFELINE_LLAMA_NO_LOAD_FILE_COUNT_ONLY makes that op a no-op there.
+    string(FIND "${_llama_h}" "If tokens_out is NULL" _at)
+    if(_at EQUAL -1)
+      target_compile_definitions(lifeline_llama INTERFACE LIFELINE_LLAMA_NO_LOAD_FILE_COUNT_ONLY=1)
+    endif()
     if(_model_file)
       target_compile_definitions(lifeline_llama INTERFACE LIFELINE_LLAMA_MODEL_FILE=1)
       message(STATUS "lifeline: ${LIFELINE_LLAMA_DIR}/include/llama.h has no llama_model_init_from_user: the tiny models are loaded from GGUF files")

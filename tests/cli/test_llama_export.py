@@ -98,6 +98,8 @@ class LlamaC(unittest.TestCase):
             (program([decode(0, [0], 1, flaw="abort")]), "flaw 'abort' is not exported"),
             (program([{"id": 0, "op": "load-all", "slot": 2, "model": {"expect": "restored"}}]),
              "slot 2 holds no state saved by this program"),
+            (program([{"id": 0, "op": "save-seq", "seq": 0, "slot": 1, "form": "file", "model": {}}]),
+             "a session file (form 'file') is not exported"),
             (program([{"id": 0, "op": "rewind", "model": {}}]), "op 'rewind' is not one this exporter knows"),
             (program([], arch="falcon"), "model kind 'falcon'"),
         ]:

@@ -63,5 +63,24 @@ TEST(LlamaExecutorDeathTest, TheDifferentialOracleCatchesACorruptedState) {
       "differential oracle: op #3, sequence 1 at position 6");
 }
 
+TEST(LlamaExecutorDeathTest, TheDifferentialOracleCatchesACorruptedSessionFile) {
+  // The same through a session file: the byte flipped in the file llama_state_seq_save_file wrote (after the
+  // file was checked against the buffer form of the state), then llama_state_seq_load_file.
+  const Program p = Decoded({Params(ModelKind::kLlama, 2, 4, 8),
+                             {DecodeOp(0b01, 6, 3), FileOp(OpKind::kSaveSeq, 0, 0), FileOp(OpKind::kLoadSeq, 0, 1),
+                              DecodeOp(0b10, 1, 9)}});
+  {
+    auto rt = Make(p.params);
+    ASSERT_NE(rt, nullptr);
+    EXPECT_GT(Execute(p, *rt).compared, 1);  // clean without the flipped byte
+  }
+  EXPECT_DEATH(
+      {
+        auto rt = Make(p.params);
+        Execute(p, *rt, /*corrupt_state=*/true);
+      },
+      "differential oracle: op #3, sequence 1 at position 6");
+}
+
 }  // namespace
 }  // namespace lifeline::llama

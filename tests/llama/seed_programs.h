@@ -39,6 +39,13 @@ inline Op SlotOp(OpKind kind, int slot, int seq = 0) {
   op.seq = seq;
   return op;
 }
+// A state op on a session file: a save (its form), or a load with its tokens_out.
+inline Op FileOp(OpKind kind, int slot, int seq = 0, TokensOut tokens_out = TokensOut::kExact) {
+  Op op = SlotOp(kind, slot, seq);
+  op.form = StateForm::kFile;
+  op.tokens_out = tokens_out;
+  return op;
+}
 inline ContextParams Params(ModelKind model, int n_seq_max, int n_ubatch, int n_batch, bool unified = true,
                             FlashAttn fa = FlashAttn::kAuto, CacheType k = CacheType::kF16,
                             CacheType v = CacheType::kF16, int threads = 1) {
@@ -124,6 +131,19 @@ inline std::vector<std::pair<std::string, Program>> SeedPrograms() {
                   {DecodeOp(0b11, 4, 31, false, false, Flaw::kAutoPositions),
                    DecodeOp(0b01, 2, 32, false, false, Flaw::kBadSeq),
                    DecodeOp(0b11, 3, 33, true, true, Flaw::kAutoPositions)}}});
+  // A sequence's session file on the hybrid memory (per-sequence streams): loaded into the other sequence with
+  // tokens_out one token short (refused, nothing touched), NULL (the count only), then whole; both go on.
+  out.push_back({"session-file-per-sequence",
+                 {Params(ModelKind::kJamba, 2, 4, 8, false),
+                  {DecodeOp(0b11, 5, 40), FileOp(OpKind::kSaveSeq, 0, 0),
+                   FileOp(OpKind::kLoadSeq, 0, 1, TokensOut::kShort), FileOp(OpKind::kLoadSeq, 0, 1, TokensOut::kCountOnly),
+                   FileOp(OpKind::kLoadSeq, 0, 1), DecodeOp(0b11, 2, 41)}}});
+  // The whole context's session file on the sliding-window cache: saved past the window, cleared, a load with
+  // tokens_out short refused, the load, and the sequence continued.
+  out.push_back({"session-file-whole-context",
+                 {Params(ModelKind::kGemma2, 1, 4, 16),
+                  {DecodeOp(1, 12, 42), FileOp(OpKind::kSaveAll, 1), {OpKind::kClear},
+                   FileOp(OpKind::kLoadAll, 1, 0, TokensOut::kShort), FileOp(OpKind::kLoadAll, 1), DecodeOp(1, 2, 43)}}});
   return out;
 }
 

@@ -187,6 +187,9 @@ class Writer:
         elif kind == "clear":
             self.body.append(f"    llama_memory_clear(mem, {'true' if op.get('data') else 'false'});  {label}")
         elif kind in ("save-seq", "save-all"):
+            if op.get("form", "buffer") != "buffer":
+                raise Unexportable(f"#{op.get('id')} {kind}: a session file (form {op.get('form')!r}) is not "
+                                   "exported; only states in buffers are")
             k = _int(op, "slot")
             self.slots.add(k)
             seq, part = (f", {_int(op, 'seq')}", "_seq") if kind == "save-seq" else ("", "")

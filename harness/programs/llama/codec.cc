@@ -3,6 +3,7 @@
 #include <functional>
 #include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/check.h"
@@ -23,6 +24,11 @@ const char* const kFlawNames[] = {"none", "gap", "behind", "bad-token", "abort",
 static_assert(std::size(kFlawNames) == static_cast<size_t>(Flaw::kMaxValue) + 1,
               "kFlawNames: one name per llama::Flaw (format.h)");
 const char* const kFlashAttnNames[] = {"auto", "off", "on"};
+const char* const kFormNames[] = {"buffer", "file"};
+static_assert(std::size(kFormNames) == static_cast<size_t>(StateForm::kMaxValue) + 1, "kFormNames: one per StateForm");
+const char* const kTokensOutNames[] = {"exact", "short", "null"};
+static_assert(std::size(kTokensOutNames) == static_cast<size_t>(TokensOut::kMaxValue) + 1,
+              "kTokensOutNames: one per TokensOut");
 const char* const kCacheTypeNames[] = {"f16", "q8_0"};
 // The memory each model kind has, as an op's state names it.
 const char* const kMemoryNames[] = {"kv", "kv-iswa", "recurrent", "hybrid"};
@@ -74,6 +80,26 @@ Operand FlawOperand() {
           }};
 }
 
+// A save's form, written when it is a file (absent: a buffer, as programs written before files read).
+Operand FormOperand() {
+  return {"form",
+          [](const Op& op) { return op.form == StateForm::kBuffer ? Json() : Json(kFormNames[static_cast<int>(op.form)]); },
+          [](const Json& o, Op& op) {
+            op.form = o.contains("form") ? programs::GetNamed<StateForm>(o, "form", kFormNames) : StateForm::kBuffer;
+          }};
+}
+// A file load's tokens_out, written when the load is from a file (its slot's form).
+Operand TokensOutOperand() {
+  return {"tokens_out",
+          [](const Op& op) {
+            return op.form == StateForm::kFile ? Json(kTokensOutNames[static_cast<int>(op.tokens_out)]) : Json();
+          },
+          [](const Json& o, Op& op) {
+            op.tokens_out = o.contains("tokens_out") ? programs::GetNamed<TokensOut>(o, "tokens_out", kTokensOutNames)
+                                                     : TokensOut::kExact;
+          }};
+}
+
 // What "model": {"expect"} says of an op.
 enum class Expect { kNothing, kReturn, kBool, kRestored };
 // Which sequences an op's state looks at: `touches(op)`, a mask; 0 means any sequence.
@@ -107,10 +133,10 @@ const std::vector<OpEntry>& Table() {
         {OpKind::kSeqAdd, {seq, p0, p1, Int("delta", &Op::delta)}, &Model::SeqShift, Expect::kNothing, TheSeq},
         {OpKind::kSeqDiv, {seq, p0, p1, Int("delta", &Op::delta)}, &Model::SeqShift, Expect::kNothing, TheSeq},
         {OpKind::kClear, {Bool("data", &Op::data)}, &Model::Clear, Expect::kNothing, Any},
-        {OpKind::kSaveSeq, {seq, slot}, &Model::SaveSeq, Expect::kNothing, TheSeq},
-        {OpKind::kLoadSeq, {slot, seq}, &Model::LoadSeq, Expect::kRestored, TheSeq},
-        {OpKind::kSaveAll, {slot}, &Model::SaveAll, Expect::kNothing, Any},
-        {OpKind::kLoadAll, {slot}, &Model::LoadAll, Expect::kRestored, Any},
+        {OpKind::kSaveSeq, {seq, slot, FormOperand()}, &Model::SaveSeq, Expect::kNothing, TheSeq},
+        {OpKind::kLoadSeq, {slot, seq, TokensOutOperand()}, &Model::LoadSeq, Expect::kRestored, TheSeq},
+        {OpKind::kSaveAll, {slot, FormOperand()}, &Model::SaveAll, Expect::kNothing, Any},
+        {OpKind::kLoadAll, {slot, TokensOutOperand()}, &Model::LoadAll, Expect::kRestored, Any},
         {OpKind::kSetThreads, {Int("threads", &Op::n_threads)}, nullptr, Expect::kNothing, Any},
     };
     LIFELINE_PRECONDITION(t.size() == static_cast<size_t>(OpKind::kMaxValue) + 1, "llama codec: one entry per OpKind");
@@ -125,7 +151,7 @@ Json ExpectOf(Expect e, const Op& op) {
   switch (e) {
     case Expect::kReturn: return Json(op.expect_ret);
     case Expect::kBool: return Json(op.expect_ret != 0);
-    case Expect::kRestored: return Json(op.expect_ret != 0 ? "restored" : "refused");
+    case Expect::kRestored: return Json(op.expect_ret == 1 ? "restored" : op.expect_ret == 2 ? "counted" : "refused");
     case Expect::kNothing: break;
   }
   return Json();
@@ -177,7 +203,10 @@ class LlamaCodec : public programs::Codec {
     for (size_t i = 0; i < p.ops.size(); ++i) {
       const OpEntry& e = Table()[static_cast<size_t>(p.ops[i].kind)];
       Json o = {{"id", i}, {"op", kOpNames[static_cast<int>(e.kind)]}};
-      for (const Operand& x : e.operands) o[x.key] = x.put(p.ops[i]);
+      for (const Operand& x : e.operands) {
+        Json v = x.put(p.ops[i]);
+        if (!v.is_null()) o[x.key] = std::move(v);
+      }
       Json model = Json::object();
       if (e.expect != Expect::kNothing) model["expect"] = ExpectOf(e.expect, p.ops[i]);
       model["state"] = StateOf(m, e.touches(p.ops[i]));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <future>
@@ -97,6 +98,11 @@ class Executor {
   void DecodeOp(const Op& op);
   bool SeqCp(const Op& op);
   void CheckPositions();
+  // Session files: the save (its tokens: the model's prompt of the sequence), the file checked against the
+  // buffer form of the same state saved right after it, and the load's return, count and tokens.
+  void SaveFile(const Op& op);
+  void CheckFile(const Op& op);
+  void LoadFile(const Op& op, Op& pred);
   // The differential oracle in two halves: the fresh decodes of an op's outputs start (under TSan on another
   // thread, kFreshOnAnotherThread), on the fresh context of the same model, and run while this thread goes on
   // with the program's next ops on the program's context (llama.h: contexts of one model may decode on different
@@ -110,6 +116,10 @@ class Executor {
   Model model_;
   bool corrupt_;
   std::vector<uint8_t> saved_[kStateSlots];
+  // A file slot's: the save's return, the file as written, the tokens it was given.
+  size_t file_ret_[kStateSlots] = {};
+  std::vector<uint8_t> file_[kStateSlots];
+  std::vector<int> file_tokens_[kStateSlots];
   ExecuteStats stats_;
   struct Pending {
     size_t op = 0;
@@ -218,15 +228,19 @@ void Executor::Step(const Op& op) {
     case OpKind::kClear: rt_.Clear(op.data); model_.Clear(pred); return;
     case OpKind::kSaveSeq:
     case OpKind::kSaveAll: {
-      SetUpstreamContext(op.kind == OpKind::kSaveSeq ? "llama_state_seq_get_data" : "llama_state_get_data");
+      const bool seq = op.kind == OpKind::kSaveSeq;
+      if (op.form == StateForm::kFile) SaveFile(op);
+      SetUpstreamContext(seq ? "llama_state_seq_get_data" : "llama_state_get_data");
       std::string error;
-      saved_[op.slot] = op.kind == OpKind::kSaveSeq ? rt_.SaveSeq(op.seq, &error) : rt_.SaveAll(&error);
+      saved_[op.slot] = seq ? rt_.SaveSeq(op.seq, &error) : rt_.SaveAll(&error);
       LIFELINE_CHECK(error.empty(), "state oracle: " + error);
+      if (op.form == StateForm::kFile) CheckFile(op);
       if (corrupt_ && saved_[op.slot].size() > 64) {
         // The oracle's own test: a byte of the saved K/V data flipped (past the headers, at the end).
         saved_[op.slot][saved_[op.slot].size() - 7] ^= 0x40;
+        if (op.form == StateForm::kFile) rt_.FlipFileByte(op.slot, 7);
       }
-      if (op.kind == OpKind::kSaveSeq) model_.SaveSeq(pred); else model_.SaveAll(pred);
+      if (seq) model_.SaveSeq(pred); else model_.SaveAll(pred);
       return;
     }
     case OpKind::kLoadSeq: {
@@ -234,11 +248,16 @@ void Executor::Step(const Op& op) {
       // state_read_meta's seq_rm of the destination, so the destination keeps its cells (the recurrent memory
       // empties it, as restoring an empty sequence should). The driver empties it first.
       if (HasAttention(program_.params.model) && model_.SlotEmpty(op.slot) && model_.PosMax(op.seq) >= 0 &&
+          !model_.FileLoadStop(op) &&
           GuardHolds(Guard::kLlamaKvRestoreEmptySeqKeepsDestination, [&] {
             return "an empty sequence restored into sequence " + std::to_string(op.seq) + ": it is removed first";
           })) {
         SetUpstreamContext("llama_memory_seq_rm");
         rt_.SeqRm(op.seq, -1, -1);
+      }
+      if (op.form == StateForm::kFile) {
+        LoadFile(op, pred);
+        return;
       }
       SetUpstreamContext("llama_state_seq_set_data");
       const size_t got = rt_.LoadSeq(saved_[op.slot], op.seq);
@@ -250,6 +269,10 @@ void Executor::Step(const Op& op) {
       return;
     }
     case OpKind::kLoadAll: {
+      if (op.form == StateForm::kFile) {
+        LoadFile(op, pred);
+        return;
+      }
       SetUpstreamContext("llama_state_set_data");
       const bool got = rt_.LoadAll(saved_[op.slot]);
       model_.LoadAll(pred);
@@ -258,6 +281,85 @@ void Executor::Step(const Op& op) {
     }
     case OpKind::kSetThreads: rt_.SetThreads(op.n_threads); return;
   }
+}
+
+namespace {
+constexpr size_t kFileHeader = 12;  // magic, version and the token count, a uint32 each (llama-context.cpp)
+}  // namespace
+
+void Executor::SaveFile(const Op& op) {
+  const bool seq = op.kind == OpKind::kSaveSeq;
+  SetUpstreamContext(seq ? "llama_state_seq_save_file" : "llama_state_save_file");
+  file_tokens_[op.slot] = model_.Prompt(seq ? op.seq : 0);
+  file_ret_[op.slot] = seq ? rt_.SaveSeqFile(op.slot, op.seq, file_tokens_[op.slot], &file_[op.slot])
+                           : rt_.SaveAllFile(op.slot, file_tokens_[op.slot], &file_[op.slot]);
+}
+
+void Executor::CheckFile(const Op& op) {
+  const bool seq = op.kind == OpKind::kSaveSeq;
+  const std::string call = seq ? "llama_state_seq_save_file" : "llama_state_save_file";
+  const std::string buffer_call = seq ? "llama_state_seq_get_data" : "llama_state_get_data";
+  SetUpstreamContext(call.c_str());
+  const std::vector<uint8_t>& file = file_[op.slot];
+  const std::vector<uint8_t>& state = saved_[op.slot];
+  const std::vector<int>& tokens = file_tokens_[op.slot];
+  if (seq) {
+    LIFELINE_CHECK(file_ret_[op.slot] == file.size(), "state oracle: " + call + " returned " +
+                                                          std::to_string(file_ret_[op.slot]) + ", the file it wrote has " +
+                                                          std::to_string(file.size()) + " bytes");
+  } else {
+    LIFELINE_CHECK(file_ret_[op.slot] == 1, "state oracle: " + call + " returned false");
+  }
+  const size_t header = kFileHeader + 4 * tokens.size();
+  LIFELINE_CHECK(file.size() >= header, "state oracle: " + call + " wrote " + std::to_string(file.size()) +
+                                            " bytes, less than its header with " + std::to_string(tokens.size()) +
+                                            " tokens (" + std::to_string(header) + ")");
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    int32_t t = 0;
+    std::memcpy(&t, file.data() + kFileHeader + 4 * i, 4);
+    LIFELINE_CHECK(t == tokens[i], "state oracle: " + call + " stored token " + std::to_string(i) + " as " +
+                                       std::to_string(t) + ", it was given " + std::to_string(tokens[i]));
+  }
+  // The state after the file's header is what the buffer form holds after a header of its own, if the tree has
+  // one (the pinned llama.cpp writes a magic and the sequence id first, llama_context::state_seq_get_data; the
+  // file form does not): the same bytes, at most kBufferHeader more in the buffer.
+  constexpr size_t kBufferHeader = 16;
+  const size_t n = file.size() - header;
+  LIFELINE_CHECK(n <= state.size() && state.size() - n <= kBufferHeader,
+                 "state oracle: " + call + " wrote " + std::to_string(n) + " bytes of state after its header, " +
+                     buffer_call + " " + std::to_string(state.size()) + " for the same state");
+  const auto diff = std::mismatch(file.begin() + static_cast<std::ptrdiff_t>(header), file.end(),
+                                  state.end() - static_cast<std::ptrdiff_t>(n));
+  LIFELINE_CHECK(diff.first == file.end(),
+                 "state oracle: the state " + call + " wrote differs from " + buffer_call + "'s at byte " +
+                     std::to_string(diff.first - file.begin() - static_cast<std::ptrdiff_t>(header)) + " of " +
+                     std::to_string(n));
+}
+
+void Executor::LoadFile(const Op& op, Op& pred) {
+  const bool seq = op.kind == OpKind::kLoadSeq;
+  const std::string call = seq ? "llama_state_seq_load_file" : "llama_state_load_file";
+  SetUpstreamContext(call.c_str());
+  const std::vector<int>& tokens = file_tokens_[op.slot];
+  const Runtime::FileLoad got = seq ? rt_.LoadSeqFile(op.slot, op.seq, op.tokens_out, tokens.size())
+                                    : rt_.LoadAllFile(op.slot, op.tokens_out, tokens.size());
+  if (seq) model_.LoadSeq(pred); else model_.LoadAll(pred);
+  if (!got.made) return;  // a count-only load on a tree without it: nothing called, the model changed nothing
+  // The returns: a sequence's load, the bytes of the file it read (all of them; with tokens_out NULL, where llama.h
+  // says only that the count is reported, the pinned tree returns the 12 it read to learn it); the whole
+  // context's, true or false.
+  size_t want = pred.expect_ret == 0 ? 0 : 1;
+  if (seq && pred.expect_ret == 1) want = file_[op.slot].size();
+  if (seq && pred.expect_ret == 2) want = kFileHeader;
+  LIFELINE_CHECK(got.ret == want, "status oracle: " + Describe(pred) + ": " + call + " returned " +
+                                      std::to_string(got.ret) + ", model predicted " + std::to_string(want) + " (a file of " +
+                                      std::to_string(file_[op.slot].size()) + " bytes, " + std::to_string(tokens.size()) +
+                                      " tokens)");
+  if (pred.expect_ret == 0) return;
+  LIFELINE_CHECK(got.count == tokens.size(), "state oracle: " + call + " reported " + std::to_string(got.count) +
+                                                 " tokens, the file holds " + std::to_string(tokens.size()));
+  if (pred.expect_ret == 1)
+    LIFELINE_CHECK(got.tokens == tokens, "state oracle: " + call + " gave back other tokens than were saved");
 }
 
 // seq_cp, or where some of the range's cells already hold the destination (llama_kv_cells::seq_add asserts it

@@ -56,12 +56,30 @@ void DecodeRange(Source& src, const Model& m, const Op& want, Op& op) {
   op.p1 = DecodePos(src, m, want.p1);
 }
 
-int DecodeSlot(Source& src, const Model& m, int want, bool whole, bool loading) {
-  if (!loading) return src.Int<int>(0, kStateSlots - 1, [&] { return want; });
+// A load's slot: one that holds a state of its kind.
+int DecodeLoadSlot(Source& src, const Model& m, int want, bool whole) {
   std::vector<int> slots;
   for (int i = 0; i < kStateSlots; ++i)
     if (m.SlotHolds(i, whole)) slots.push_back(i);
   return programs::PickFrom(src, slots, [&] { return want; });
+}
+
+// A save's slot and form, in one draw: form * kStateSlots + slot (values below kStateSlots, the buffer form, read
+// as they did when a save drew its slot alone, so inputs written then decode alike).
+void DecodeSave(Source& src, const Op& want, Op& op) {
+  const int v = src.Int<int>(0, kStateSlots * (static_cast<int>(StateForm::kMaxValue) + 1) - 1, [&] {
+    return static_cast<int>(want.form) * kStateSlots + want.slot;
+  });
+  op.slot = v % kStateSlots;
+  op.form = static_cast<StateForm>(v / kStateSlots);
+}
+
+// A load's form is its slot's; a file load draws its tokens_out (NULL only for a sequence's file).
+void DecodeLoadForm(Source& src, const Model& m, const Op& want, Op& op, bool whole) {
+  op.form = m.SlotForm(op.slot);
+  if (op.form != StateForm::kFile) return;
+  const int most = static_cast<int>(whole ? TokensOut::kShort : TokensOut::kCountOnly);
+  op.tokens_out = static_cast<TokensOut>(src.Int<int>(0, most, [&] { return static_cast<int>(want.tokens_out); }));
 }
 
 Program Run(Source& src, const Program* target) {
@@ -124,20 +142,22 @@ Program Run(Source& src, const Program* target) {
         break;
       case OpKind::kSaveSeq:
         op.seq = DecodeSeq(src, m, want.seq, false);
-        op.slot = DecodeSlot(src, m, want.slot, false, false);
+        DecodeSave(src, want, op);
         m.SaveSeq(op);
         break;
       case OpKind::kLoadSeq:
-        op.slot = DecodeSlot(src, m, want.slot, false, true);
+        op.slot = DecodeLoadSlot(src, m, want.slot, false);
         op.seq = DecodeSeq(src, m, want.seq, false);
+        DecodeLoadForm(src, m, want, op, false);
         m.LoadSeq(op);
         break;
       case OpKind::kSaveAll:
-        op.slot = DecodeSlot(src, m, want.slot, true, false);
+        DecodeSave(src, want, op);
         m.SaveAll(op);
         break;
       case OpKind::kLoadAll:
-        op.slot = DecodeSlot(src, m, want.slot, true, true);
+        op.slot = DecodeLoadSlot(src, m, want.slot, true);
+        DecodeLoadForm(src, m, want, op, true);
         m.LoadAll(op);
         break;
       case OpKind::kSetThreads:
@@ -171,10 +191,10 @@ bool SameOp(const Op& a, const Op& b) {
     case OpKind::kSeqAdd:
     case OpKind::kSeqDiv: return a.seq == b.seq && a.p0 == b.p0 && a.p1 == b.p1 && a.delta == b.delta;
     case OpKind::kClear: return a.data == b.data;
-    case OpKind::kSaveSeq:
-    case OpKind::kLoadSeq: return a.seq == b.seq && a.slot == b.slot;
-    case OpKind::kSaveAll:
-    case OpKind::kLoadAll: return a.slot == b.slot;
+    case OpKind::kSaveSeq: return a.seq == b.seq && a.slot == b.slot && a.form == b.form;
+    case OpKind::kLoadSeq: return a.seq == b.seq && a.slot == b.slot && a.tokens_out == b.tokens_out;
+    case OpKind::kSaveAll: return a.slot == b.slot && a.form == b.form;
+    case OpKind::kLoadAll: return a.slot == b.slot && a.tokens_out == b.tokens_out;
     case OpKind::kSetThreads: return a.n_threads == b.n_threads;
   }
   return false;
@@ -215,6 +235,19 @@ std::string Describe(const ContextParams& p) {
          " type_v=" + (p.type_v == CacheType::kQ8_0 ? "q8_0" : "f16") + " threads=" + std::to_string(p.n_threads);
 }
 
+namespace {
+// " file" and, for a load, its tokens_out when it is not room for every token.
+std::string FormOf(const Op& op) {
+  if (op.form != StateForm::kFile) return "";
+  const bool load = op.kind == OpKind::kLoadSeq || op.kind == OpKind::kLoadAll;
+  if (!load || op.tokens_out == TokensOut::kExact) return " file";
+  return op.tokens_out == TokensOut::kShort ? " file tokens_out=short" : " file tokens_out=null";
+}
+std::string LoadResult(const Op& op) {
+  return op.expect_ret == 1 ? " -> restored" : op.expect_ret == 2 ? " -> counted" : " -> refused";
+}
+}  // namespace
+
 std::string Describe(const Op& op) {
   std::string out = programs::NameOf(kOpNames, op.kind);
   auto range = [&] { return " [" + std::to_string(op.p0) + ", " + std::to_string(op.p1) + ")"; };
@@ -234,12 +267,12 @@ std::string Describe(const Op& op) {
     case OpKind::kSeqAdd:
     case OpKind::kSeqDiv: out += " seq=" + std::to_string(op.seq) + range() + " by " + std::to_string(op.delta); break;
     case OpKind::kClear: out += op.data ? " data" : " meta"; break;
-    case OpKind::kSaveSeq: out += " seq=" + std::to_string(op.seq) + " slot=" + std::to_string(op.slot); break;
+    case OpKind::kSaveSeq: out += " seq=" + std::to_string(op.seq) + " slot=" + std::to_string(op.slot) + FormOf(op); break;
     case OpKind::kLoadSeq:
-      out += " slot=" + std::to_string(op.slot) + " seq=" + std::to_string(op.seq) + (op.expect_ret ? " -> restored" : " -> refused");
+      out += " slot=" + std::to_string(op.slot) + " seq=" + std::to_string(op.seq) + FormOf(op) + LoadResult(op);
       break;
-    case OpKind::kSaveAll:
-    case OpKind::kLoadAll: out += " slot=" + std::to_string(op.slot); break;
+    case OpKind::kSaveAll: out += " slot=" + std::to_string(op.slot) + FormOf(op); break;
+    case OpKind::kLoadAll: out += " slot=" + std::to_string(op.slot) + FormOf(op) + LoadResult(op); break;
     case OpKind::kSetThreads: out += " n=" + std::to_string(op.n_threads); break;
   }
   return out;

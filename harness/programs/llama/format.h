@@ -57,10 +57,10 @@ enum class OpKind : uint8_t {
   kSeqAdd,         // llama_memory_seq_add (drawn where llama_memory_can_shift)
   kSeqDiv,         // llama_memory_seq_div (likewise)
   kClear,          // llama_memory_clear
-  kSaveSeq,        // llama_state_seq_get_size + llama_state_seq_get_data into a slot
-  kLoadSeq,        // llama_state_seq_set_data from a slot into a sequence
-  kSaveAll,        // llama_state_get_size + llama_state_get_data into a slot
-  kLoadAll,        // llama_state_set_data from a slot
+  kSaveSeq,        // llama_state_seq_get_size + llama_state_seq_get_data into a slot (or llama_state_seq_save_file)
+  kLoadSeq,        // llama_state_seq_set_data from a slot into a sequence (or llama_state_seq_load_file)
+  kSaveAll,        // llama_state_get_size + llama_state_get_data into a slot (or llama_state_save_file)
+  kLoadAll,        // llama_state_set_data from a slot (or llama_state_load_file)
   kSetThreads,     // llama_set_n_threads
   kMaxValue = kSetThreads,
 };
@@ -72,6 +72,14 @@ enum class OpKind : uint8_t {
 // (llama_batch.pos NULL, as llama_batch_get_one's are: llama_decode places each token after its first sequence's
 // last position in the memory, which must be where the program's positions are).
 enum class Flaw : uint8_t { kNone, kGap, kBehind, kBadToken, kAbort, kBadSeq, kAutoPositions, kMaxValue = kAutoPositions };
+
+// Where a saved state lives: a buffer (llama_state_*get_data / set_data) or a session file with the saved
+// sequence's tokens ahead of the state (llama_state_seq_save_file / load_file, llama_state_save_file / load_file).
+// A load takes the form its slot was saved in.
+enum class StateForm : uint8_t { kBuffer, kFile, kMaxValue = kFile };
+// A file load's tokens_out: room for every saved token, one token less (the load is refused before it touches
+// the memory), or NULL (llama_state_seq_load_file only: "only the token count is reported", nothing loaded).
+enum class TokensOut : uint8_t { kExact, kShort, kCountOnly, kMaxValue = kCountOnly };
 
 struct Op {
   OpKind kind = OpKind::kDecode;
@@ -88,10 +96,12 @@ struct Op {
   int delta = 0;          // kSeqAdd: the shift; kSeqDiv: the divisor (> 1)
   bool data = false;      // kClear
   int slot = 0;           // kSave*, kLoad*
+  StateForm form = StateForm::kBuffer;      // kSave* (drawn), kLoad* (its slot's)
+  TokensOut tokens_out = TokensOut::kExact;  // kLoad* of a file
   int n_threads = 1;      // kSetThreads
   // The model's predictions.
   int expect_ret = 0;       // kDecode: llama_decode's return (0, 1 no memory slot, 2 aborted, -1 invalid batch);
-                            // kSeqRm: 1 true / 0 false; kLoad*: 1 restored / 0 refused
+                            // kSeqRm: 1 true / 0 false; kLoad*: 1 restored / 0 refused / 2 counted (kCountOnly)
 };
 
 struct Program {

@@ -360,10 +360,31 @@ bool Model::ShiftsStateBelowZero(const Op& op) const {
 
 void Model::Clear(Op&) { mem_ = Memory{}; }
 
+std::vector<int> Model::Prompt(int seq) const {
+  if (!HasAttention(params_.model)) return mem_.recr[seq].tokens;
+  std::vector<std::pair<int, int>> held;  // (pos, token)
+  for (const Cell& c : mem_.cells)
+    if ((c.seqs >> seq) & 1) held.emplace_back(c.pos, c.token);
+  std::sort(held.begin(), held.end());
+  std::vector<int> out;
+  for (const auto& [pos, token] : held) out.push_back(token);
+  return out;
+}
+
+std::optional<int> Model::FileLoadStop(const Op& op) const {
+  const Saved& s = saved_[op.slot];
+  if (s.form != StateForm::kFile) return std::nullopt;
+  if (op.tokens_out == TokensOut::kCountOnly) return 2;
+  if (op.tokens_out == TokensOut::kShort && !s.tokens.empty()) return 0;
+  return std::nullopt;
+}
+
 void Model::SaveSeq(Op& op) {
   Saved& s = saved_[op.slot];
   s = Saved{};
   s.used = true;
+  s.form = op.form;
+  if (op.form == StateForm::kFile) s.tokens = Prompt(op.seq);
   for (const Cell& c : mem_.cells)
     if ((c.seqs >> op.seq) & 1) s.mem.cells.push_back({c.pos, 1, c.token, c.birth});
   s.mem.recr[0] = mem_.recr[op.seq];
@@ -371,6 +392,10 @@ void Model::SaveSeq(Op& op) {
 }
 
 void Model::LoadSeq(Op& op) {
+  if (const std::optional<int> stop = FileLoadStop(op)) {  // before llama_state_seq_load_file reads any state
+    op.expect_ret = *stop;
+    return;
+  }
   const Saved& s = saved_[op.slot];
   // llama_state_seq_set_data removes the destination sequence first, restored or not.
   const uint8_t bit = static_cast<uint8_t>(1u << op.seq);
@@ -392,10 +417,15 @@ void Model::LoadSeq(Op& op) {
 }
 
 void Model::SaveAll(Op& op) {
-  saved_[op.slot] = Saved{true, true, mem_};
+  saved_[op.slot] = Saved{true, true, mem_, op.form, {}};
+  if (op.form == StateForm::kFile) saved_[op.slot].tokens = Prompt(0);
 }
 
 void Model::LoadAll(Op& op) {
+  if (const std::optional<int> stop = FileLoadStop(op)) {  // llama_state_load_file refuses before any state
+    op.expect_ret = *stop;
+    return;
+  }
   op.expect_ret = 1;
   mem_ = saved_[op.slot].mem;
 }

@@ -88,6 +88,16 @@ class Model {
   int n_seqs() const { return params_.n_seq_max; }
   bool SlotHolds(int slot, bool whole) const;
   bool SlotEmpty(int slot) const;  // a saved sequence without attention cells
+  StateForm SlotForm(int slot) const { return saved_[slot].form; }
+  // The tokens a program keeps of a sequence, as a session file stores them: its attention cells' tokens in
+  // position order, or (a recurrent memory alone) every token its state took in. A whole context's file stores
+  // sequence 0's.
+  std::vector<int> Prompt(int seq) const;
+  // Where a file load stops before the memory, its return (op.expect_ret): tokens_out short of the file's
+  // tokens (0, refused) or NULL (2, counted); nullopt when it goes on to the state.
+  std::optional<int> FileLoadStop(const Op& op) const;
+  // The tokens the file in `slot` holds (empty for a buffer).
+  const std::vector<int>& SlotTokens(int slot) const { return saved_[slot].tokens; }
   // The next position of `seq` (PosMax + 1).
   int Next(int seq) const { return PosMax(seq) + 1; }
 
@@ -118,7 +128,10 @@ class Model {
     bool used = false;
     bool whole = false;
     Memory mem;  // whole: everything; a sequence: its cells (seqs = bit 0) and recurrent state in recr[0]
+    StateForm form = StateForm::kBuffer;
+    std::vector<int> tokens;  // a file's tokens (Prompt)
   };
+
 
   int RawPosMin(int seq) const;
   void Unshare(int seq) { mem_.group[seq] = mem_.next_group++; }  // PosMin from the model's cells, whatever the cache reuses

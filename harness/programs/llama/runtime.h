@@ -40,6 +40,21 @@ class Runtime {
   virtual size_t LoadSeq(const std::vector<uint8_t>& state, int seq) = 0;  // llama_state_seq_set_data's return
   virtual std::vector<uint8_t> SaveAll(std::string* error) = 0;
   virtual bool LoadAll(const std::vector<uint8_t>& state) = 0;
+  // Session files, one per slot in a directory of the process's own: the save's return (llama_state_seq_save_file:
+  // bytes; llama_state_save_file: 1 true, 0 false) and the file's bytes as written, read back.
+  virtual size_t SaveSeqFile(int slot, int seq, const std::vector<int>& tokens, std::vector<uint8_t>* file) = 0;
+  virtual size_t SaveAllFile(int slot, const std::vector<int>& tokens, std::vector<uint8_t>* file) = 0;
+  struct FileLoad {
+    bool made = true;   // false: the call is not made (tokens_out NULL where llama.h does not allow it)
+    size_t ret = 0;     // llama_state_seq_load_file: bytes; llama_state_load_file: 1 true, 0 false
+    size_t count = 0;   // *n_token_count_out (left 0 when the call does not set it)
+    std::vector<int> tokens;  // tokens_out, as far as count says
+  };
+  // tokens_out with room for `n_saved` tokens, one less (kShort), or NULL (kCountOnly).
+  virtual FileLoad LoadSeqFile(int slot, int seq, TokensOut mode, size_t n_saved) = 0;
+  virtual FileLoad LoadAllFile(int slot, TokensOut mode, size_t n_saved) = 0;
+  // The oracle's own test: a byte of the slot's file flipped, `from_end` bytes before its end.
+  virtual void FlipFileByte(int slot, size_t from_end) = 0;
   virtual void SetThreads(int n) = 0;
   // Whether the context's abort callback (llama_set_abort_callback) answers true: from the next graph node on.
   virtual void SetAbort(bool abort) = 0;

@@ -1,13 +1,20 @@
 #include "harness/programs/llama/upstream/llama_runtime.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <tuple>
 
+#include "core/check.h"
 #include "core/guards.h"
 #include "harness/programs/llama/upstream/llama_models.h"
 #include "llama.h"
@@ -64,7 +71,35 @@ struct Pooled {
 };
 std::vector<Pooled>* pooled_contexts = nullptr;  // most recently returned last
 
+// The session files of the state ops: one per slot, in a directory of this process's own (made on first use,
+// removed at exit), so that parallel jobs never share one.
+std::string* state_dir = nullptr;
+
+std::string SlotFile(int slot) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string templ = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/lifeline-llama-XXXXXX";
+    LIFELINE_PRECONDITION(mkdtemp(templ.data()) != nullptr,
+                          "llama runtime: cannot make a directory for session files (" + templ + "): " +
+                              std::strerror(errno));
+    state_dir = new std::string(templ);
+  });
+  return *state_dir + "/slot" + std::to_string(slot) + ".session";
+}
+
+std::vector<uint8_t> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
 void FreeAtExit() {
+  if (state_dir != nullptr) {
+    for (int slot = 0; slot < kStateSlots; ++slot) std::remove(SlotFile(slot).c_str());
+    rmdir(state_dir->c_str());
+    delete state_dir;
+    state_dir = nullptr;
+  }
   if (fresh_contexts != nullptr) {
     for (auto& [key, ctx] : *fresh_contexts) llama_free(ctx);
     delete fresh_contexts;
@@ -115,6 +150,10 @@ class LlamaRuntime : public Runtime {
   }
   ~LlamaRuntime() override {
     llama_set_abort_callback(ctx_, nullptr, nullptr);
+    // A program's session files end with it (a later program saves its own first); a process that crashes leaves
+    // only those of the input it crashed on.
+    if (state_dir != nullptr)
+      for (int slot = 0; slot < kStateSlots; ++slot) std::remove(SlotFile(slot).c_str());
     Return(Describe(p_), ctx_);
   }
 
@@ -170,6 +209,47 @@ class LlamaRuntime : public Runtime {
   bool LoadAll(const std::vector<uint8_t>& state) override {
     return llama_state_set_data(ctx_, state.data(), state.size()) == state.size();
   }
+  size_t SaveSeqFile(int slot, int seq, const std::vector<int>& tokens, std::vector<uint8_t>* file) override {
+    const std::string path = SlotFile(slot);
+    const std::vector<llama_token> t(tokens.begin(), tokens.end());
+    const size_t ret = llama_state_seq_save_file(ctx_, path.c_str(), seq, t.data(), t.size());
+    *file = ReadFile(path);
+    return ret;
+  }
+  size_t SaveAllFile(int slot, const std::vector<int>& tokens, std::vector<uint8_t>* file) override {
+    const std::string path = SlotFile(slot);
+    const std::vector<llama_token> t(tokens.begin(), tokens.end());
+    const bool ok = llama_state_save_file(ctx_, path.c_str(), t.data(), t.size());
+    *file = ReadFile(path);
+    return ok ? 1 : 0;
+  }
+  FileLoad LoadSeqFile(int slot, int seq, TokensOut mode, size_t n_saved) override {
+#ifdef LIFELINE_LLAMA_NO_LOAD_FILE_COUNT_ONLY
+    if (mode == TokensOut::kCountOnly) {
+      FileLoad none;
+      none.made = false;
+      return none;
+    }
+#endif
+    return LoadFile(mode, n_saved, [&](llama_token* out, size_t cap, size_t* count) {
+      return llama_state_seq_load_file(ctx_, SlotFile(slot).c_str(), seq, out, cap, count);
+    });
+  }
+  FileLoad LoadAllFile(int slot, TokensOut mode, size_t n_saved) override {
+    return LoadFile(mode, n_saved, [&](llama_token* out, size_t cap, size_t* count) -> size_t {
+      return llama_state_load_file(ctx_, SlotFile(slot).c_str(), out, cap, count) ? 1 : 0;
+    });
+  }
+  void FlipFileByte(int slot, size_t from_end) override {
+    std::fstream f(SlotFile(slot), std::ios::binary | std::ios::in | std::ios::out);
+    f.seekg(0, std::ios::end);
+    const std::streamoff at = static_cast<std::streamoff>(f.tellg()) - static_cast<std::streamoff>(from_end);
+    char c = 0;
+    f.seekg(at);
+    f.get(c);
+    f.seekp(at);
+    f.put(static_cast<char>(c ^ 0x40));
+  }
   void SetThreads(int n) override { llama_set_n_threads(ctx_, n, n); }
   void SetAbort(bool abort) override { abort_.store(abort); }
 
@@ -211,6 +291,18 @@ class LlamaRuntime : public Runtime {
   std::atomic<bool> abort_{false};  // read by the CPU backend's first compute thread, before each graph node
 
   static bool AbortNow(void* data) { return static_cast<std::atomic<bool>*>(data)->load(); }
+
+  // tokens_out never a null pointer but for kCountOnly (an empty buffer's data() may be one, which would ask for
+  // the count alone): room for one more than the capacity passed.
+  template <typename Call>
+  static FileLoad LoadFile(TokensOut mode, size_t n_saved, Call&& call) {
+    const size_t cap = mode == TokensOut::kShort && n_saved > 0 ? n_saved - 1 : n_saved;
+    std::vector<llama_token> out(cap + 1, -1);
+    FileLoad r;
+    r.ret = call(mode == TokensOut::kCountOnly ? nullptr : out.data(), cap, &r.count);
+    if (mode != TokensOut::kCountOnly) r.tokens.assign(out.begin(), out.begin() + std::min(r.count, cap));
+    return r;
+  }
 };
 
 void Return(const std::string& key, llama_context* ctx) {

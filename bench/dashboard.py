@@ -323,7 +323,9 @@ def other_files(results: Path, cited: set, targets: set) -> list:
     for n in rest:
         base = Path(n).stem
         for suffix in ["-survival"] + [f"-{t}" for t in targets]:
-            if base.endswith(suffix) and (suffix == "-survival" or n.endswith(".json")):
+            # A file with a table of its own names its run whole (bench/profile.py's profile-<target>.json and .md).
+            if (base.endswith(suffix) and (suffix == "-survival" or n.endswith(".json"))
+                    and not (results / f"{base}.md").is_file()):
                 base = base[:-len(suffix)]
                 break
         runs.setdefault(base, []).append(n)

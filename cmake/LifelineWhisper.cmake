@@ -72,9 +72,10 @@ if(LIFELINE_WHISPER_DIR)
   # maps them and again when they are freed (its shadow, 10 MB a buffer; about 90 ms per buffer on the 2-core guest,
   # every state of every input: 58% of the fuzz lane's time, bench/results/profile-whisper_string_handoff.md). With
   # the CPU backend alone (use_gpu off or no GPU backend built) and without parallel copies (whisper passes
-  # parallel = false), no split has an input, so no behaviour depends on it; at 1, a split input would fail ggml's
-  # own GGML_ASSERT(n_inputs < GGML_SCHED_MAX_SPLIT_INPUTS) on the first one, so a version or a configuration
-  # where it matters stops every input loudly instead of being fuzzed otherwise than it ships. 2.75 MB a buffer.
+  # parallel = false), every source is on its split's backend, so no split has an input and no behaviour depends
+  # on it. This is not guarded: in a configuration with a second backend a split would take one input, and
+  # ggml_backend_sched_split_graph would start a new split where the shipped build adds up to 30 (its "split has
+  # too many inputs" check), so such a lane must drop the setting. 2.75 MB a buffer.
   set(_ggml_definitions GGML_SCHED_MAX_SPLIT_INPUTS=1)
   if("undefined" IN_LIST LIFELINE_SANITIZE AND NOT LIFELINE_UBSAN_OPTIONS MATCHES "ubsan-upstream.supp")
     string(APPEND LIFELINE_UBSAN_OPTIONS ":suppressions=${PROJECT_SOURCE_DIR}/core/suppressions/ubsan-upstream.supp")

@@ -39,47 +39,42 @@ TEST(LlamaExecutor, EverySeedRunsClean) {
   }
 }
 
-TEST(LlamaExecutor, TheCorruptionProgramRunsCleanUncorrupted) {
-  // The program of the death test below, without the flipped byte: what fails there is the corruption.
-  const Program p = Decoded({Params(ModelKind::kLlama, 2, 4, 8),
-                             {DecodeOp(0b01, 6, 3), SlotOp(OpKind::kSaveSeq, 0, 0), SlotOp(OpKind::kLoadSeq, 0, 1),
-                              DecodeOp(0b10, 1, 9)}});
-  auto rt = Make(p.params);
-  ASSERT_NE(rt, nullptr);
-  EXPECT_GT(Execute(p, *rt).compared, 1);
+// The corruption tests' program: a sequence saved (in a buffer, or a session file), restored into sequence 1,
+// which then decodes one token.
+Program CorruptionProgram(bool file) {
+  const auto slot = [&](OpKind kind, int seq) { return file ? FileOp(kind, 0, seq) : SlotOp(kind, 0, seq); };
+  return Decoded({Params(ModelKind::kLlama, 2, 4, 8),
+                  {DecodeOp(0b01, 6, 3), slot(OpKind::kSaveSeq, 0), slot(OpKind::kLoadSeq, 1), DecodeOp(0b10, 1, 9)}});
+}
+
+// With a byte of the saved K/V data flipped (in the buffer, or in the file after it was checked against the
+// buffer form of the state), the next decode's logits differ from a fresh context's by more than the tolerance.
+void ExpectCorruptionCaught(const Program& p) {
+  EXPECT_DEATH(
+      {
+        auto rt = Make(p.params);
+        Execute(p, *rt, /*corrupt_state=*/true);
+      },
+      "differential oracle: op #3, sequence 1 at position 6");
+}
+
+TEST(LlamaExecutor, TheCorruptionProgramsRunCleanUncorrupted) {
+  // The programs of the death tests below, without the flipped byte: what fails there is the corruption.
+  for (bool file : {false, true}) {
+    SCOPED_TRACE(file ? "session file" : "buffer");
+    const Program p = CorruptionProgram(file);
+    auto rt = Make(p.params);
+    ASSERT_NE(rt, nullptr);
+    EXPECT_GT(Execute(p, *rt).compared, 1);
+  }
 }
 
 TEST(LlamaExecutorDeathTest, TheDifferentialOracleCatchesACorruptedState) {
-  // A sequence saved, one byte of its K/V data flipped, restored: the next decode's logits differ from a fresh
-  // context's by more than the tolerance.
-  const Program p = Decoded({Params(ModelKind::kLlama, 2, 4, 8),
-                             {DecodeOp(0b01, 6, 3), SlotOp(OpKind::kSaveSeq, 0, 0), SlotOp(OpKind::kLoadSeq, 0, 1),
-                              DecodeOp(0b10, 1, 9)}});
-  EXPECT_DEATH(
-      {
-        auto rt = Make(p.params);
-        Execute(p, *rt, /*corrupt_state=*/true);
-      },
-      "differential oracle: op #3, sequence 1 at position 6");
+  ExpectCorruptionCaught(CorruptionProgram(false));
 }
 
 TEST(LlamaExecutorDeathTest, TheDifferentialOracleCatchesACorruptedSessionFile) {
-  // The same through a session file: the byte flipped in the file llama_state_seq_save_file wrote (after the
-  // file was checked against the buffer form of the state), then llama_state_seq_load_file.
-  const Program p = Decoded({Params(ModelKind::kLlama, 2, 4, 8),
-                             {DecodeOp(0b01, 6, 3), FileOp(OpKind::kSaveSeq, 0, 0), FileOp(OpKind::kLoadSeq, 0, 1),
-                              DecodeOp(0b10, 1, 9)}});
-  {
-    auto rt = Make(p.params);
-    ASSERT_NE(rt, nullptr);
-    EXPECT_GT(Execute(p, *rt).compared, 1);  // clean without the flipped byte
-  }
-  EXPECT_DEATH(
-      {
-        auto rt = Make(p.params);
-        Execute(p, *rt, /*corrupt_state=*/true);
-      },
-      "differential oracle: op #3, sequence 1 at position 6");
+  ExpectCorruptionCaught(CorruptionProgram(true));
 }
 
 }  // namespace

@@ -71,21 +71,30 @@ struct Pooled {
 };
 std::vector<Pooled>* pooled_contexts = nullptr;  // most recently returned last
 
-// The session files of the state ops: one per slot, in a directory of this process's own (made on first use,
-// removed at exit), so that parallel jobs never share one.
+// The session files of the state ops: one per slot, in a directory of the program's own, made on its first file op
+// and removed with its files when the program's runtime is destroyed (RemoveStateDir), so that parallel jobs never
+// share one and a process that ends without its exit handlers (a crash, a death test's child) leaves at most the
+// files of the program it was running. Only the program's thread makes and removes them.
 std::string* state_dir = nullptr;
 
 std::string SlotFile(int slot) {
-  static std::once_flag once;
-  std::call_once(once, [] {
+  if (state_dir == nullptr) {
     const char* tmp = std::getenv("TMPDIR");
     std::string templ = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/lifeline-llama-XXXXXX";
     LIFELINE_PRECONDITION(mkdtemp(templ.data()) != nullptr,
                           "llama runtime: cannot make a directory for session files (" + templ + "): " +
                               std::strerror(errno));
     state_dir = new std::string(templ);
-  });
+  }
   return *state_dir + "/slot" + std::to_string(slot) + ".session";
+}
+
+void RemoveStateDir() {
+  if (state_dir == nullptr) return;
+  for (int slot = 0; slot < kStateSlots; ++slot) std::remove(SlotFile(slot).c_str());
+  rmdir(state_dir->c_str());
+  delete state_dir;
+  state_dir = nullptr;
 }
 
 std::vector<uint8_t> ReadFile(const std::string& path) {
@@ -94,12 +103,7 @@ std::vector<uint8_t> ReadFile(const std::string& path) {
 }
 
 void FreeAtExit() {
-  if (state_dir != nullptr) {
-    for (int slot = 0; slot < kStateSlots; ++slot) std::remove(SlotFile(slot).c_str());
-    rmdir(state_dir->c_str());
-    delete state_dir;
-    state_dir = nullptr;
-  }
+  RemoveStateDir();
   if (fresh_contexts != nullptr) {
     for (auto& [key, ctx] : *fresh_contexts) llama_free(ctx);
     delete fresh_contexts;
@@ -150,10 +154,7 @@ class LlamaRuntime : public Runtime {
   }
   ~LlamaRuntime() override {
     llama_set_abort_callback(ctx_, nullptr, nullptr);
-    // A program's session files end with it (a later program saves its own first); a process that crashes leaves
-    // only those of the input it crashed on.
-    if (state_dir != nullptr)
-      for (int slot = 0; slot < kStateSlots; ++slot) std::remove(SlotFile(slot).c_str());
+    RemoveStateDir();  // a program's session files end with it (a later program saves its own first)
     Return(Describe(p_), ctx_);
   }
 

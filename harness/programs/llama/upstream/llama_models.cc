@@ -120,12 +120,9 @@ llama_model* LoadFromFile(ModelKind kind, gguf_context* g, llama_model_params mp
   ggml_init_params ip = {/*mem_size=*/4u << 20, /*mem_buffer=*/nullptr, /*no_alloc=*/false};
   ggml_context* ctx = ggml_init(ip);
   AddTensors(kind, ctx, g, counts);
-  const char* tmp = std::getenv("TMPDIR");
-  std::string dir = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/lifeline-llama-XXXXXX";
+  const std::string dir = MakePrivateDir(error);
   llama_model* model = nullptr;
-  if (mkdtemp(dir.data()) == nullptr) {
-    *error = "mkdtemp(" + dir + ") failed: " + std::strerror(errno);
-  } else {
+  if (!dir.empty()) {
     const std::string path = dir + "/" + kModelNames[static_cast<int>(kind)] + ".gguf";
     if (!gguf_write_to_file(g, path.c_str(), /*only_meta=*/false)) {
       *error = "gguf_write_to_file(" + path + ") failed";
@@ -207,6 +204,14 @@ void TinyModelSize(ModelKind kind, unsigned long long* params, unsigned long lon
   std::lock_guard<std::mutex> lock(models_mu);
   *params = counts[static_cast<int>(kind)].params;
   *bytes = counts[static_cast<int>(kind)].bytes;
+}
+
+std::string MakePrivateDir(std::string* error) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/lifeline-llama-XXXXXX";
+  if (mkdtemp(dir.data()) != nullptr) return dir;
+  *error = "mkdtemp(" + dir + ") failed: " + std::strerror(errno);
+  return "";
 }
 
 void FreeTinyModels() {

@@ -22,5 +22,8 @@ llama_model* TinyModel(ModelKind kind, std::string* error);
 void TinyModelSize(ModelKind kind, unsigned long long* params, unsigned long long* bytes);
 // Frees every model built (at the process's exit: upstream/llama_runtime.cc).
 void FreeTinyModels();
+// A new private folder under $TMPDIR (else /tmp), lifeline-llama-XXXXXX: its path, or "" with why in `error`.
+// For the model files here and the session files of upstream/llama_runtime.cc.
+std::string MakePrivateDir(std::string* error);
 
 }  // namespace lifeline::llama

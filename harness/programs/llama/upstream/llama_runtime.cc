@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -79,12 +78,9 @@ std::string* state_dir = nullptr;
 
 std::string SlotFile(int slot) {
   if (state_dir == nullptr) {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string templ = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/lifeline-llama-XXXXXX";
-    LIFELINE_PRECONDITION(mkdtemp(templ.data()) != nullptr,
-                          "llama runtime: cannot make a directory for session files (" + templ + "): " +
-                              std::strerror(errno));
-    state_dir = new std::string(templ);
+    std::string error;
+    state_dir = new std::string(MakePrivateDir(&error));
+    LIFELINE_PRECONDITION(!state_dir->empty(), "llama runtime: no folder for session files: " + error);
   }
   return *state_dir + "/slot" + std::to_string(slot) + ".session";
 }

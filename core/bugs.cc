@@ -23,7 +23,7 @@ std::optional<Bug> BugFromId(std::string_view id) {
 std::string KnownBugIds() { return kBugs.Joined(); }
 
 bool ParseBugList(std::string_view text, BugSet* out, std::string* error) {
-  uint32_t bits = 0;
+  uint64_t bits = 0;
   if (!kBugs.Parse(text, &bits, error)) return false;
   *out = BugSet(bits);
   return true;

@@ -23,7 +23,7 @@ inline constexpr int kBugCount = 0
 #include "core/bug_list.def"
 #undef LIFELINE_BUG
     ;
-static_assert(kBugCount <= 32, "BugSet keeps one bit per bug in a uint32_t");
+static_assert(kBugCount <= 64, "BugSet keeps one bit per bug in a uint64_t");
 
 // The kebab-case id used in core/bug_list.def, repro/<id>/ and LIFELINE_REINTRODUCE.
 std::string_view BugId(Bug bug);

@@ -102,7 +102,7 @@ std::optional<Guard> GuardFromId(std::string_view id) {
 std::string KnownGuardIds() { return kGuards.Joined(); }
 
 bool ParseGuardList(std::string_view text, GuardSet* out, std::string* error) {
-  uint32_t bits = 0;
+  uint64_t bits = 0;
   if (!kGuards.Parse(text, &bits, error)) return false;
   *out = GuardSet(bits);
   return true;

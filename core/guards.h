@@ -35,7 +35,7 @@ inline constexpr int kGuardCount = 0
 #include "core/guard_list.def"
 #undef LIFELINE_GUARD
     ;
-static_assert(kGuardCount <= 32, "GuardSet keeps one bit per guard in a uint32_t");
+static_assert(kGuardCount <= 64, "GuardSet keeps one bit per guard in a uint64_t");
 
 std::string_view GuardId(Guard guard);
 std::optional<Guard> GuardFromId(std::string_view id);

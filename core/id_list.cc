@@ -30,8 +30,8 @@ std::string IdList::Joined() const {
   return out;
 }
 
-bool IdList::Parse(std::string_view text, uint32_t* bits, std::string* error) const {
-  uint32_t set = 0;
+bool IdList::Parse(std::string_view text, uint64_t* bits, std::string* error) const {
+  uint64_t set = 0;
   while (true) {
     size_t comma = text.find(',');
     std::string_view item = Trim(text.substr(0, comma));
@@ -42,7 +42,7 @@ bool IdList::Parse(std::string_view text, uint32_t* bits, std::string* error) co
                  ": " + Joined();
         return false;
       }
-      set |= 1u << *i;
+      set |= uint64_t{1} << *i;
     }
     if (comma == std::string_view::npos) break;
     text.remove_prefix(comma + 1);
@@ -51,9 +51,9 @@ bool IdList::Parse(std::string_view text, uint32_t* bits, std::string* error) co
   return true;
 }
 
-uint32_t IdList::FromEnvironmentOrExit() const {
+uint64_t IdList::FromEnvironmentOrExit() const {
   const char* env = std::getenv(variable);
-  uint32_t bits = 0;
+  uint64_t bits = 0;
   std::string error;
   if (env != nullptr && !Parse(env, &bits, &error)) {
     std::fprintf(stderr, "lifeline: %s\n", error.c_str());

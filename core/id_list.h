@@ -10,18 +10,18 @@
 
 namespace lifeline {
 
-// A set of enumerators of E (at most 32), one bit each.
+// A set of enumerators of E (at most 64), one bit each.
 template <typename E>
 class EnumSet {
  public:
   EnumSet() = default;
-  explicit EnumSet(uint32_t bits) : bits_(bits) {}
+  explicit EnumSet(uint64_t bits) : bits_(bits) {}
   bool Has(E e) const { return (bits_ >> static_cast<int>(e)) & 1u; }
-  void Add(E e) { bits_ |= 1u << static_cast<int>(e); }
+  void Add(E e) { bits_ |= uint64_t{1} << static_cast<int>(e); }
   bool empty() const { return bits_ == 0; }
 
  private:
-  uint32_t bits_ = 0;
+  uint64_t bits_ = 0;
 };
 
 namespace internal {
@@ -38,10 +38,10 @@ struct IdList {
   std::string Joined() const;
   // Ids separated by commas, surrounding blanks and empty entries ignored, as bits by position. False, with
   // `*error` naming the unknown id and listing the known ones, on an id not in the list.
-  bool Parse(std::string_view text, uint32_t* bits, std::string* error) const;
+  bool Parse(std::string_view text, uint64_t* bits, std::string* error) const;
   // The selection in `variable` (none when unset). An unknown id prints the error to stderr and exits with
   // status 2: a typo must never silently run something else than what was asked for.
-  uint32_t FromEnvironmentOrExit() const;
+  uint64_t FromEnvironmentOrExit() const;
 };
 
 }  // namespace internal

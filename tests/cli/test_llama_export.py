@@ -99,7 +99,9 @@ class LlamaC(unittest.TestCase):
             (program([{"id": 0, "op": "load-all", "slot": 2, "model": {"expect": "restored"}}]),
              "slot 2 holds no state saved by this program"),
             (program([{"id": 0, "op": "save-seq", "seq": 0, "slot": 1, "form": "file", "model": {}}]),
-             "a session file (form 'file') is not exported"),
+             "a state of form 'file' is not exported"),
+            (program([{"id": 0, "op": "save-all", "slot": 1, "form": "device", "model": {}}]),
+             "a state of form 'device' is not exported"),
             (program([{"id": 0, "op": "rewind", "model": {}}]), "op 'rewind' is not one this exporter knows"),
             (program([], arch="falcon"), "model kind 'falcon'"),
         ]:
@@ -107,6 +109,16 @@ class LlamaC(unittest.TestCase):
                 with self.assertRaises(ValueError) as e:
                     llama_c.generate(prog, FINDING)
                 self.assertIn(why, str(e.exception))
+
+    def test_a_device_state_goes_through_the_ext_calls_with_its_flag(self):
+        c = llama_c.generate(program([decode(0, [0], 1), {"id": 1, "op": "save-seq", "seq": 0, "slot": 0,
+                                                         "form": "device", "model": {}},
+                                      {"id": 2, "op": "load-seq", "slot": 0, "seq": 0,
+                                       "model": {"expect": "restored"}}]), FINDING)
+        self.assertIn("size[0] = llama_state_seq_get_size_ext(ctx, 0, LLAMA_STATE_SEQ_FLAGS_ON_DEVICE);", c)
+        self.assertIn("llama_state_seq_get_data_ext(ctx, saved[0] = malloc(size[0]), size[0], 0, "
+                      "LLAMA_STATE_SEQ_FLAGS_ON_DEVICE);", c)
+        self.assertIn("llama_state_seq_set_data_ext(ctx, saved[0], size[0], 0, LLAMA_STATE_SEQ_FLAGS_ON_DEVICE)", c)
 
     def test_the_checked_in_finding_exports_a_short_file(self):
         binary = ROOT / "build" / "fuzz" / "targets" / "llama_memory_differential"

@@ -46,6 +46,12 @@ inline Op FileOp(OpKind kind, int slot, int seq = 0, TokensOut tokens_out = Toke
   op.tokens_out = tokens_out;
   return op;
 }
+// A state op of a sequence whose tensor data stays on the context's backend (LLAMA_STATE_SEQ_FLAGS_ON_DEVICE).
+inline Op DeviceOp(OpKind kind, int slot, int seq = 0) {
+  Op op = SlotOp(kind, slot, seq);
+  op.form = StateForm::kDevice;
+  return op;
+}
 inline ContextParams Params(ModelKind model, int n_seq_max, int n_ubatch, int n_batch, bool unified = true,
                             FlashAttn fa = FlashAttn::kAuto, CacheType k = CacheType::kF16,
                             CacheType v = CacheType::kF16, int threads = 1) {
@@ -144,6 +150,19 @@ inline std::vector<std::pair<std::string, Program>> SeedPrograms() {
                  {Params(ModelKind::kGemma2, 1, 4, 16),
                   {DecodeOp(1, 12, 42), FileOp(OpKind::kSaveAll, 1), {OpKind::kClear},
                    FileOp(OpKind::kLoadAll, 1, 0, TokensOut::kShort), FileOp(OpKind::kLoadAll, 1), DecodeOp(1, 2, 43)}}});
+  // Device states (llama_state_seq_get_data_ext / set_data_ext, ON_DEVICE): three sequences decoded together leave
+  // sequence 1 in six one-cell runs; its device copy is restored, after two cells of sequence 0 took part of its
+  // place, into other runs than the ones it was saved from (llama_io_read_device copies across run boundaries).
+  out.push_back({"device-state-other-runs",
+                 {Params(ModelKind::kLlama, 3, 4, 8),
+                  {DecodeOp(0b111, 6, 44), DeviceOp(OpKind::kSaveSeq, 0, 1), SeqOp(OpKind::kSeqRm, 1),
+                   DecodeOp(1, 2, 45), DeviceOp(OpKind::kLoadSeq, 0, 1), DecodeOp(0b10, 2, 46)}}});
+  // On the hybrid memory: a second device save of sequence 0 invalidates the first (llama.h), and the second is
+  // restored into sequence 1, which goes on.
+  out.push_back({"device-state-saved-twice",
+                 {Params(ModelKind::kJamba, 2, 4, 8, false),
+                  {DecodeOp(0b11, 4, 47), DeviceOp(OpKind::kSaveSeq, 1, 0), DecodeOp(1, 2, 48),
+                   DeviceOp(OpKind::kSaveSeq, 2, 0), DeviceOp(OpKind::kLoadSeq, 2, 1), DecodeOp(0b11, 2, 49)}}});
   return out;
 }
 

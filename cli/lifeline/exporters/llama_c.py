@@ -36,6 +36,8 @@ _JAMBA_HEADS = [
     "    static const uint32_t heads[2] = {2, 0}, kv[2] = {1, 0};  /* layer 0 attention, layer 1 recurrent */",
     "    gguf_set_arr_data(g, \"jamba.attention.head_count\", GGUF_TYPE_UINT32, heads, 2);",
     "    gguf_set_arr_data(g, \"jamba.attention.head_count_kv\", GGUF_TYPE_UINT32, kv, 2);"]
+# A sequence state's flag for the device form (llama.h: the tensor data stays in the context's buffers).
+_DEVICE = "LLAMA_STATE_SEQ_FLAGS_ON_DEVICE"
 # decode's flaws (format.h Flaw) as (position moved by, token outside the vocabulary) of the first token.
 _FLAWS = {"none": (0, False), "gap": (1, False), "behind": (-1, False), "bad-token": (0, True)}
 _FA = {"auto": "LLAMA_FLASH_ATTN_TYPE_AUTO", "off": "LLAMA_FLASH_ATTN_TYPE_DISABLED", "on": "LLAMA_FLASH_ATTN_TYPE_ENABLED"}
@@ -133,7 +135,7 @@ class Writer:
         self.report = finding.get("report") or {}
         self.body: list[str] = []
         self.uses: set[str] = set()
-        self.slots: set[int] = set()
+        self.slots: dict[int, str] = {}  # slot -> the form of the state saved in it
         self.n_batch = int(program.get("n_batch", 1))
         self.n_seq = int(program.get("n_seq_max", 1))
         self.decodes: list[int] = []  # the body's decode lines, written once the helper's form is known
@@ -187,24 +189,28 @@ class Writer:
         elif kind == "clear":
             self.body.append(f"    llama_memory_clear(mem, {'true' if op.get('data') else 'false'});  {label}")
         elif kind in ("save-seq", "save-all"):
-            if op.get("form", "buffer") != "buffer":
-                raise Unexportable(f"#{op.get('id')} {kind}: a session file (form {op.get('form')!r}) is not "
-                                   "exported; only states in buffers are")
+            form = op.get("form", "buffer")
+            if form not in ("buffer", "device") or (form == "device" and kind != "save-seq"):
+                raise Unexportable(f"#{op.get('id')} {kind}: a state of form {form!r} is not exported; only states "
+                                   "in buffers and a sequence's device states are")
             k = _int(op, "slot")
-            self.slots.add(k)
+            self.slots[k] = form
             seq, part = (f", {_int(op, 'seq')}", "_seq") if kind == "save-seq" else ("", "")
-            self.body += [f"    free(saved[{k}]), size[{k}] = llama_state{part}_get_size(ctx{seq});  {label}",
-                          f"    llama_state{part}_get_data(ctx, saved[{k}] = malloc(size[{k}]), size[{k}]{seq});"]
+            # A device state: the _ext calls with LLAMA_STATE_SEQ_FLAGS_ON_DEVICE (the tensor data stays in the context).
+            ext, flags = ("_ext", f", {_DEVICE}") if form == "device" else ("", "")
+            self.body += [f"    free(saved[{k}]), size[{k}] = llama_state{part}_get_size{ext}(ctx{seq}{flags});  {label}",
+                          f"    llama_state{part}_get_data{ext}(ctx, saved[{k}] = malloc(size[{k}]), size[{k}]{seq}{flags});"]
         elif kind in ("load-seq", "load-all"):
             k = _int(op, "slot")
             if k not in self.slots:
                 raise Unexportable(f"#{op.get('id')} {kind}: slot {k} holds no state saved by this program")
             part, seq = ("_seq", f", {_int(op, 'seq')}") if kind == "load-seq" else ("", "")
-            call = f"llama_state{part}_set_data(ctx, saved[{k}], size[{k}]{seq})"
+            ext, flags = ("_ext", f", {_DEVICE}") if self.slots[k] == "device" else ("", "")
+            call = f"llama_state{part}_set_data{ext}(ctx, saved[{k}], size[{k}]{seq}{flags})"
             if expect is None:
                 self.body.append(f"    {call};  {label}")
             else:  # restored: the whole saved size read back; refused: 0
-                self.expect(call, f"llama_state{part}_set_data", f"(long) {call}",
+                self.expect(call, f"llama_state{part}_set_data{ext}", f"(long) {call}",
                             f"(long) size[{k}]" if expect == "restored" else "0", label)
         elif kind == "set-threads":
             n = _int(op, "threads")

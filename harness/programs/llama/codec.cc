@@ -24,7 +24,7 @@ const char* const kFlawNames[] = {"none", "gap", "behind", "bad-token", "abort",
 static_assert(std::size(kFlawNames) == static_cast<size_t>(Flaw::kMaxValue) + 1,
               "kFlawNames: one name per llama::Flaw (format.h)");
 const char* const kFlashAttnNames[] = {"auto", "off", "on"};
-const char* const kFormNames[] = {"buffer", "file"};
+const char* const kFormNames[] = {"buffer", "file", "device"};
 static_assert(std::size(kFormNames) == static_cast<size_t>(StateForm::kMaxValue) + 1, "kFormNames: one per StateForm");
 const char* const kTokensOutNames[] = {"exact", "short", "null"};
 static_assert(std::size(kTokensOutNames) == static_cast<size_t>(TokensOut::kMaxValue) + 1,
@@ -80,7 +80,7 @@ Operand FlawOperand() {
           }};
 }
 
-// A save's form, written when it is a file (absent: a buffer, as programs written before files read).
+// A save's form, written when it is not a buffer (absent: a buffer, as programs written before files read).
 Operand FormOperand() {
   return {"form",
           [](const Op& op) { return op.form == StateForm::kBuffer ? Json() : Json(kFormNames[static_cast<int>(op.form)]); },

@@ -101,6 +101,7 @@ class Executor {
   // Session files: the save (its tokens: the model's prompt of the sequence), the file checked against the
   // buffer form of the same state saved right after it, and the load's return, count and tokens.
   void SaveFile(const Op& op);
+  bool DeviceStateUsable() const;
   void CheckFile(const Op& op);
   void LoadFile(const Op& op, Op& pred);
   // The differential oracle in two halves: the fresh decodes of an op's outputs start (under TSan on another
@@ -230,12 +231,14 @@ void Executor::Step(const Op& op) {
     case OpKind::kSaveAll: {
       const bool seq = op.kind == OpKind::kSaveSeq;
       if (op.form == StateForm::kFile) SaveFile(op);
-      SetUpstreamContext(seq ? "llama_state_seq_get_data" : "llama_state_get_data");
+      const bool device = op.form == StateForm::kDevice && DeviceStateUsable();
+      SetUpstreamContext(!seq ? "llama_state_get_data" : device ? "llama_state_seq_get_data_ext [ON_DEVICE]"
+                                                                : "llama_state_seq_get_data");
       std::string error;
-      saved_[op.slot] = seq ? rt_.SaveSeq(op.seq, &error) : rt_.SaveAll(&error);
+      saved_[op.slot] = seq ? rt_.SaveSeq(op.seq, device, &error) : rt_.SaveAll(&error);
       LIFELINE_CHECK(error.empty(), "state oracle: " + error);
       if (op.form == StateForm::kFile) CheckFile(op);
-      if (corrupt_ && saved_[op.slot].size() > 64) {
+      if (corrupt_ && !device && saved_[op.slot].size() > 64) {
         // The oracle's own test: a byte of the saved K/V data flipped (past the headers, at the end).
         saved_[op.slot][saved_[op.slot].size() - 7] ^= 0x40;
         if (op.form == StateForm::kFile) rt_.FlipFileByte(op.slot, 7);
@@ -259,11 +262,26 @@ void Executor::Step(const Op& op) {
         LoadFile(op, pred);
         return;
       }
-      SetUpstreamContext("llama_state_seq_set_data");
-      const size_t got = rt_.LoadSeq(saved_[op.slot], op.seq);
+      const bool device = op.form == StateForm::kDevice && DeviceStateUsable();
+      const char* const call = device ? "llama_state_seq_set_data_ext [ON_DEVICE]" : "llama_state_seq_set_data";
+      // A device restore that fails (here: no room for the saved cells) aborts in llama_io_read_device's
+      // destructor (GGML_ASSERT(buf_size == 0): the host bytes the failed read left unread) instead of returning 0
+      // (llama.h: "Zero: Failed to load"). The driver makes what the refusal does, the destination removed.
+      if (device && model_.RestoreRefused(op) &&
+          GuardHolds(Guard::kLlamaStateDeviceRefusedRestoreAborts, [] {
+            return std::string("a device restore without room would abort: the destination removed instead");
+          })) {
+        SetUpstreamContext("llama_memory_seq_rm [for the refused device restore]");
+        rt_.SeqRm(op.seq, -1, -1);
+        model_.LoadSeq(pred);
+        LIFELINE_CHECK(pred.expect_ret == 0, "the model restores what it says has no room");
+        return;
+      }
+      SetUpstreamContext(call);
+      const size_t got = rt_.LoadSeq(saved_[op.slot], op.seq, device);
       model_.LoadSeq(pred);
       const size_t want = pred.expect_ret ? saved_[op.slot].size() : 0;
-      LIFELINE_CHECK(got == want, "status oracle: " + Describe(op) + ": llama_state_seq_set_data returned " +
+      LIFELINE_CHECK(got == want, "status oracle: " + Describe(op) + ": " + call + " returned " +
                                       std::to_string(got) + ", model predicted " + std::to_string(want) + " (the " +
                                       std::to_string(saved_[op.slot].size()) + " bytes saved)");
       return;
@@ -286,6 +304,20 @@ void Executor::Step(const Op& op) {
 namespace {
 constexpr size_t kFileHeader = 12;  // magic, version and the token count, a uint32 each (llama-context.cpp)
 }  // namespace
+
+// Whether a device-form save or load goes to llama.cpp as one (else the buffer form's calls: the tree has no
+// LLAMA_STATE_SEQ_FLAGS_ON_DEVICE, or the guard below). With a quantized K or V cache, llama_io_write_device and
+// llama_io_read_device view each range as size / ggml_element_size elements, which counts Q8_0 blocks (34 bytes
+// for 32 elements), not elements: ggml_row_size asserts (ne % block size) with asserts on, and without them the
+// views cover 1/32 of the data.
+bool Executor::DeviceStateUsable() const {
+  if (!rt_.HasDeviceStates()) return false;
+  const bool quantized = program_.params.type_k != CacheType::kF16 || program_.params.type_v != CacheType::kF16;
+  return !(quantized && HasAttention(program_.params.model) &&
+           GuardHolds(Guard::kLlamaStateDeviceQuantizedCache, [] {
+             return std::string("a device state of a quantized KV cache: the buffer form instead");
+           }));
+}
 
 void Executor::SaveFile(const Op& op) {
   const bool seq = op.kind == OpKind::kSaveSeq;

@@ -65,9 +65,11 @@ int DecodeLoadSlot(Source& src, const Model& m, int want, bool whole) {
 }
 
 // A save's slot and form, in one draw: form * kStateSlots + slot (values below kStateSlots, the buffer form, read
-// as they did when a save drew its slot alone, so inputs written then decode alike).
-void DecodeSave(Source& src, const Op& want, Op& op) {
-  const int v = src.Int<int>(0, kStateSlots * (static_cast<int>(StateForm::kMaxValue) + 1) - 1, [&] {
+// as they did when a save drew its slot alone, and a sequence's values below 2 * kStateSlots as they did before
+// the device form, so inputs written then decode alike). A whole context's state has no device form.
+void DecodeSave(Source& src, const Op& want, Op& op, bool whole) {
+  const StateForm most = whole ? StateForm::kFile : StateForm::kMaxValue;
+  const int v = src.Int<int>(0, kStateSlots * (static_cast<int>(most) + 1) - 1, [&] {
     return static_cast<int>(want.form) * kStateSlots + want.slot;
   });
   op.slot = v % kStateSlots;
@@ -142,7 +144,7 @@ Program Run(Source& src, const Program* target) {
         break;
       case OpKind::kSaveSeq:
         op.seq = DecodeSeq(src, m, want.seq, false);
-        DecodeSave(src, want, op);
+        DecodeSave(src, want, op, false);
         m.SaveSeq(op);
         break;
       case OpKind::kLoadSeq:
@@ -152,7 +154,7 @@ Program Run(Source& src, const Program* target) {
         m.LoadSeq(op);
         break;
       case OpKind::kSaveAll:
-        DecodeSave(src, want, op);
+        DecodeSave(src, want, op, true);
         m.SaveAll(op);
         break;
       case OpKind::kLoadAll:
@@ -236,8 +238,9 @@ std::string Describe(const ContextParams& p) {
 }
 
 namespace {
-// " file" and, for a load, its tokens_out when it is not room for every token.
+// " file" and, for a load, its tokens_out when it is not room for every token; " device".
 std::string FormOf(const Op& op) {
+  if (op.form == StateForm::kDevice) return " device";
   if (op.form != StateForm::kFile) return "";
   const bool load = op.kind == OpKind::kLoadSeq || op.kind == OpKind::kLoadAll;
   if (!load || op.tokens_out == TokensOut::kExact) return " file";

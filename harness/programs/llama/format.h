@@ -75,8 +75,12 @@ enum class Flaw : uint8_t { kNone, kGap, kBehind, kBadToken, kAbort, kBadSeq, kA
 
 // Where a saved state lives: a buffer (llama_state_*get_data / set_data) or a session file with the saved
 // sequence's tokens ahead of the state (llama_state_seq_save_file / load_file, llama_state_save_file / load_file).
+// A sequence's state may also stay on the context's backend (kDevice: llama_state_seq_get_data_ext /
+// set_data_ext with LLAMA_STATE_SEQ_FLAGS_ON_DEVICE, which keep the tensor data in buffers of the context, one set
+// per saved sequence id, and the rest in the host buffer; llama.h: getting such a state for a sequence
+// "invalidates all prior states gotten for that seq_id with this flag", so a load never takes one of those).
 // A load takes the form its slot was saved in.
-enum class StateForm : uint8_t { kBuffer, kFile, kMaxValue = kFile };
+enum class StateForm : uint8_t { kBuffer, kFile, kDevice, kMaxValue = kDevice };
 // A file load's tokens_out: room for every saved token, one token less (the load is refused before it touches
 // the memory), or NULL (llama_state_seq_load_file only: "only the token count is reported", nothing loaded).
 enum class TokensOut : uint8_t { kExact, kShort, kCountOnly, kMaxValue = kCountOnly };
@@ -96,7 +100,7 @@ struct Op {
   int delta = 0;          // kSeqAdd: the shift; kSeqDiv: the divisor (> 1)
   bool data = false;      // kClear
   int slot = 0;           // kSave*, kLoad*
-  StateForm form = StateForm::kBuffer;      // kSave* (drawn), kLoad* (its slot's)
+  StateForm form = StateForm::kBuffer;      // kSave* (drawn; kDevice for a sequence only), kLoad* (its slot's)
   TokensOut tokens_out = TokensOut::kExact;  // kLoad* of a file
   int n_threads = 1;      // kSetThreads
   // The model's predictions.

@@ -380,15 +380,34 @@ std::optional<int> Model::FileLoadStop(const Op& op) const {
 }
 
 void Model::SaveSeq(Op& op) {
+  // llama.h: getting a device state of a sequence invalidates every earlier one of that sequence.
+  if (op.form == StateForm::kDevice)
+    for (Saved& other : saved_)
+      if (other.used && other.form == StateForm::kDevice && other.device_seq == op.seq) other = Saved{};
   Saved& s = saved_[op.slot];
   s = Saved{};
   s.used = true;
   s.form = op.form;
   if (op.form == StateForm::kFile) s.tokens = Prompt(op.seq);
+  if (op.form == StateForm::kDevice) s.device_seq = op.seq;
   for (const Cell& c : mem_.cells)
     if ((c.seqs >> op.seq) & 1) s.mem.cells.push_back({c.pos, 1, c.token, c.birth});
   s.mem.recr[0] = mem_.recr[op.seq];
   s.mem.swa_unknown[0] = mem_.swa_unknown[op.seq];
+}
+
+bool Model::RestoreRefused(const Op& op) const {
+  if (!HasAttention(params_.model)) return false;
+  // The destination's stream once the destination is removed (a cell it shares with another sequence stays).
+  const uint8_t others = static_cast<uint8_t>(~(1u << op.seq));
+  int held = 0;
+  for (const Cell& c : mem_.cells)
+    for (int s = 0; s < params_.n_seq_max; ++s)
+      if ((c.seqs & others) >> s & 1) {
+        if (Stream(s) == Stream(op.seq)) ++held;
+        if (params_.kv_unified) break;
+      }
+  return held + static_cast<int>(saved_[op.slot].mem.cells.size()) > kCellsPerStream;
 }
 
 void Model::LoadSeq(Op& op) {
@@ -397,6 +416,7 @@ void Model::LoadSeq(Op& op) {
     return;
   }
   const Saved& s = saved_[op.slot];
+  const bool refused = RestoreRefused(op);
   // llama_state_seq_set_data removes the destination sequence first, restored or not.
   const uint8_t bit = static_cast<uint8_t>(1u << op.seq);
   for (Cell& c : mem_.cells) c.seqs &= static_cast<uint8_t>(~bit);
@@ -405,12 +425,8 @@ void Model::LoadSeq(Op& op) {
   mem_.recr[op.seq] = Recurrent{};
   mem_.swa_unknown[op.seq] = false;
   Unshare(op.seq);
-  op.expect_ret = 1;
-  if (HasAttention(params_.model) &&
-      CellsIn(Stream(op.seq)) + static_cast<int>(s.mem.cells.size()) > kCellsPerStream) {
-    op.expect_ret = 0;  // no room: refused, the sequence left empty
-    return;
-  }
+  op.expect_ret = refused ? 0 : 1;
+  if (refused) return;  // no room: the sequence is left empty
   for (const Cell& c : s.mem.cells) mem_.cells.push_back({c.pos, bit, c.token, c.birth});
   mem_.recr[op.seq] = s.mem.recr[0];
   mem_.swa_unknown[op.seq] = s.mem.swa_unknown[0];

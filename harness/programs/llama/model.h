@@ -96,6 +96,8 @@ class Model {
   // Where a file load stops before the memory, its return (op.expect_ret): tokens_out short of the file's
   // tokens (0, refused) or NULL (2, counted); nullopt when it goes on to the state.
   std::optional<int> FileLoadStop(const Op& op) const;
+  // Whether a sequence's restore (kLoadSeq) finds no room for the saved cells once the destination is removed.
+  bool RestoreRefused(const Op& op) const;
   // The tokens the file in `slot` holds (empty for a buffer).
   const std::vector<int>& SlotTokens(int slot) const { return saved_[slot].tokens; }
   // The next position of `seq` (PosMax + 1).
@@ -130,6 +132,7 @@ class Model {
     Memory mem;  // whole: everything; a sequence: its cells (seqs = bit 0) and recurrent state in recr[0]
     StateForm form = StateForm::kBuffer;
     std::vector<int> tokens;  // a file's tokens (Prompt)
+    int device_seq = -1;      // kDevice: the sequence whose device copy the state reads (the context's per-sequence set)
   };
 
 

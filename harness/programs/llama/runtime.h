@@ -36,8 +36,12 @@ class Runtime {
   virtual int PosMax(int seq) = 0;
   // A sequence's or the whole context's state: the bytes, or an error naming the call that disagreed
   // (get_size against get_data's length).
-  virtual std::vector<uint8_t> SaveSeq(int seq, std::string* error) = 0;
-  virtual size_t LoadSeq(const std::vector<uint8_t>& state, int seq) = 0;  // llama_state_seq_set_data's return
+  // `device`: llama_state_seq_get_size_ext / get_data_ext / set_data_ext with LLAMA_STATE_SEQ_FLAGS_ON_DEVICE (the
+  // tensor data stays in the context; the bytes are the rest). A tree without that flag makes the buffer form's
+  // calls instead (HasDeviceStates).
+  virtual std::vector<uint8_t> SaveSeq(int seq, bool device, std::string* error) = 0;
+  virtual size_t LoadSeq(const std::vector<uint8_t>& state, int seq, bool device) = 0;  // set_data's return
+  virtual bool HasDeviceStates() const = 0;
   virtual std::vector<uint8_t> SaveAll(std::string* error) = 0;
   virtual bool LoadAll(const std::vector<uint8_t>& state) = 0;
   // Session files, one per slot in a directory of the process's own: the save's return (llama_state_seq_save_file:

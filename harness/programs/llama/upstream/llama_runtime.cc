@@ -184,17 +184,30 @@ class LlamaRuntime : public Runtime {
   int PosMin(int seq) override { return llama_memory_seq_pos_min(mem_, seq); }
   int PosMax(int seq) override { return llama_memory_seq_pos_max(mem_, seq); }
 
-  std::vector<uint8_t> SaveSeq(int seq, std::string* error) override {
-    std::vector<uint8_t> out(llama_state_seq_get_size(ctx_, seq));
-    const size_t n = llama_state_seq_get_data(ctx_, out.data(), out.size(), seq);
+  std::vector<uint8_t> SaveSeq(int seq, bool device, std::string* error) override {
+    device = device && HasDeviceStates();
+    std::vector<uint8_t> out(device ? llama_state_seq_get_size_ext(ctx_, seq, kOnDevice)
+                                    : llama_state_seq_get_size(ctx_, seq));
+    const size_t n = device ? llama_state_seq_get_data_ext(ctx_, out.data(), out.size(), seq, kOnDevice)
+                            : llama_state_seq_get_data(ctx_, out.data(), out.size(), seq);
     if (n != out.size())
-      *error = "llama_state_seq_get_data wrote " + std::to_string(n) + " bytes, llama_state_seq_get_size said " +
-               std::to_string(out.size());
+      *error = std::string(device ? "llama_state_seq_get_data_ext(ON_DEVICE)" : "llama_state_seq_get_data") +
+               " wrote " + std::to_string(n) + " bytes, its get_size said " + std::to_string(out.size());
     return out;
   }
-  size_t LoadSeq(const std::vector<uint8_t>& state, int seq) override {
+  size_t LoadSeq(const std::vector<uint8_t>& state, int seq, bool device) override {
+    if (device && HasDeviceStates())
+      return llama_state_seq_set_data_ext(ctx_, state.data(), state.size(), seq, kOnDevice);
     return llama_state_seq_set_data(ctx_, state.data(), state.size(), seq);
   }
+  // LLAMA_STATE_SEQ_FLAGS_ON_DEVICE is a macro of llama.h: a tree without it (b8179 and older) has no device form.
+#ifdef LLAMA_STATE_SEQ_FLAGS_ON_DEVICE
+  static constexpr llama_state_seq_flags kOnDevice = LLAMA_STATE_SEQ_FLAGS_ON_DEVICE;
+  bool HasDeviceStates() const override { return true; }
+#else
+  static constexpr uint32_t kOnDevice = 0;
+  bool HasDeviceStates() const override { return false; }
+#endif
   std::vector<uint8_t> SaveAll(std::string* error) override {
     std::vector<uint8_t> out(llama_state_get_size(ctx_));
     const size_t n = llama_state_get_data(ctx_, out.data(), out.size());

@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
       std::vector<lifeline::llama::Runtime::Token> batch;
       for (int t = 0; t < 8; ++t) batch.push_back({(5 * t + 1) % lifeline::llama::kVocab, 1, t, t == 7});
       t0 = std::chrono::steady_clock::now();
-      const int rc = rt->Decode(batch, false);
+      const int rc = rt->Decode(batch, lifeline::llama::Runtime::BatchForm::kFull);
       dec_ms.push_back(Ms(t0));
       if (rc != 0) {
         std::fprintf(stderr, "llama_models: llama_decode returned %d on %s\n", rc, r.model.c_str());

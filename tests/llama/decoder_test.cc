@@ -11,6 +11,7 @@
 #include <iterator>
 
 #include "harness/programs/common/source.h"
+#include "harness/programs/llama/model.h"
 #include "tests/llama/seed_programs.h"
 
 namespace lifeline::llama {
@@ -85,6 +86,23 @@ TEST(LlamaDecoder, TheModelPredictsTheBatchChecks) {
   EXPECT_EQ(back.ops[0].expect_ret, 0);
   EXPECT_EQ(back.ops[1].expect_ret, -1);
   EXPECT_EQ(back.ops[2].expect_ret, -1);
+}
+
+TEST(LlamaDecoder, AGetOneDecodeIsSequenceZeroWithAnOutputPerCall) {
+  // llama_batch_get_one's batch fills sequence 0 and an output for the last token of each call: 6 tokens in calls
+  // of 4 have outputs at 3 and 5. The decoder makes any such op that (the bytes drawn for the set are not read).
+  const Program p{Params(ModelKind::kLlama, 2, 2, 4), {DecodeOp(1, 6, 0, false, false, Flaw::kGetOne)}};
+  const std::vector<uint8_t> bytes = Encode(p);
+  const Program back = Decode(bytes.data(), bytes.size());
+  ASSERT_EQ(back.ops.size(), 1u);
+  EXPECT_EQ(Describe(back.ops[0]), "decode seqs=0x1 steps=6 tokens@0 get-one -> 0");
+  Model m(back.params);
+  std::vector<bool> outputs;
+  for (const Model::Placed& t : m.Place(back.ops[0])) outputs.push_back(t.logits);
+  EXPECT_EQ(outputs, (std::vector<bool>{false, false, false, true, false, true}));
+  // A get-one op on sequence 1, shared, or with every logit cannot be written.
+  for (const Op& op : {DecodeOp(2, 2, 0, false, false, Flaw::kGetOne), DecodeOp(1, 2, 0, false, true, Flaw::kGetOne)})
+    EXPECT_THROW(Encode(Program{Params(ModelKind::kLlama, 2, 2, 4), {op}}), programs::Unencodable);
 }
 
 TEST(LlamaDecoder, TheRecurrentMemoryRefusesAPartialRemoval) {

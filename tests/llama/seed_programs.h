@@ -163,6 +163,16 @@ inline std::vector<std::pair<std::string, Program>> SeedPrograms() {
                  {Params(ModelKind::kJamba, 2, 4, 8, false),
                   {DecodeOp(0b11, 4, 47), DeviceOp(OpKind::kSaveSeq, 1, 0), DecodeOp(1, 2, 48),
                    DeviceOp(OpKind::kSaveSeq, 2, 0), DeviceOp(OpKind::kLoadSeq, 2, 1), DecodeOp(0b11, 2, 49)}}});
+  // llama_batch_get_one's batches (tokens only; llama_decode fills sequence 0, the positions and one output per
+  // call): six tokens in calls of four, then a turn with every field filled.
+  out.push_back({"get-one-batches",
+                 {Params(ModelKind::kLlama, 1, 2, 4),
+                  {DecodeOp(1, 6, 50, false, false, Flaw::kGetOne), DecodeOp(1, 2, 51)}}});
+  // A second context of the hybrid model decodes the op's tokens on another thread and is freed while the
+  // program's context decodes them on two sequences.
+  out.push_back({"decode-beside-another-context",
+                 {Params(ModelKind::kJamba, 2, 4, 8, false),
+                  {DecodeOp(0b11, 6, 52, false, false, Flaw::kBeside), DecodeOp(0b01, 3, 53)}}});
   return out;
 }
 

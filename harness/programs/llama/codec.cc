@@ -20,7 +20,8 @@ using programs::Json;
 using programs::Unencodable;
 
 // One name per Flaw, in the enum's order: a new flaw fails to compile until it is named here.
-const char* const kFlawNames[] = {"none", "gap", "behind", "bad-token", "abort", "bad-seq", "auto-positions"};
+const char* const kFlawNames[] = {"none",    "gap",            "behind",  "bad-token", "abort",
+                                  "bad-seq", "auto-positions", "get-one", "beside"};
 static_assert(std::size(kFlawNames) == static_cast<size_t>(Flaw::kMaxValue) + 1,
               "kFlawNames: one name per llama::Flaw (format.h)");
 const char* const kFlashAttnNames[] = {"auto", "off", "on"};

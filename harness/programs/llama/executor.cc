@@ -29,6 +29,30 @@ float Tolerance(const ContextParams& params) {
 
 namespace {
 
+// The largest |got - want| over the vocabulary, where it is, and the scale it is judged against: max(1, the
+// largest |want|) (Tolerance is relative to it). A NaN in `got` counts as the largest.
+struct Diff {
+  float worst = 0.0f;
+  float scale = 1.0f;
+  int at = 0;
+};
+Diff LargestDiff(const float* got, const std::vector<float>& want, int n_vocab) {
+  Diff d;
+  for (int v = 0; v < n_vocab; ++v) d.scale = std::max(d.scale, std::fabs(want[v]));
+  for (int v = 0; v < n_vocab; ++v) {
+    const float x = std::fabs(got[v] - want[v]);
+    if (std::isnan(x) || x > d.worst) {
+      d.worst = x;
+      d.at = v;
+      if (std::isnan(x)) break;  // fails every tolerance
+    }
+  }
+  return d;
+}
+
+// The tokens a context beside a decode (Flaw::kBeside) takes of the op's: at most this many (its 256 cells).
+constexpr size_t kBesideTokens = 64;
+
 using FreshLogits = std::vector<std::vector<std::vector<float>>>;  // per history, per token
 
 // Where the fresh decodes run: on another thread under TSan, which is what sees two contexts of one model
@@ -102,6 +126,7 @@ class Executor {
   // buffer form of the same state saved right after it, and the load's return, count and tokens.
   void SaveFile(const Op& op);
   bool DeviceStateUsable() const;
+  void DecodeCalls(const Op& op, std::vector<Model::Placed>& done, std::vector<std::vector<float>>& logits);
   void CheckFile(const Op& op);
   void LoadFile(const Op& op, Op& pred);
   // The differential oracle in two halves: the fresh decodes of an op's outputs start (under TSan on another
@@ -426,6 +451,41 @@ bool Executor::SeqCp(const Op& op) {
 void Executor::DecodeOp(const Op& op) {
   std::vector<Model::Placed> done;
   std::vector<std::vector<float>> logits;
+  const size_t index = &op - program_.ops.data();
+  if (op.flaw == Flaw::kBeside) {
+    // Another context of the model decodes the op's first tokens on its own thread and is freed while this one
+    // decodes the op (llama.h: contexts of one model may decode on different threads at once).
+    std::vector<int> tokens;
+    for (const BatchToken& t : TokensOf(op))
+      if (tokens.size() < kBesideTokens) tokens.push_back(t.token);
+    std::string error;
+    const std::vector<float> side = rt_.Beside(tokens, [&] { DecodeCalls(op, done, logits); }, &error);
+    LIFELINE_CHECK(error.empty(), "the context beside op #" + std::to_string(index) + ": " + error);
+    FinishFresh();  // the fresh context is free again
+    std::vector<std::pair<int, int>> history;
+    for (size_t i = 0; i < tokens.size(); ++i) history.emplace_back(tokens[i], static_cast<int>(i));
+    const std::vector<std::vector<float>> fresh = rt_.Fresh(history);
+    LIFELINE_CHECK(fresh.size() == history.size(), "differential oracle: op #" + std::to_string(index) +
+                                                       ": the fresh context decoded " + std::to_string(fresh.size()) +
+                                                       " of the " + std::to_string(history.size()) + " tokens beside");
+    const Diff d = LargestDiff(side.data(), fresh.back(), rt_.n_vocab());
+    ++stats_.compared;
+    stats_.worst = std::max(stats_.worst, d.worst / d.scale);
+    LIFELINE_CHECK(d.worst <= Tolerance(program_.params) * d.scale,
+                   "differential oracle: op #" + std::to_string(index) + ", the context beside it: logit " +
+                       std::to_string(d.at) + " of its last token is " + std::to_string(side[d.at]) +
+                       ", a fresh context that decoded the " + std::to_string(tokens.size()) + " tokens gives " +
+                       std::to_string(fresh.back()[d.at]));
+  } else {
+    DecodeCalls(op, done, logits);
+  }
+  FinishFresh();
+  if (!done.empty()) StartFresh(index, done, std::move(logits));
+}
+
+// The op's calls of llama_decode, each checked against the model; what they decoded and its outputs appended to
+// `done` and `logits`.
+void Executor::DecodeCalls(const Op& op, std::vector<Model::Placed>& done, std::vector<std::vector<float>>& logits) {
   for (const std::vector<Model::Placed>& chunk : model_.Chunks(op)) {
     std::vector<Runtime::Token> batch;
     batch.reserve(chunk.size());
@@ -460,7 +520,9 @@ void Executor::DecodeOp(const Op& op) {
       abort = false;
     SetUpstreamContext(abort ? "llama_decode [aborted]" : "llama_decode");
     rt_.SetAbort(abort);
-    const int got = rt_.Decode(batch, op.flaw == Flaw::kAutoPositions);
+    const int got = rt_.Decode(batch, op.flaw == Flaw::kAutoPositions ? Runtime::BatchForm::kNoPositions
+                                      : op.flaw == Flaw::kGetOne      ? Runtime::BatchForm::kGetOne
+                                                                      : Runtime::BatchForm::kFull);
     rt_.SetAbort(false);
     // It finds the aborted ubatch's positions by each token's first sequence only (ubatch.seq_id[i][0]), so a
     // token in several sequences stays in the others, a cell whose K and V were never computed. The driver
@@ -493,8 +555,6 @@ void Executor::DecodeOp(const Op& op) {
       logits.back().assign(l, l + rt_.n_vocab());
     }
   }
-  FinishFresh();
-  if (!done.empty()) StartFresh(&op - program_.ops.data(), done, std::move(logits));
 }
 
 // The differential oracle: per sequence, one fresh decode of its history up to its last output (the model's
@@ -558,13 +618,9 @@ void Executor::FinishFresh() {
       if (at == history->size()) continue;
       const float* got = logits[i].data();
       const std::vector<float>& want = fresh[at];
-      float scale = 1.0f, worst = 0.0f;
-      int worst_at = 0;
-      for (int v = 0; v < rt_.n_vocab(); ++v) scale = std::max(scale, std::fabs(want[v]));
-      for (int v = 0; v < rt_.n_vocab(); ++v) {
-        const float d = std::fabs(got[v] - want[v]);
-        if (!(d <= worst)) { worst = d; worst_at = v; }
-      }
+      const Diff d = LargestDiff(got, want, rt_.n_vocab());
+      const float scale = d.scale, worst = d.worst;
+      const int worst_at = d.at;
       ++stats_.compared;
       stats_.worst = std::max(stats_.worst, worst / scale);
       LIFELINE_CHECK(worst <= tol * scale,

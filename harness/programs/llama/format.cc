@@ -3,6 +3,7 @@
 #include "harness/programs/llama/format.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "harness/programs/common/decode.h"
 #include "harness/programs/common/describe.h"
@@ -107,10 +108,17 @@ Program Run(Source& src, const Program* target) {
         op.all_logits = src.Bool([&] { return want.all_logits; });
         op.token_seed = src.Full<uint8_t>([&] { return want.token_seed; });
         {
-          // Flaws are rare: 6 of 32 values (values below 16 read as they did when there were 16, so inputs
-          // written then decode alike).
+          // Flaws are rare: 8 of 32 values (values below 16 read as they did when there were 16, so inputs
+          // written then decode alike; 7 and 8, once none, are the last two).
           const int f = src.Int<int>(0, 31, [&] { return static_cast<int>(want.flaw); });
           op.flaw = f <= static_cast<int>(Flaw::kMaxValue) ? static_cast<Flaw>(f) : Flaw::kNone;
+        }
+        if (op.flaw == Flaw::kGetOne) {  // llama_batch_get_one's batch: sequence 0 only, its last token's logits
+          if (want.flaw == Flaw::kGetOne && (want.seqs != 1 || want.shared || want.all_logits))
+            throw Unencodable("a get-one decode is on sequence 0 alone, not shared, logits on the last token");
+          op.seqs = 1;
+          op.shared = false;
+          op.all_logits = false;
         }
         m.Decode(op);
         break;
@@ -257,7 +265,8 @@ std::string Describe(const Op& op) {
   switch (op.kind) {
     case OpKind::kDecode: {
       static const char* const kFlaw[] = {"", " flaw=gap", " flaw=behind", " flaw=bad-token", " abort", " flaw=bad-seq",
-                                          " auto-positions"};
+                                          " auto-positions", " get-one", " beside"};
+      static_assert(std::size(kFlaw) == static_cast<size_t>(Flaw::kMaxValue) + 1, "kFlaw: one per Flaw");
       static const char kHex[] = "0123456789abcdef";
       out += std::string(" seqs=0x") + kHex[op.seqs & 15] + " steps=" + std::to_string(op.steps) +
              (op.shared ? " shared" : "") + (op.all_logits ? " all-logits" : "") + " tokens@" +

@@ -70,8 +70,16 @@ enum class OpKind : uint8_t {
 // answers true from the first graph node of the op's first llama_decode call, which must then return 2 with its
 // unfinished ubatch out of the memory; the op's later calls are not made), or batches without positions
 // (llama_batch.pos NULL, as llama_batch_get_one's are: llama_decode places each token after its first sequence's
-// last position in the memory, which must be where the program's positions are).
-enum class Flaw : uint8_t { kNone, kGap, kBehind, kBadToken, kAbort, kBadSeq, kAutoPositions, kMaxValue = kAutoPositions };
+// last position in the memory, which must be where the program's positions are), or llama_batch_get_one's batches
+// themselves (kGetOne: only the tokens; positions, sequence ids and output flags NULL, which llama_decode fills:
+// sequence 0, after its last position, an output for the last token of each call; the decoder makes such an op's
+// set sequence 0 alone, not shared, logits on the last), or a decode with a second context beside it (kBeside:
+// another context of the same model and parameters, made on a thread of its own, decodes the op's tokens on its
+// sequence 0 from position 0 and is freed with llama_free while this context decodes the op; its last logits are
+// compared with a fresh decode of those tokens).
+enum class Flaw : uint8_t {
+  kNone, kGap, kBehind, kBadToken, kAbort, kBadSeq, kAutoPositions, kGetOne, kBeside, kMaxValue = kBeside
+};
 
 // Where a saved state lives: a buffer (llama_state_*get_data / set_data) or a session file with the saved
 // sequence's tokens ahead of the state (llama_state_seq_save_file / load_file, llama_state_save_file / load_file).

@@ -138,6 +138,10 @@ std::vector<Model::Placed> Model::Place(const Op& op) const {
     placed.push_back({placed.empty() && op.flaw == Flaw::kBadToken ? kVocab : t.token,
                       placed.empty() && op.flaw == Flaw::kBadSeq ? uint8_t{0} : t.seqs, pos, t.logits});
   }
+  // llama_batch_get_one's batch has no output flags: llama_decode outputs the last token of each call (Chunks).
+  if (op.flaw == Flaw::kGetOne)
+    for (size_t i = 0; i < placed.size(); ++i)
+      placed[i].logits = (i + 1) % static_cast<size_t>(params_.n_batch) == 0 || i + 1 == placed.size();
   return placed;
 }
 

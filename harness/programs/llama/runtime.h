@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -22,8 +23,16 @@ class Runtime {
     bool logits;
   };
   virtual ~Runtime() = default;
-  // llama_decode's return; `auto_positions`: the batch without positions (llama_batch.pos NULL).
-  virtual int Decode(const std::vector<Token>& batch, bool auto_positions) = 0;
+  // How a batch goes to llama_decode: every field filled, without positions (llama_batch.pos NULL), or as
+  // llama_batch_get_one makes it (the tokens alone: the Token's seqs and logits are not passed).
+  enum class BatchForm { kFull, kNoPositions, kGetOne };
+  virtual int Decode(const std::vector<Token>& batch, BatchForm form) = 0;  // llama_decode's return
+  // A second context of this one's model and parameters, on a thread of its own: made, `tokens` decoded on its
+  // sequence 0 from position 0 in one call, the last token's logits copied, then freed with llama_free while
+  // `meanwhile` runs on the calling thread (started once the side's decode has returned). The logits, or an
+  // error naming the call that failed.
+  virtual std::vector<float> Beside(const std::vector<int>& tokens, const std::function<void()>& meanwhile,
+                                    std::string* error) = 0;
   virtual const float* Logits(int batch_index) = 0;         // llama_get_logits_ith; nullptr when it has none
   virtual int n_vocab() const = 0;
   virtual bool SeqRm(int seq, int p0, int p1) = 0;

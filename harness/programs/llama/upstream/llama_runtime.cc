@@ -8,9 +8,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <future>
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <thread>
 #include <tuple>
 
 #include "core/check.h"
@@ -154,7 +157,12 @@ class LlamaRuntime : public Runtime {
     Return(Describe(p_), ctx_);
   }
 
-  int Decode(const std::vector<Token>& batch, bool auto_positions) override {
+  int Decode(const std::vector<Token>& batch, BatchForm form) override {
+    if (form == BatchForm::kGetOne) {
+      std::vector<llama_token> tokens;
+      for (const Token& t : batch) tokens.push_back(t.token);
+      return llama_decode(ctx_, llama_batch_get_one(tokens.data(), static_cast<int32_t>(tokens.size())));
+    }
     llama_batch b = llama_batch_init(static_cast<int32_t>(batch.size()), 0, kMaxSeqs);
     for (size_t i = 0; i < batch.size(); ++i) {
       b.token[i] = batch[i].token;
@@ -167,7 +175,7 @@ class LlamaRuntime : public Runtime {
     }
     b.n_tokens = static_cast<int32_t>(batch.size());
     llama_pos* const pos = b.pos;
-    if (auto_positions) b.pos = nullptr;
+    if (form == BatchForm::kNoPositions) b.pos = nullptr;
     const int ret = llama_decode(ctx_, b);
     b.pos = pos;
     llama_batch_free(b);
@@ -259,6 +267,45 @@ class LlamaRuntime : public Runtime {
     f.get(c);
     f.seekp(at);
     f.put(static_cast<char>(c ^ 0x40));
+  }
+  std::vector<float> Beside(const std::vector<int>& tokens, const std::function<void()>& meanwhile,
+                            std::string* error) override {
+    std::vector<float> out;
+    std::promise<void> decoded;
+    std::thread side([&] {
+      llama_context_params c = ParamsOf(p_, false);
+      c.n_batch = std::max<uint32_t>(c.n_batch, static_cast<uint32_t>(tokens.size()));  // one call
+      llama_context* ctx = llama_init_from_model(model_, c);
+      if (ctx == nullptr) {
+        *error = "llama_init_from_model returned NULL";
+        decoded.set_value();
+        return;
+      }
+      std::vector<llama_token> t(tokens.begin(), tokens.end());
+      llama_batch b = llama_batch_init(static_cast<int32_t>(t.size()), 0, 1);
+      for (size_t i = 0; i < t.size(); ++i) {
+        b.token[i] = t[i];
+        b.pos[i] = static_cast<llama_pos>(i);
+        b.n_seq_id[i] = 1;
+        b.seq_id[i][0] = 0;
+        b.logits[i] = i + 1 == t.size();
+      }
+      b.n_tokens = static_cast<int32_t>(t.size());
+      const int ret = llama_decode(ctx, b);
+      llama_batch_free(b);
+      if (ret != 0) {
+        *error = "llama_decode returned " + std::to_string(ret);
+      } else {
+        const float* l = llama_get_logits_ith(ctx, -1);
+        out.assign(l, l + n_vocab());
+      }
+      decoded.set_value();
+      llama_free(ctx);  // while the program's context decodes
+    });
+    decoded.get_future().wait();
+    meanwhile();
+    side.join();
+    return out;
   }
   void SetThreads(int n) override { llama_set_n_threads(ctx_, n, n); }
   void SetAbort(bool abort) override { abort_.store(abort); }

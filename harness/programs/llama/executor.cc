@@ -174,7 +174,24 @@ ExecuteStats Executor::Run() {
 
 void Executor::CheckPositions() {
   for (int s = 0; s < model_.n_seqs(); ++s) {
-    const int got = rt_.PosMax(s);
+    int got = rt_.PosMax(s);
+    // llama_kv_cache_iswa::seq_pos_max reads the SWA cache alone, which may lack the older cells the base cache
+    // holds (a restored sequence's SWA part is its window: state_write leaves masked cells out). Once a seq_rm
+    // takes the window away, seq_pos_max reads -1 ("the sequence is empty", llama.h) while the base cache still
+    // holds the sequence's first positions, and a decode from position 0 would put a second cell at each. The
+    // driver removes the rest of the sequence, as llama-server re-processes a prompt whose SWA data is gone.
+    if (got == -1 && model_.PosMax(s) >= 0 && HasSlidingWindow(program_.params.model) && model_.SwaUnknown(s) &&
+        GuardHolds(Guard::kLlamaIswaPosMaxIgnoresBaseCells, [&] {
+          return "sequence " + std::to_string(s) + " reads empty with positions left in the base cache: removed";
+        })) {
+      SetUpstreamContext("llama_memory_seq_rm [the base cache's rest]");
+      rt_.SeqRm(s, -1, -1);
+      Op clear;
+      clear.kind = OpKind::kSeqRm;
+      clear.seq = s;
+      model_.SeqRm(clear);
+      got = rt_.PosMax(s);
+    }
     LIFELINE_CHECK(got == model_.PosMax(s), "memory oracle: llama_memory_seq_pos_max(" + std::to_string(s) +
                                                 ") returned " + std::to_string(got) + ", model predicted " +
                                                 std::to_string(model_.PosMax(s)));

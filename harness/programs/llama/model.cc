@@ -431,9 +431,18 @@ void Model::LoadSeq(Op& op) {
   Unshare(op.seq);
   op.expect_ret = refused ? 0 : 1;
   if (refused) return;  // no room: the sequence is left empty
-  for (const Cell& c : s.mem.cells) mem_.cells.push_back({c.pos, bit, c.token, c.birth});
+  int top = -1;
+  for (const Cell& c : s.mem.cells) {
+    mem_.cells.push_back({c.pos, bit, c.token, c.birth});
+    top = std::max(top, c.pos);
+  }
   mem_.recr[op.seq] = s.mem.recr[0];
   mem_.swa_unknown[op.seq] = s.mem.swa_unknown[0];
+  // A sequence's state leaves out the SWA cache's cells outside the window (llama_kv_cache::state_write: masked
+  // cells are not written), so the restored SWA cache holds only the window, the base cache everything.
+  if (HasSlidingWindow(params_.model))
+    for (const Cell& c : s.mem.cells)
+      if (top - c.pos >= kSlidingWindow) mem_.swa_unknown[op.seq] = true;
 }
 
 void Model::SaveAll(Op& op) {

@@ -84,6 +84,8 @@ class Model {
   // a fresh decode makes (a cell made beside tokens since removed, shifted relative to them, or divided).
   std::optional<std::vector<std::pair<int, int>>> Reference(int seq, int pos) const;
 
+  // The sliding-window cache of `seq` may lack cells the base cache holds (reused, or left out of a restored state).
+  bool SwaUnknown(int seq) const { return mem_.swa_unknown[seq]; }
   const ContextParams& params() const { return params_; }
   int n_seqs() const { return params_.n_seq_max; }
   bool SlotHolds(int slot, bool whole) const;

@@ -90,7 +90,7 @@ TEST(LlamaDecoder, TheModelPredictsTheBatchChecks) {
 
 TEST(LlamaDecoder, AGetOneDecodeIsSequenceZeroWithAnOutputPerCall) {
   // llama_batch_get_one's batch fills sequence 0 and an output for the last token of each call: 6 tokens in calls
-  // of 4 have outputs at 3 and 5. The decoder makes any such op that (the bytes drawn for the set are not read).
+  // of 4 have outputs at 3 and 5. The decoder makes every get-one op so (the bytes drawn for its set are not read).
   const Program p{Params(ModelKind::kLlama, 2, 2, 4), {DecodeOp(1, 6, 0, false, false, Flaw::kGetOne)}};
   const std::vector<uint8_t> bytes = Encode(p);
   const Program back = Decode(bytes.data(), bytes.size());

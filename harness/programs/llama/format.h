@@ -74,7 +74,7 @@ enum class OpKind : uint8_t {
 // themselves (kGetOne: only the tokens; positions, sequence ids and output flags NULL, which llama_decode fills:
 // sequence 0, after its last position, an output for the last token of each call; the decoder makes such an op's
 // set sequence 0 alone, not shared, logits on the last), or a decode with a second context beside it (kBeside:
-// another context of the same model and parameters, made on a thread of its own, decodes the op's tokens on its
+// another context of the same model and parameters, made on a thread of its own, decodes the op's first 64 tokens on its
 // sequence 0 from position 0 and is freed with llama_free while this context decodes the op; its last logits are
 // compared with a fresh decode of those tokens).
 enum class Flaw : uint8_t {
